@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import { WebSocketServer, type WebSocket } from "ws";
+import type { AddressInfo } from "node:net";
+import { newArpRequest, parseAgentMessage, type AgentMessage } from "@whohas/core";
+import { Agent } from "../agent.js";
+import { HubLink } from "../hub-link.js";
+import type { PacketSource } from "../capture/pcap-source.js";
+import type { Logger } from "../log.js";
+
+const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** FakeSource lets a test push frames as if libpcap had captured them. */
+class FakeSource implements PacketSource {
+  onFrame: ((f: Uint8Array, now: number) => void) | null = null;
+  closed = false;
+  constructor(readonly iface: string) {}
+  start(onFrame: (f: Uint8Array, now: number) => void) { this.onFrame = onFrame; }
+  send() { /* not used */ }
+  close() { this.closed = true; }
+}
+
+interface Hub { wss: WebSocketServer; url: string; messages: AgentMessage[]; auth: (string | undefined)[]; sockets: WebSocket[] }
+
+async function startHub(port = 0): Promise<Hub> {
+  const wss = new WebSocketServer({ port, host: "127.0.0.1" });
+  await once(wss, "listening");
+  const hub: Hub = { wss, url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/agent`, messages: [], auth: [], sockets: [] };
+  wss.on("connection", (ws, req) => {
+    hub.auth.push(req.headers.authorization);
+    hub.sockets.push(ws);
+    ws.on("message", (d: Buffer) => {
+      const m = parseAgentMessage(d.toString());
+      if (m.ok) hub.messages.push(m.value);
+    });
+  });
+  return hub;
+}
+
+/** closeHub drops every agent connection and stops listening (wss.close alone waits for clients to leave). */
+async function closeHub(hub: Hub): Promise<void> {
+  for (const c of hub.wss.clients) c.terminate();
+  await new Promise<void>((r) => { hub.wss.close(() => r()); });
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => { for (const c of cleanups.splice(0).reverse()) await c(); });
+
+describe("Agent with HubLink", () => {
+  it("says hello with its token and interfaces, then streams aggregates", async () => {
+    const hub = await startHub();
+    cleanups.push(() => closeHub(hub));
+    const src = new FakeSource("eth0");
+    const link: HubLink = new HubLink({ url: hub.url, token: "s3cret", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] }) });
+    const agent = new Agent({ node: "node-a", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false }]), openSource: () => src, maxBufferedEntries: 100 });
+    cleanups.push(() => agent.stop());
+    await agent.start();
+    await until(() => hub.messages.length >= 1);
+    expect(hub.auth[0]).toBe("Bearer s3cret");
+    expect(hub.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
+
+    for (let i = 0; i < 50; i++) src.onFrame?.(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200"), 1000 + i);
+    src.onFrame?.(new Uint8Array(5), 2000);
+    await until(() => hub.messages.some((m) => m.type === "observations"));
+    const obs = hub.messages.filter((m) => m.type === "observations");
+    expect(obs).toHaveLength(1); // 50 frames, one message
+    expect(obs[0]).toMatchObject({ entries: [{ ip: "192.0.2.200", kind: "request", count: 50, firstSeen: 1000, lastSeen: 1049 }], dropped: 0 });
+    expect(agent.counts).toMatchObject({ observed: 50, truncated: 1 });
+  });
+
+  it("keeps aggregates while the hub is away and delivers them after it comes back", async () => {
+    const hub = await startHub();
+    const port = (hub.wss.address() as AddressInfo).port;
+    const src = new FakeSource("eth0");
+    const link = new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
+    const agent = new Agent({ node: "n", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false }]), openSource: () => src, maxBufferedEntries: 100 });
+    cleanups.push(() => agent.stop());
+    await agent.start();
+    await until(() => hub.messages.length >= 1);
+    await closeHub(hub);
+    await until(() => !link.connected);
+    for (let i = 0; i < 7; i++) src.onFrame?.(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.7"), 5000 + i);
+    const back = await startHub(port);
+    cleanups.push(() => closeHub(back));
+    await until(() => back.messages.some((m) => m.type === "observations"), 10_000);
+    expect(back.messages[0]?.type).toBe("hello");
+    expect(back.messages.find((m) => m.type === "observations")).toMatchObject({ entries: [{ ip: "192.0.2.7", count: 7 }] });
+  });
+});

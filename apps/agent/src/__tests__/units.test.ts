@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BACKOFF_MAX_MS, backoffDelay } from "../hub-link.js";
+import { DEFAULT_EXCLUDE, selectCaptureInterfaces, type NetInterface } from "../capture/interfaces.js";
+import { parseAgentConfig } from "../config.js";
+
+const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({ name, mac: "02:00:5e:00:00:01", up: true, noarp: false, hasMaster: false, ...over });
+
+describe("selectCaptureInterfaces", () => {
+  const deny = new RegExp(DEFAULT_EXCLUDE);
+  it.each([
+    { case: "a plain uplink", i: link("eth0"), picked: true },
+    { case: "kube-ipvs0 (MetalLB's deny list)", i: link("kube-ipvs0"), picked: false },
+    { case: "a veth", i: link("veth12ab"), picked: false },
+    { case: "loopback", i: link("lo"), picked: false },
+    { case: "a down link", i: link("eth1", { up: false }), picked: false },
+    { case: "a bond slave", i: link("eno1", { hasMaster: true }), picked: false },
+    { case: "a NOARP link", i: link("wg0", { noarp: true }), picked: false },
+  ])("$case: $picked", ({ i, picked }) => {
+    expect(selectCaptureInterfaces([i], /.*/, deny)).toHaveLength(picked ? 1 : 0);
+  });
+  it("applies the allow regex", () => {
+    expect(selectCaptureInterfaces([link("eth0"), link("bond0")], /^bond/, deny).map((i) => i.name)).toEqual(["bond0"]);
+  });
+});
+
+describe("backoffDelay", () => {
+  it("doubles from 0.5 s with jitter and caps at 30 s", () => {
+    expect(backoffDelay(0, () => 0)).toBe(250);
+    expect(backoffDelay(0, () => 1)).toBe(500);
+    expect(backoffDelay(3, () => 1)).toBe(4000);
+    expect(backoffDelay(50, () => 1)).toBe(BACKOFF_MAX_MS);
+  });
+});
+
+describe("parseAgentConfig", () => {
+  const dir = mkdtempSync(join(tmpdir(), "whohas-agent-"));
+  const tokenFile = join(dir, "token");
+  writeFileSync(tokenFile, "abc\n");
+  it("reads the token and takes the node name from NODE_NAME", () => {
+    const c = parseAgentConfig({ hub: "ws://h:3000/agent", "token-file": tokenFile }, { NODE_NAME: "worker-1" });
+    expect(c).toMatchObject({ token: "abc", node: "worker-1", hub: "ws://h:3000/agent" });
+  });
+  it.each([
+    { case: "bad hub scheme", flags: { hub: "http://h", "token-file": tokenFile }, msg: /--hub must start with ws:\/\// },
+    { case: "missing token file", flags: { hub: "ws://h/agent", "token-file": join(dir, "nope") }, msg: /--token-file: cannot read .*ENOENT/ },
+    { case: "bad regex", flags: { hub: "ws://h/agent", "token-file": tokenFile, interfaces: "(" }, msg: /--interfaces: not a regular expression/ },
+    { case: "no token flag", flags: { hub: "ws://h/agent" }, msg: /--token-file/ },
+  ])("refuses $case", ({ flags, msg }) => {
+    expect(() => parseAgentConfig(flags, {})).toThrow(msg);
+  });
+});

@@ -1,0 +1,116 @@
+import WebSocket from "ws";
+import { type AgentMessage, type HubMessage, parseHubMessage } from "@whohas/core";
+import type { Logger } from "./log.js";
+
+/** BACKOFF_MIN_MS and BACKOFF_MAX_MS bound the reconnect delay: 0.5 s doubling to 30 s (issue 4). */
+export const BACKOFF_MIN_MS = 500;
+export const BACKOFF_MAX_MS = 30_000;
+/** HEARTBEAT_MS is how often each side speaks when it has nothing else to say; silence for 30 s means down. */
+export const HEARTBEAT_MS = 10_000;
+
+/**
+ * backoffDelay is the jittered exponential delay before reconnect attempt `attempt` (0-based): "full jitter" between
+ * half and all of min × 2^attempt, capped, so that a hub restart does not get every agent back in the same instant.
+ */
+export function backoffDelay(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(attempt, 16));
+  return Math.round(base / 2 + (random() * base) / 2);
+}
+
+export interface HubLinkOptions {
+  /** ws://, wss:// or ws+unix:///path/to.sock:/agent */
+  readonly url: string;
+  readonly token: string;
+  readonly logger: Logger;
+  /** Sent first on every (re)connect. */
+  readonly hello: () => AgentMessage;
+  readonly onMessage?: (msg: HubMessage) => void;
+}
+
+/** A HubLink keeps one WebSocket to the hub open, reconnecting with backoff until closed. */
+export class HubLink {
+  #ws: WebSocket | null = null;
+  #attempt = 0;
+  #closed = false;
+  #retryTimer: NodeJS.Timeout | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+
+  constructor(readonly opts: HubLinkOptions) {}
+
+  /** connected tells whether messages sent now reach the hub. */
+  get connected(): boolean {
+    return this.#ws?.readyState === WebSocket.OPEN;
+  }
+
+  /** bufferedBytes is what the socket has queued but not yet written. */
+  get bufferedBytes(): number {
+    return this.#ws?.bufferedAmount ?? 0;
+  }
+
+  start(): void {
+    this.#connect();
+  }
+
+  /** send returns false when not connected; the caller keeps the data for later. */
+  send(msg: AgentMessage): boolean {
+    const ws = this.#ws;
+    if (ws?.readyState !== WebSocket.OPEN) return false;
+    ws.send(JSON.stringify(msg));
+    return true;
+  }
+
+  /** close ends the link after what is queued is written; no reconnect follows. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    const ws = this.#ws;
+    if (ws === null || ws.readyState === WebSocket.CLOSED) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        ws.terminate();
+        resolve();
+      }, 2000);
+      ws.once("close", () => {
+        clearTimeout(t);
+        resolve();
+      });
+      ws.close(1000, "agent shutting down");
+    });
+  }
+
+  #connect(): void {
+    const { url, token, logger } = this.opts;
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000 });
+    this.#ws = ws;
+    ws.on("open", () => {
+      this.#attempt = 0;
+      logger.info("hub.connected", { url });
+      ws.send(JSON.stringify(this.opts.hello()));
+      this.#heartbeat = setInterval(() => this.send({ v: 1, type: "heartbeat", t: Date.now() }), HEARTBEAT_MS);
+      this.#heartbeat.unref();
+    });
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) return;
+      const text = Buffer.isBuffer(data) ? data.toString("utf8") : Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data).toString("utf8");
+      const msg = parseHubMessage(text);
+      if (!msg.ok) {
+        logger.warn("hub.bad_message", { reason: msg.message });
+        return;
+      }
+      this.opts.onMessage?.(msg.value);
+    });
+    ws.on("unexpected-response", (_req, res) => {
+      logger.error("hub.refused", { status: res.statusCode, hint: res.statusCode === 401 ? "check --token-file: the hub refused the token" : undefined });
+      ws.terminate();
+    });
+    ws.on("error", (err) => logger.warn("hub.error", { message: err.message }));
+    ws.on("close", (code, reason) => {
+      if (this.#heartbeat) clearInterval(this.#heartbeat);
+      if (this.#closed) return;
+      const delay = backoffDelay(this.#attempt++);
+      logger.warn("hub.disconnected", { code, reason: reason.toString(), retryInMs: delay });
+      this.#retryTimer = setTimeout(() => this.#connect(), delay);
+    });
+  }
+}

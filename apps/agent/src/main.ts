@@ -1,0 +1,104 @@
+#!/usr/bin/env node
+// whohas: the node agent and CLI. `whohas agent` runs the DaemonSet agent.
+import { parseArgs } from "node:util";
+import { Agent } from "./agent.js";
+import { AGENT_HELP, parseAgentConfig } from "./config.js";
+import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
+import { PcapSource } from "./capture/pcap-source.js";
+import { HubLink } from "./hub-link.js";
+import { jsonLogger } from "./log.js";
+import { AGENT_VERSION } from "./version.js";
+
+const USAGE = `Usage: whohas <command> [options]
+
+Commands:
+  agent     capture ARP on this node and stream it to the whohas hub (run by the DaemonSet)
+
+Run 'whohas <command> --help' for a command's options. 'whohas --version' prints the version.
+`;
+
+async function runAgent(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      hub: { type: "string" },
+      "token-file": { type: "string" },
+      node: { type: "string" },
+      interfaces: { type: "string" },
+      "exclude-interfaces": { type: "string" },
+      "max-buffered-entries": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(AGENT_HELP);
+    return 0;
+  }
+  const config = parseAgentConfig(values);
+  const logger = jsonLogger("agent");
+  let agent: Agent | null = null;
+  const link = new HubLink({
+    url: config.hub,
+    token: config.token,
+    logger,
+    hello: () => ({
+      v: 1,
+      type: "hello",
+      node: config.node,
+      agentVersion: AGENT_VERSION,
+      interfaces: (agent?.interfaces ?? []).map(({ name, mac, up }) => ({ name, mac, up })),
+    }),
+  });
+  agent = new Agent({
+    node: config.node,
+    logger,
+    link,
+    scan: async () => selectCaptureInterfaces(await listInterfaces(), config.interfaces, config.excludeInterfaces),
+    openSource: (iface) => new PcapSource(iface),
+    maxBufferedEntries: config.maxBufferedEntries,
+  });
+  await agent.start();
+  logger.info("agent.started", { node: config.node, hub: config.hub, version: AGENT_VERSION });
+  const running = agent;
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info("agent.stopping", { signal });
+      const hard = setTimeout(() => process.exit(1), 5000);
+      hard.unref();
+      void running.stop().then(resolve);
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case "agent":
+      return runAgent(rest);
+    case "--version":
+    case "-v":
+      process.stdout.write(`whohas ${AGENT_VERSION}\n`);
+      return 0;
+    case undefined:
+    case "--help":
+    case "-h":
+    case "help":
+      process.stdout.write(USAGE);
+      return cmd === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`whohas: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    process.stderr.write(`whohas: ${(e as Error).message}\n`);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { ANSWER_WINDOW_MS, IpTable, compareIPv4 } from "./ip-table.js";
+import type { ObservationAggregate } from "../wire.js";
+import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
+
+function agg(kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {
+  return { ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, peerIp: CLIENT_IP, targetMac: CLIENT_MAC, ethernetMismatch: 0 };
+}
+const nodes = new Map([[NODE_A_MAC, "node-a"], [NODE_B_MAC, "node-b"]]);
+const nodeOf = (mac: string) => nodes.get(mac) ?? null;
+
+describe("IpTable", () => {
+  it("shows two answering MACs with their nodes as multi-responder", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1000, 3), agg("reply", NODE_A_MAC, 1000, 3)]);
+    t.apply("node-b", [agg("request", CLIENT_MAC, 1000, 3), agg("reply", NODE_B_MAC, 1001, 3)]);
+    const v = t.view(VIP, 2000, nodeOf);
+    expect(v?.state).toBe("multi-responder");
+    expect(v?.requests).toBe(3); // the same broadcasts seen by two capture points count once
+    expect(v?.responders.map((r) => [r.node, r.replies, r.answering])).toEqual([["node-b", 3, true], ["node-a", 3, true]]);
+  });
+
+  it("turns to no-responder when requests go on and answers stop", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1000), agg("reply", NODE_A_MAC, 1000)]);
+    const later = 1000 + ANSWER_WINDOW_MS + 1;
+    t.apply("node-a", [agg("request", CLIENT_MAC, later)]);
+    const v = t.view(VIP, later, nodeOf);
+    expect(v?.state).toBe("no-responder");
+    expect(v?.responders[0]?.answering).toBe(false);
+  });
+
+  it("is single with one MAC and idle when nothing is recent", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("gratuitous-request", NODE_A_MAC, 1000)]);
+    expect(t.view(VIP, 1000, nodeOf)?.state).toBe("single");
+    expect(t.view(VIP, 1000 + ANSWER_WINDOW_MS + 1, nodeOf)?.state).toBe("idle");
+    expect(t.view(VIP, 1000, nodeOf)?.responders[0]?.gratuitous).toBe(1);
+  });
+
+  it("reports which IPs a batch touched", () => {
+    const t = new IpTable();
+    expect([...t.apply("node-a", [agg("reply", NODE_A_MAC, 1)])]).toEqual([VIP]);
+    expect(t.view("192.0.2.9", 1, nodeOf)).toBeNull();
+  });
+
+  it("sorts IPs numerically", () => {
+    expect(["10.0.0.10", "10.0.0.9", "9.0.0.1"].sort(compareIPv4)).toEqual(["9.0.0.1", "10.0.0.9", "10.0.0.10"]);
+  });
+});
