@@ -17,7 +17,7 @@ describe("IpTable", () => {
     const v = t.view(VIP, 2000, nodeOf);
     expect(v?.state).toBe("multi-responder");
     expect(v?.requests).toBe(3); // the same broadcasts seen by two capture points count once
-    expect(v?.responders.map((r) => [r.node, r.replies, r.answering])).toEqual([["node-b", 3, true], ["node-a", 3, true]]);
+    expect(v?.responders.map((r) => [r.node, r.replies, r.answering])).toEqual([["node-a", 3, true], ["node-b", 3, true]]);
   });
 
   it("turns to no-responder when requests go on and answers stop", () => {

@@ -134,7 +134,8 @@ export class IpTable {
         seenBy: [...new Set([...r.replies.keys(), ...r.gratuitous.keys()])].sort(),
       });
     }
-    responders.sort((a, b) => b.lastSeen - a.lastSeen || a.mac.localeCompare(b.mac));
+    // Stable order for people reading a live table: answering first, then by node, then MAC.
+    responders.sort((a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac));
     const req = fold(rec.requests);
     const answering = responders.filter((r) => r.answering).length;
     const asked = req !== null && now - req.lastSeen <= ANSWER_WINDOW_MS;

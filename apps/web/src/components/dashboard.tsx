@@ -1,0 +1,116 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { useSubscription } from "@trpc/tanstack-react-query";
+import type { RouterOutputs } from "~/server/api";
+import { useTRPC } from "~/trpc/react";
+
+type Ip = RouterOutputs["ips"]["list"][number];
+type AgentRow = RouterOutputs["agents"]["list"][number];
+
+const STATE_TEXT: Record<Ip["state"], string> = {
+  "multi-responder": "several responders",
+  "no-responder": "no responder",
+  single: "one responder",
+  idle: "idle",
+};
+
+function ago(t: number | null): string {
+  if (t === null) return "never";
+  const s = Math.max(0, Math.round((Date.now() - t) / 1000));
+  return s < 60 ? `${s}s ago` : `${Math.round(s / 60)}m ago`;
+}
+
+/** Dashboard shows each IP with the MACs (and nodes) answering for it, live. */
+export function Dashboard() {
+  const trpc = useTRPC();
+  const first = useQuery(trpc.ips.list.queryOptions());
+  const live = useSubscription(trpc.ips.live.subscriptionOptions());
+  const firstAgents = useQuery(trpc.agents.list.queryOptions());
+  const liveAgents = useSubscription(trpc.agents.live.subscriptionOptions());
+  const ips: Ip[] = live.data ?? first.data ?? [];
+  const agents: AgentRow[] = liveAgents.data ?? firstAgents.data ?? [];
+  const multi = ips.filter((i) => i.state === "multi-responder");
+
+  return (
+    <>
+      {multi.length > 0 ? (
+        <div className="banner bad" role="alert" data-testid="banner">
+          <strong>{multi.length} IP{multi.length > 1 ? "s are" : " is"} answered by several nodes.</strong> Clients cache
+          whichever MAC answers first; with externalTrafficPolicy Local the wrong node silently drops the traffic. With
+          kube-proxy in IPVS mode this is <code>strictARP: false</code>: set <code>ipvs.strictARP: true</code> in the
+          kube-system/kube-proxy ConfigMap and restart kube-proxy.
+        </div>
+      ) : ips.length > 0 ? (
+        <div className="banner ok" data-testid="banner">Every IP seen has at most one responder.</div>
+      ) : null}
+
+      <h2>LoadBalancer IPs</h2>
+      {ips.length === 0 ? (
+        <p className="muted" data-testid="empty">
+          No ARP traffic seen yet. Agents report here as soon as any client asks for an IP; {agents.filter((a) => a.up).length} of{" "}
+          {agents.length} agents are online. Start one with <code>whohas agent --hub ws://THIS_HOST:3000/agent --token-file FILE</code>.
+        </p>
+      ) : (
+        <table data-testid="ips">
+          <thead>
+            <tr>
+              <th>IP</th>
+              <th>State</th>
+              <th>Responders (node, MAC, replies, last answer)</th>
+              <th>Requests</th>
+            </tr>
+          </thead>
+          <tbody>
+            {ips.map((ip) => (
+              <tr key={ip.ip} data-ip={ip.ip} data-state={ip.state}>
+                <td className="mono">{ip.ip}</td>
+                <td className={`state state-${ip.state}`}>{STATE_TEXT[ip.state]}</td>
+                <td>
+                  {ip.responders.length === 0 ? <span className="muted">none</span> : null}
+                  {ip.responders.map((r) => (
+                    <span key={r.mac} className={`responder ${r.answering ? "answering" : "stale"}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering}>
+                      <strong>{r.node ?? "unknown node"}</strong> <span className="mono">{r.mac}</span> · {r.replies} replies
+                      {r.gratuitous > 0 ? ` · ${r.gratuitous} gratuitous` : ""} · {ago(r.lastSeen)}
+                    </span>
+                  ))}
+                </td>
+                <td>
+                  {ip.requests} <span className="muted">(last {ago(ip.lastRequest)})</span>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
+      <section className="agents">
+        <h2>Agents</h2>
+        {agents.length === 0 ? (
+          <p className="muted">No agent has connected yet.</p>
+        ) : (
+          <table data-testid="agents">
+            <thead>
+              <tr>
+                <th>Node</th>
+                <th>Status</th>
+                <th>Version</th>
+                <th>Interfaces</th>
+              </tr>
+            </thead>
+            <tbody>
+              {agents.map((a) => (
+                <tr key={a.node} data-node={a.node}>
+                  <td>{a.node}</td>
+                  <td className={a.up ? "state-single" : "state-multi-responder"}>{a.up ? "online" : "down"}</td>
+                  <td>{a.version}</td>
+                  <td className="mono">{a.interfaces.map((i) => `${i.name} ${i.mac}`).join(", ")}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,110 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import WebSocket from "ws";
+import { Hub } from "../hub/hub.js";
+import { createHubServer } from "../http.js";
+import { silentLogger } from "../log.js";
+import { tokenMatches } from "../gateway/agent-gateway.js";
+
+const TOKEN = "test-token-0123456789";
+const hello = { v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
+const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0 };
+
+interface Running { server: Server; hub: Hub; base: string; ws: string }
+const open: Running[] = [];
+
+async function start(clock: () => number = Date.now): Promise<Running> {
+  const hub = new Hub(clock);
+  const hs = createHubServer({ hub, agentToken: TOKEN, logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+  const server = hs.createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  const r = { server, hub, base: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}/agent` };
+  open.push(r);
+  return r;
+}
+
+afterEach(async () => {
+  for (const r of open.splice(0)) {
+    r.server.closeAllConnections();
+    await new Promise((res) => r.server.close(res));
+  }
+});
+
+function connect(url: string, token = TOKEN): WebSocket {
+  return new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
+}
+
+describe("agent gateway", () => {
+  it("refuses a wrong token before the upgrade with 401", async () => {
+    const { ws } = await start();
+    const c = connect(ws, "wrong-token-0123456789");
+    const [, res] = (await once(c, "unexpected-response")) as [unknown, { statusCode: number }];
+    expect(res.statusCode).toBe(401);
+  });
+
+  it("takes hello and observations, and the API shows them", async () => {
+    const { ws, base, hub } = await start(() => 1000);
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    const [welcome] = (await once(c, "message")) as [Buffer];
+    expect(JSON.parse(welcome.toString())).toMatchObject({ type: "welcome" });
+    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    await expect.poll(() => hub.ips().length).toBe(1);
+    const body = (await (await fetch(`${base}/api/trpc/ips.list`)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
+    expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a", replies: 4 }] });
+    const agents = (await (await fetch(`${base}/api/trpc/agents.list`)).json()) as { result: { data: { node: string; up: boolean }[] } };
+    expect(agents.result.data).toEqual([expect.objectContaining({ node: "node-a", up: true })]);
+    c.close();
+  });
+
+  it.each([
+    { case: "not JSON", msg: "{", reason: /not JSON/ },
+    { case: "observations before hello", msg: JSON.stringify({ v: 1, type: "observations", entries: [], dropped: 0 }), reason: /first message must be hello/ },
+    { case: "a bad MAC", msg: JSON.stringify({ ...hello, interfaces: [{ name: "eth0", mac: "zz", up: true }] }), reason: /interfaces\.0\.mac/ },
+  ])("closes a socket that sends $case with 1008 and keeps serving others", async ({ msg, reason }) => {
+    const { ws, base } = await start();
+    const good = connect(ws);
+    await once(good, "open");
+    good.send(JSON.stringify(hello));
+    await once(good, "message");
+    const bad = connect(ws);
+    await once(bad, "open");
+    bad.send(msg);
+    const [code, why] = (await once(bad, "close")) as [number, Buffer];
+    expect(code).toBe(1008);
+    expect(why.toString()).toMatch(reason);
+    expect(good.readyState).toBe(WebSocket.OPEN);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    good.close();
+  });
+
+  it("closes with 1009 when a message exceeds the payload limit", async () => {
+    const { ws } = await start();
+    const c = connect(ws);
+    await once(c, "open");
+    c.send("x".repeat(2 * 1024 * 1024));
+    const [code] = (await once(c, "close")) as [number];
+    expect(code).toBe(1009);
+  });
+
+  it("destroys upgrades on paths that are not ours", async () => {
+    const { base } = await start();
+    const c = new WebSocket(base.replace("http", "ws") + "/elsewhere");
+    const [err] = (await once(c, "error")) as [Error];
+    expect(err.message).toMatch(/socket hang up|ECONNRESET/);
+  });
+});
+
+describe("tokenMatches", () => {
+  it.each([
+    { header: `Bearer ${TOKEN}`, ok: true },
+    { header: `Bearer ${TOKEN}x`, ok: false },
+    { header: TOKEN, ok: false },
+    { header: undefined, ok: false },
+  ])("$header -> $ok", ({ header, ok }) => expect(tokenMatches(header, TOKEN)).toBe(ok));
+});

@@ -1,0 +1,104 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import { WIRE_VERSION, parseAgentMessage } from "@whohas/core";
+import type { Hub } from "../hub/hub.js";
+import type { Logger } from "../log.js";
+
+/** AGENT_PATH is where agents connect. */
+export const AGENT_PATH = "/agent";
+/** MAX_PAYLOAD_BYTES bounds one agent message: 1,000 aggregates of ~250 bytes fit with room to spare. */
+export const MAX_PAYLOAD_BYTES = 1024 * 1024;
+/** PING_MS: the hub pings each agent; one that misses a pong is dropped (the agent heartbeats too). */
+export const PING_MS = 15_000;
+
+/** tokenMatches compares bearer tokens in constant time. */
+export function tokenMatches(header: string | undefined, token: string): boolean {
+  const m = /^Bearer (.+)$/.exec(header ?? "");
+  if (m?.[1] === undefined) return false;
+  const a = Buffer.from(m[1]);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/**
+ * An AgentGateway accepts agent WebSockets on /agent: the token is checked before the upgrade completes (401
+ * otherwise), every message is validated against core's wire schema, and a bad message closes only that socket
+ * with 1008 and a logged reason.
+ */
+export class AgentGateway {
+  readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
+  readonly #alive = new WeakMap<WebSocket, boolean>();
+  readonly #ping: NodeJS.Timeout;
+
+  constructor(readonly hub: Hub, readonly token: string, readonly logger: Logger) {
+    this.#ping = setInterval(() => {
+      for (const ws of this.#wss.clients) {
+        if (this.#alive.get(ws) === false) {
+          ws.terminate();
+          continue;
+        }
+        this.#alive.set(ws, false);
+        ws.ping();
+      }
+    }, PING_MS);
+    this.#ping.unref();
+  }
+
+  /** handleUpgrade takes an HTTP upgrade for AGENT_PATH. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const peer = req.socket.remoteAddress ?? "unix";
+    if (!tokenMatches(req.headers.authorization, this.token)) {
+      this.logger.warn("agent.unauthorized", { peer });
+      socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
+  }
+
+  #accept(ws: WebSocket, peer: string): void {
+    let node: string | null = null;
+    this.#alive.set(ws, true);
+    ws.on("pong", () => this.#alive.set(ws, true));
+    ws.on("message", (data: Buffer, isBinary) => {
+      if (isBinary) return this.#refuse(ws, node, peer, "binary frames are not part of wire v1");
+      const msg = parseAgentMessage(data.toString("utf8"));
+      if (!msg.ok) return this.#refuse(ws, node, peer, msg.message);
+      const m = msg.value;
+      if (node === null && m.type !== "hello") return this.#refuse(ws, node, peer, "first message must be hello");
+      switch (m.type) {
+        case "hello":
+          if (node !== null) return this.#refuse(ws, node, peer, "hello sent twice");
+          node = m.node;
+          this.hub.connect(m);
+          ws.send(JSON.stringify({ v: WIRE_VERSION, type: "welcome", hubVersion: "0.1.0" }));
+          this.logger.info("agent.connected", { node, peer, version: m.agentVersion, interfaces: m.interfaces.length });
+          return;
+        case "observations":
+          if (node !== null) this.hub.observe(node, m);
+          return;
+        case "heartbeat":
+          if (node !== null) this.hub.heartbeat(node);
+          return;
+      }
+    });
+    ws.on("error", (err) => this.logger.warn("agent.socket_error", { node, peer, message: err.message }));
+    ws.on("close", (code) => {
+      if (node !== null) this.hub.disconnect(node);
+      this.logger.info("agent.disconnected", { node, peer, code });
+    });
+  }
+
+  #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {
+    this.logger.warn("agent.bad_message", { node, peer, reason });
+    ws.close(1008, reason.slice(0, 120));
+  }
+
+  /** close tells agents the hub is going away (1001) so they reconnect to the next one. */
+  close(): void {
+    clearInterval(this.#ping);
+    for (const ws of this.#wss.clients) ws.close(1001, "hub shutting down");
+    this.#wss.close();
+  }
+}

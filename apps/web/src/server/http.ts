@@ -1,0 +1,63 @@
+import { createServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { createHTTPHandler } from "@trpc/server/adapters/standalone";
+import { appRouter } from "./api/root.js";
+import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
+import type { Hub } from "./hub/hub.js";
+import type { Logger } from "./log.js";
+
+/** TRPC_PREFIX is where the dashboard's API lives (the client's links point here). */
+export const TRPC_PREFIX = "/api/trpc/";
+
+export interface HubServerOptions {
+  readonly hub: Hub;
+  readonly agentToken: string;
+  readonly logger: Logger;
+  /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
+  readonly pages: RequestListener;
+  /** WebSocket upgrades that are not ours (Next's dev hot reload at /_next/hmr). */
+  readonly otherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
+/** A HubServer routes one process's HTTP: health, tRPC, the agent WebSocket, and Next.js for the rest. */
+export interface HubServer {
+  readonly gateway: AgentGateway;
+  /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
+  readonly listener: RequestListener;
+  readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** createServer returns a new http.Server wired to listener and upgrade. */
+  createServer(): Server;
+}
+
+export function createHubServer(opts: HubServerOptions): HubServer {
+  const trpc = createHTTPHandler({ router: appRouter, basePath: TRPC_PREFIX, createContext: () => ({ hub: opts.hub }) });
+  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger);
+  const listener: RequestListener = (req, res) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (path === "/healthz") {
+      res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
+    if (path.startsWith(TRPC_PREFIX)) {
+      trpc(req, res);
+      return;
+    }
+    opts.pages(req, res);
+  };
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === AGENT_PATH) return gateway.handleUpgrade(req, socket, head);
+    if (opts.otherUpgrade !== undefined) return opts.otherUpgrade(req, socket, head);
+    socket.destroy();
+  };
+  return {
+    gateway,
+    listener,
+    upgrade,
+    createServer() {
+      const s = createServer(listener);
+      s.on("upgrade", upgrade);
+      return s;
+    },
+  };
+}

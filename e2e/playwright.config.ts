@@ -1,0 +1,23 @@
+import { defineConfig } from "@playwright/test";
+
+/**
+ * E2E runs in Debian's Chromium (never a downloaded browser) against the real stack: global-setup starts the lab,
+ * the built hub and real agents, and hands the dashboard URL to the tests through WHOHAS_E2E_URL.
+ */
+export default defineConfig({
+  testDir: "./tests",
+  globalSetup: "./global-setup.ts",
+  timeout: 60_000,
+  expect: { timeout: 20_000 },
+  retries: process.env.CI ? 1 : 0,
+  workers: 1,
+  reporter: [["list"]],
+  use: {
+    trace: "retain-on-failure",
+    screenshot: "only-on-failure",
+    launchOptions: {
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+    },
+  },
+});

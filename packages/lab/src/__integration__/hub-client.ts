@@ -1,0 +1,23 @@
+// A minimal reader of the hub's public API for tests: plain HTTP GET on tRPC queries, as any client may do.
+
+export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean }
+export interface IpView { ip: string; state: string; requests: number; responders: ResponderView[] }
+export interface AgentView { node: string; up: boolean; interfaces: { name: string; mac: string }[] }
+
+export async function query<T>(base: string, path: string): Promise<T> {
+  const res = await fetch(`${base}/api/trpc/${path}`);
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return ((await res.json()) as { result: { data: T } }).result.data;
+}
+
+/** eventually polls `probe` until it returns a value for which `ok` holds, or fails with the last value seen. */
+export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, ms: number): Promise<T> {
+  const end = Date.now() + ms;
+  let last: T | undefined;
+  while (Date.now() < end) {
+    last = await probe();
+    if (ok(last)) return last;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`not reached within ${ms} ms; last value: ${JSON.stringify(last)}`);
+}

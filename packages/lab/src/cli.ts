@@ -1,0 +1,65 @@
+#!/usr/bin/env node
+// whohas-lab: the network lab. `demo` runs hub + agents + client until Ctrl-C; `gc` removes leftovers of dead runs.
+import { parseArgs } from "node:util";
+import { collectGarbage, requireRoot } from "./lab.js";
+import { startStack } from "./stack.js";
+
+const USAGE = `Usage: whohas-lab <command> [options]
+
+Commands:
+  demo [--nodes N] [--vips N] [--port P]
+        build a lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP false
+        leaves them), start the hub on port P (default 3000), one agent per node and a client that asks for
+        every VIP each second. Runs until Ctrl-C, then tears everything down.
+  gc    remove namespaces and state of labs whose process is gone.
+`;
+
+async function demo(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
+  await requireRoot();
+  await collectGarbage();
+  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000) });
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stdout.write(`\n${why}: tearing the lab down...\n`);
+    await stack.stop();
+    process.stdout.write("lab removed.\n");
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("Ctrl-C"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  const { lab } = stack;
+  process.stdout.write(
+    [
+      "",
+      `whohas demo is running. Dashboard: ${stack.url}`,
+      "",
+      `  lab ${lab.names.id}: ${lab.nodes.length} nodes (${lab.nodes.map((n) => n.name).join(", ")}) each holding ${lab.vips.join(", ")}`,
+      "  on kube-ipvs0 with arp_ignore=0 (kube-proxy IPVS, strictARP false): every node answers for every VIP.",
+      `  client ${lab.client.ip} asks for each VIP every second. Logs: ${stack.logDir}`,
+      "",
+      "Press Ctrl-C to stop and remove the lab.",
+      "",
+    ].join("\n"),
+  );
+}
+
+async function main(): Promise<void> {
+  const [cmd, ...rest] = process.argv.slice(2);
+  if (cmd === "demo") return demo(rest);
+  if (cmd === "gc") {
+    await requireRoot();
+    const removed = await collectGarbage();
+    process.stdout.write(removed.length === 0 ? "no stale labs\n" : `removed labs: ${removed.join(", ")}\n`);
+    return;
+  }
+  process.stdout.write(USAGE);
+  if (cmd !== "--help" && cmd !== "-h") process.exitCode = 2;
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`whohas-lab: ${(e as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,152 @@
+import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { inNs, ip, run } from "./sh.js";
+import { LAB_STATE_DIR, labIdOfNs, labNames, newLabId, type LabNames } from "./naming.js";
+
+/**
+ * LAB_SUBNET is the lab's link: 198.18.0.0/15 is reserved for benchmarking (RFC 2544), so it is nobody's real network;
+ * and since the bridge lives in the lab's own namespace, labs running side by side never see each other.
+ */
+export const LAB_SUBNET = "198.18.0";
+export const CLIENT_IP = `${LAB_SUBNET}.2`;
+export const nodeIp = (i: number): string => `${LAB_SUBNET}.${10 + i}`;
+export const vipAt = (i: number): string => `${LAB_SUBNET}.${200 + i}`;
+
+/** A LabNode is one simulated Kubernetes node: a namespace whose eth0 is on the lab bridge. */
+export interface LabNode {
+  readonly name: string;
+  readonly ns: string;
+  readonly ip: string;
+  readonly mac: string;
+}
+
+export interface LabOptions {
+  readonly nodes: number;
+  readonly vips: number;
+}
+
+/** A Lab is the network of one run: a switch, nodes holding every VIP on kube-ipvs0, and a client. */
+export interface Lab {
+  readonly names: LabNames;
+  readonly nodes: readonly LabNode[];
+  readonly vips: readonly string[];
+  readonly client: { readonly ns: string; readonly ip: string; readonly mac: string };
+  /**
+   * setStrictArp applies what kube-proxy's IPVS proxier does at start with strictARP true (arp_ignore=1,
+   * arp_announce=2 on `all`), or puts back the kernel default (0, 0) that strictARP false leaves.
+   */
+  setStrictArp(node: LabNode, strict: boolean): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+async function macOf(ns: string, dev: string): Promise<string> {
+  return (await inNs(ns, "cat", `/sys/class/net/${dev}/address`)).trim();
+}
+
+async function sysctl(ns: string, key: string, value: number): Promise<void> {
+  await inNs(ns, "sh", "-c", `echo ${value} > /proc/sys/${key.replaceAll(".", "/")}`);
+}
+
+/** createLab builds the network; on any failure it removes what it made and rethrows. */
+export async function createLab(opts: LabOptions): Promise<Lab> {
+  const names = labNames(newLabId());
+  const made: string[] = [];
+  const destroy = async () => {
+    for (const ns of [...made].reverse()) await ip("netns", "del", ns).catch(() => undefined);
+    await rm(names.stateDir, { recursive: true, force: true });
+  };
+  try {
+    await mkdir(names.stateDir, { recursive: true });
+    await writeFile(`${names.stateDir}/owner.json`, JSON.stringify({ pid: process.pid, started: new Date().toISOString() }));
+    const addNs = async (ns: string) => {
+      await ip("netns", "add", ns);
+      made.push(ns);
+      await ip("-n", ns, "link", "set", "lo", "up");
+    };
+    await addNs(names.switchNs);
+    await ip("-n", names.switchNs, "link", "add", "br0", "type", "bridge");
+    await ip("-n", names.switchNs, "link", "set", "br0", "up");
+    const plug = async (ns: string, port: string, addr: string) => {
+      // Create the pair with each end already in its namespace: no name is ever taken in the host namespace.
+      await ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", port, "netns", names.switchNs);
+      await ip("-n", names.switchNs, "link", "set", port, "master", "br0", "up");
+      await ip("-n", ns, "addr", "add", `${addr}/24`, "dev", "eth0");
+      await ip("-n", ns, "link", "set", "eth0", "up");
+    };
+    const vips = Array.from({ length: opts.vips }, (_, i) => vipAt(i));
+    const nodes: LabNode[] = [];
+    for (let i = 1; i <= opts.nodes; i++) {
+      const ns = names.nodeNs(i);
+      await addNs(ns);
+      await plug(ns, `n${i}`, nodeIp(i));
+      // kube-ipvs0 is a dummy device in a real cluster; this kernel has no dummy module, so one end of a veth pair
+      // stands in. Like kube-proxy's, it stays down and holds every Service IP as a /32.
+      await ip("-n", ns, "link", "add", "kube-ipvs0", "type", "veth", "peer", "name", "ipvs-peer");
+      for (const vip of vips) await ip("-n", ns, "addr", "add", `${vip}/32`, "dev", "kube-ipvs0");
+      await sysctl(ns, "net.ipv4.conf.all.arp_ignore", 0);
+      await sysctl(ns, "net.ipv4.conf.all.arp_announce", 0);
+      nodes.push({ name: `node-${i}`, ns, ip: nodeIp(i), mac: await macOf(ns, "eth0") });
+    }
+    await addNs(names.clientNs);
+    await plug(names.clientNs, "client", CLIENT_IP);
+    const client = { ns: names.clientNs, ip: CLIENT_IP, mac: await macOf(names.clientNs, "eth0") };
+    return {
+      names,
+      nodes,
+      vips,
+      client,
+      async setStrictArp(node, strict) {
+        await sysctl(node.ns, "net.ipv4.conf.all.arp_ignore", strict ? 1 : 0);
+        await sysctl(node.ns, "net.ipv4.conf.all.arp_announce", strict ? 2 : 0);
+      },
+      destroy,
+    };
+  } catch (e) {
+    await destroy();
+    throw e;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * collectGarbage removes the namespaces and state of labs whose owning process is gone (a run killed with -9, a
+ * crashed CI job). Running labs are left alone. Returns the ids removed.
+ */
+export async function collectGarbage(): Promise<string[]> {
+  const byLab = new Map<string, string[]>();
+  for (const line of (await ip("netns", "list")).split("\n")) {
+    const ns = line.split(" ")[0] ?? "";
+    const id = labIdOfNs(ns);
+    if (id !== null) byLab.set(id, [...(byLab.get(id) ?? []), ns]);
+  }
+  for (const id of await readdir(LAB_STATE_DIR).catch(() => [] as string[])) if (!byLab.has(id)) byLab.set(id, []);
+  const removed: string[] = [];
+  for (const [id, nss] of byLab) {
+    let owner = 0;
+    try {
+      owner = (JSON.parse(await readFile(`${LAB_STATE_DIR}/${id}/owner.json`, "utf8")) as { pid: number }).pid;
+    } catch {
+      // No owner file: a lab from a run that died before writing it, or one created by hand with our prefix.
+    }
+    if (owner !== 0 && alive(owner)) continue;
+    for (const ns of nss) await ip("netns", "del", ns).catch(() => undefined);
+    await rm(`${LAB_STATE_DIR}/${id}`, { recursive: true, force: true });
+    removed.push(id);
+  }
+  return removed;
+}
+
+/** requireRoot explains what the lab needs when it is not run as root. */
+export async function requireRoot(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error("the lab creates network namespaces: run it as root");
+  await run("ip", ["-V"]).catch(() => {
+    throw new Error("the lab needs iproute2 (`ip`): apt-get install iproute2");
+  });
+}

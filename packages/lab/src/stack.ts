@@ -1,0 +1,129 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { createLab, type Lab } from "./lab.js";
+import { unixWsUrl } from "./naming.js";
+
+/** REPO_ROOT: the lab starts the built hub and agent from the checkout it belongs to. */
+export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+export const HUB_SERVER = `${REPO_ROOT}apps/web/dist/server.js`;
+export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
+export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
+
+export interface StackOptions {
+  readonly nodes?: number;
+  readonly vips?: number;
+  /** TCP port of the hub; 0 picks a free one. */
+  readonly port?: number;
+  /** How often the client asks for each VIP. */
+  readonly requestIntervalMs?: number;
+  /** Where process logs go (default: $TMPDIR/whohas-lab-ID, kept after teardown for post-mortems). */
+  readonly logDir?: string;
+}
+
+/** A Stack is a running lab with its hub, one agent per node and the requesting client. */
+export interface Stack {
+  readonly lab: Lab;
+  readonly url: string;
+  readonly port: number;
+  readonly token: string;
+  readonly logDir: string;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      s.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
+    });
+  });
+}
+
+async function waitHealthy(url: string, child: ChildProcess, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (child.exitCode !== null) throw new Error(`the hub exited with code ${child.exitCode} before it was ready`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the hub did not answer ${url}/healthz within ${ms} ms`);
+}
+
+/**
+ * startStack brings up everything the demo, the integration tests and the e2e tests need. Whatever fails, what was
+ * started is stopped again; `stop()` tears it all down (processes first, then namespaces).
+ */
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const lab = await createLab({ nodes: opts.nodes ?? 3, vips: opts.vips ?? 3 });
+  const children: ChildProcess[] = [];
+  const logDir = opts.logDir ?? `${tmpdir()}/whohas-lab-${lab.names.id}`;
+  let stopping = false;
+  const stop = async () => {
+    stopping = true;
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            const t = setTimeout(() => c.kill("SIGKILL"), 5000);
+            c.once("exit", () => {
+              clearTimeout(t);
+              resolve();
+            });
+            c.kill("SIGTERM");
+          }),
+      ),
+    );
+    await lab.destroy();
+  };
+  try {
+    await mkdir(logDir, { recursive: true });
+    const spawnLogged = (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
+      const log = createWriteStream(`${logDir}/${name}.log`);
+      // Children inherit this process's environment (PATH, CI) plus their own settings.
+      // eslint-disable-next-line no-restricted-properties
+      const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+      child.stdout.pipe(log);
+      child.stderr.pipe(log);
+      children.push(child);
+      child.once("exit", (code, signal) => {
+        if (!stopping) process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
+      });
+      return child;
+    };
+    const port = opts.port === undefined || opts.port === 0 ? await freePort() : opts.port;
+    const token = randomBytes(24).toString("hex");
+    const tokenFile = `${lab.names.stateDir}/agent-token`;
+    await writeFile(tokenFile, token, { mode: 0o600 });
+    const url = `http://localhost:${port}`;
+    const hub = spawnLogged("hub", process.execPath, [HUB_SERVER], {
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      WHOHAS_AGENT_TOKEN: token,
+      WHOHAS_AGENT_SOCKET: lab.names.hubSocket,
+    });
+    await waitHealthy(url, hub, 30_000);
+    const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
+    for (const n of lab.nodes) {
+      spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth0$", "--token-file", tokenFile]);
+    }
+    spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
+    return { lab, url, port, token, logDir, stop };
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+}

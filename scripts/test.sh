@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The whole test suite: lint, typecheck, unit tests, integration tests in the network lab (real namespaces, real
+# kernels), and e2e tests in Chromium. Does its own set-up first. Needs root (the lab creates namespaces).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+export NEXT_TELEMETRY_DISABLED=1 TURBO_TELEMETRY_DISABLED=1
+
+logs=$(mktemp -d /tmp/whohas-test.XXXXXX)
+failed_stages=()
+stage() {
+  local name=$1; shift
+  printf '\n\033[1m== %s\033[0m\n' "$name"
+  if ! "$@" 2>&1 | tee "$logs/$name.log"; then failed_stages+=("$name"); fi
+}
+
+# Leftovers of a killed run would only waste memory: remove labs whose process is gone.
+node packages/lab/dist/cli.js gc
+
+stage static pnpm exec turbo run lint typecheck --output-logs=errors-only
+stage unit pnpm exec turbo run test --output-logs=full
+stage integration pnpm --filter @whohas/lab integration
+stage e2e pnpm --filter @whohas/e2e e2e
+
+# One closing line over every runner: vitest prints "Tests  N passed | M failed", Playwright "N passed" / "N failed".
+counts=$(sed -E 's/\x1b\[[0-9;]*m//g; s/^@whohas\/[a-z0-9-]+:[a-z]+: //' "$logs"/*.log | awk '
+  /^ *Tests +/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } next }
+  /^ +[0-9]+ passed( |$)/ { p += $1 }
+  /^ +[0-9]+ failed( |$)/ { f += $1 }
+  END { printf "%d %d", p, f }')
+read -r passed failed <<<"$counts"
+echo
+if [ ${#failed_stages[@]} -gt 0 ]; then
+  echo "failed stages: ${failed_stages[*]} (logs in $logs)"
+  [ "$failed" -gt 0 ] || failed=${#failed_stages[@]}
+  echo "whohas: $passed passed, $failed failed"
+  exit 1
+fi
+echo "whohas: $passed passed, $failed failed"
