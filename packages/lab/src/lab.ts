@@ -38,6 +38,22 @@ export interface Lab {
   destroy(): Promise<void>;
 }
 
+/**
+ * removeNs kills whatever still runs inside a namespace (an agent orphaned by a killed run would otherwise keep the
+ * namespace alive after `ip netns del`) and deletes it. Errors are ignored: removal must always run to the end.
+ */
+export async function removeNs(ns: string): Promise<void> {
+  const pids = await ip("netns", "pids", ns).catch(() => "");
+  for (const pid of pids.split("\n").map(Number).filter((p) => p > 0 && p !== process.pid)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  await ip("netns", "del", ns).catch(() => undefined);
+}
+
 async function macOf(ns: string, dev: string): Promise<string> {
   return (await inNs(ns, "cat", `/sys/class/net/${dev}/address`)).trim();
 }
@@ -51,7 +67,7 @@ export async function createLab(opts: LabOptions): Promise<Lab> {
   const names = labNames(newLabId());
   const made: string[] = [];
   const destroy = async () => {
-    for (const ns of [...made].reverse()) await ip("netns", "del", ns).catch(() => undefined);
+    for (const ns of [...made].reverse()) await removeNs(ns);
     await rm(names.stateDir, { recursive: true, force: true });
   };
   try {
@@ -136,7 +152,7 @@ export async function collectGarbage(): Promise<string[]> {
       // No owner file: a lab from a run that died before writing it, or one created by hand with our prefix.
     }
     if (owner !== 0 && alive(owner)) continue;
-    for (const ns of nss) await ip("netns", "del", ns).catch(() => undefined);
+    for (const ns of nss) await removeNs(ns);
     await rm(`${LAB_STATE_DIR}/${id}`, { recursive: true, force: true });
     removed.push(id);
   }

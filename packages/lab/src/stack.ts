@@ -32,6 +32,8 @@ export interface Stack {
   readonly port: number;
   readonly token: string;
   readonly logDir: string;
+  /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
+  restartHub(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -60,6 +62,19 @@ async function waitHealthy(url: string, child: ChildProcess, ms: number): Promis
   throw new Error(`the hub did not answer ${url}/healthz within ${ms} ms`);
 }
 
+/** stopChild sends SIGTERM and, after 5 s, SIGKILL; resolves when the process is gone. */
+function stopChild(c: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    const t = setTimeout(() => c.kill("SIGKILL"), 5000);
+    c.once("exit", () => {
+      clearTimeout(t);
+      resolve();
+    });
+    c.kill("SIGTERM");
+  });
+}
+
 /**
  * startStack brings up everything the demo, the integration tests and the e2e tests need. Whatever fails, what was
  * started is stopped again; `stop()` tears it all down (processes first, then namespaces).
@@ -71,26 +86,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let stopping = false;
   const stop = async () => {
     stopping = true;
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const t = setTimeout(() => c.kill("SIGKILL"), 5000);
-            c.once("exit", () => {
-              clearTimeout(t);
-              resolve();
-            });
-            c.kill("SIGTERM");
-          }),
-      ),
-    );
+    await Promise.all(children.map(stopChild));
     await lab.destroy();
   };
   try {
     await mkdir(logDir, { recursive: true });
     const spawnLogged = (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
-      const log = createWriteStream(`${logDir}/${name}.log`);
+      const log = createWriteStream(`${logDir}/${name}.log`, { flags: "a" });
       // Children inherit this process's environment (PATH, CI) plus their own settings.
       // eslint-disable-next-line no-restricted-properties
       const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -98,7 +100,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       child.stderr.pipe(log);
       children.push(child);
       child.once("exit", (code, signal) => {
-        if (!stopping) process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
+        // A clean exit or one asked for (Ctrl-C reaches the whole process group) is not news; a crash is.
+        const asked = code === 0 || signal === "SIGINT" || signal === "SIGTERM";
+        if (!stopping && !asked) process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
       });
       return child;
     };
@@ -107,21 +111,29 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const tokenFile = `${lab.names.stateDir}/agent-token`;
     await writeFile(tokenFile, token, { mode: 0o600 });
     const url = `http://localhost:${port}`;
-    const hub = spawnLogged("hub", process.execPath, [HUB_SERVER], {
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
-      WHOHAS_AGENT_TOKEN: token,
-      WHOHAS_AGENT_SOCKET: lab.names.hubSocket,
-    });
-    await waitHealthy(url, hub, 30_000);
+    const startHub = async () => {
+      const child = spawnLogged("hub", process.execPath, [HUB_SERVER], {
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        NODE_ENV: "production",
+        NEXT_TELEMETRY_DISABLED: "1",
+        WHOHAS_AGENT_TOKEN: token,
+        WHOHAS_AGENT_SOCKET: lab.names.hubSocket,
+      });
+      await waitHealthy(url, child, 30_000);
+      return child;
+    };
+    let hub = await startHub();
+    const restartHub = async () => {
+      await stopChild(hub);
+      hub = await startHub();
+    };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
     for (const n of lab.nodes) {
       spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth0$", "--token-file", tokenFile]);
     }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, logDir, stop };
+    return { lab, url, port, token, logDir, stop, restartHub };
   } catch (e) {
     await stop();
     throw e;

@@ -40,6 +40,18 @@ describe("three nodes holding one VIP", () => {
     expect(macs).toEqual(new Set(stack.lab.nodes.map((n) => n.mac)));
   });
 
+  it("agents reconnect when the hub restarts, and the new hub sees the three responders again", async () => {
+    await stack.restartHub();
+    const view = await eventually(
+      async () => (await query<IpView[]>(stack.url, "ips.list")).find((i) => i.ip === vip),
+      (v) => v?.responders.filter((r) => r.answering && r.node !== null).length === 3,
+      30_000,
+    );
+    expect(view?.state).toBe("multi-responder");
+    const agents = await query<AgentView[]>(stack.url, "agents.list");
+    expect(agents.filter((a) => a.up).map((a) => a.node).sort()).toEqual(stack.lab.nodes.map((n) => n.name));
+  });
+
   it("after arp_ignore=1 and arp_announce=2 on every node, nobody answers and the hub says so", async () => {
     for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, true);
     const changedAt = Date.now();
