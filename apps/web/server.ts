@@ -5,11 +5,11 @@ import next from "next";
 import { parseEnv } from "./src/server/env.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
-import { jsonLogger } from "./src/server/log.js";
+import { jsonLogger } from "@whohas/core";
 
 async function main(): Promise<void> {
   const env = parseEnv();
-  const logger = jsonLogger("hub");
+  const logger = jsonLogger("hub", (line) => process.stderr.write(line));
   const app = next({ dev: env.dev, dir: fileURLToPath(new URL("..", import.meta.url)) });
   await app.prepare();
   const handle = app.getRequestHandler();

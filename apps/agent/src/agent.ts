@@ -2,7 +2,7 @@ import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyArpFrame, ty
 import type { PacketSource } from "./capture/pcap-source.js";
 import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "@whohas/core";
 
 /** FLUSH_MS is how often aggregates go to the hub (issue 4: at most every 100 ms). */
 export const FLUSH_MS = 100;

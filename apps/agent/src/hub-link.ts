@@ -1,6 +1,6 @@
 import WebSocket from "ws";
 import { type AgentMessage, type HubMessage, parseHubMessage } from "@whohas/core";
-import type { Logger } from "./log.js";
+import type { Logger } from "@whohas/core";
 
 /** BACKOFF_MIN_MS and BACKOFF_MAX_MS bound the reconnect delay: 0.5 s doubling to 30 s (issue 4). */
 export const BACKOFF_MIN_MS = 500;

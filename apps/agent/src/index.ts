@@ -3,4 +3,4 @@ export { Agent, handleFrame, FLUSH_MS } from "./agent.js";
 export { HubLink, backoffDelay } from "./hub-link.js";
 export { PcapSource, ARP_FILTER, type PacketSource } from "./capture/pcap-source.js";
 export { listInterfaces, selectCaptureInterfaces, DEFAULT_EXCLUDE, type NetInterface } from "./capture/interfaces.js";
-export { jsonLogger, type Logger } from "./log.js";
+export { jsonLogger, type Logger } from "@whohas/core";

@@ -6,7 +6,7 @@ import { AGENT_HELP, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
 import { PcapSource } from "./capture/pcap-source.js";
 import { HubLink } from "./hub-link.js";
-import { jsonLogger } from "./log.js";
+import { jsonLogger } from "@whohas/core";
 import { AGENT_VERSION } from "./version.js";
 
 const USAGE = `Usage: whohas <command> [options]
@@ -36,7 +36,7 @@ async function runAgent(argv: string[]): Promise<number> {
     return 0;
   }
   const config = parseAgentConfig(values);
-  const logger = jsonLogger("agent");
+  const logger = jsonLogger("agent", (line) => process.stderr.write(line));
   let agent: Agent | null = null;
   const link = new HubLink({
     url: config.hub,

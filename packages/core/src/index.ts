@@ -7,3 +7,4 @@ export * from "./packet/classify.js";
 export * from "./aggregate.js";
 export * from "./analysis/ip-table.js";
 export * from "./wire.js";
+export * from "./log.js";

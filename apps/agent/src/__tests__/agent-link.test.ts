@@ -2,13 +2,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
-import { newArpRequest, parseAgentMessage, type AgentMessage } from "@whohas/core";
+import { newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
 import { Agent } from "../agent.js";
 import { HubLink } from "../hub-link.js";
 import type { PacketSource } from "../capture/pcap-source.js";
-import type { Logger } from "../log.js";
 
-const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const quiet = silentLogger;
 
 /** FakeSource lets a test push frames as if libpcap had captured them. */
 class FakeSource implements PacketSource {

@@ -4,7 +4,7 @@ import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { appRouter } from "./api/root.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "@whohas/core";
 
 /** TRPC_PREFIX is where the dashboard's API lives (the client's links point here). */
 export const TRPC_PREFIX = "/api/trpc/";

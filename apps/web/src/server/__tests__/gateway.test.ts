@@ -5,7 +5,7 @@ import type { Server } from "node:http";
 import WebSocket from "ws";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
-import { silentLogger } from "../log.js";
+import { silentLogger } from "@whohas/core";
 import { tokenMatches } from "../gateway/agent-gateway.js";
 
 const TOKEN = "test-token-0123456789";

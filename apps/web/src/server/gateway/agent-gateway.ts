@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { WIRE_VERSION, parseAgentMessage } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import type { Logger } from "../log.js";
+import type { Logger } from "@whohas/core";
 
 /** AGENT_PATH is where agents connect. */
 export const AGENT_PATH = "/agent";

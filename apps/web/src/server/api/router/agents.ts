@@ -1,4 +1,5 @@
 import type { TRPCRouterRecord } from "@trpc/server";
+import { live } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
 export const agentsRouter = {
@@ -6,14 +7,5 @@ export const agentsRouter = {
   list: publicProcedure.query(({ ctx }) => ctx.hub.agents()),
 
   /** live pushes the agent list whenever it changes. */
-  live: publicProcedure.subscription(async function* ({ ctx, signal }) {
-    let last = "";
-    for await (const _ of ctx.hub.changes(signal ?? new AbortController().signal)) {
-      const agents = ctx.hub.agents();
-      const json = JSON.stringify(agents);
-      if (json === last) continue;
-      last = json;
-      yield agents;
-    }
-  }),
+  live: publicProcedure.subscription(({ ctx, signal }) => live(ctx.hub, signal, () => ctx.hub.agents())),
 } satisfies TRPCRouterRecord;

@@ -1,6 +1,7 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIPv4 } from "@whohas/core";
+import { live } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
 export const ipsRouter = {
@@ -11,14 +12,5 @@ export const ipsRouter = {
   byIp: publicProcedure.input(z.object({ ip: z.string().refine(isIPv4, "not an IPv4 address") })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
 
   /** live pushes the whole list whenever it changes (and as views age), over SSE. */
-  live: publicProcedure.subscription(async function* ({ ctx, signal }) {
-    let last = "";
-    for await (const _ of ctx.hub.changes(signal ?? new AbortController().signal)) {
-      const ips = ctx.hub.ips();
-      const json = JSON.stringify(ips);
-      if (json === last) continue;
-      last = json;
-      yield ips;
-    }
-  }),
+  live: publicProcedure.subscription(({ ctx, signal }) => live(ctx.hub, signal, () => ctx.hub.ips())),
 } satisfies TRPCRouterRecord;

@@ -1,0 +1,21 @@
+/** A Logger writes one structured line per event, with stable `event` keys (STYLE 17). */
+export interface Logger {
+  info(event: string, fields?: Record<string, unknown>): void;
+  warn(event: string, fields?: Record<string, unknown>): void;
+  error(event: string, fields?: Record<string, unknown>): void;
+}
+
+/** jsonLogger renders each event as one JSON line and hands it to `write` (the caller owns the stream). */
+export function jsonLogger(component: string, write: (line: string) => void, clock: () => Date = () => new Date()): Logger {
+  const emit = (level: string, event: string, fields?: Record<string, unknown>) => {
+    write(JSON.stringify({ t: clock().toISOString(), level, component, event, ...fields }) + "\n");
+  };
+  return {
+    info: (e, f) => emit("info", e, f),
+    warn: (e, f) => emit("warn", e, f),
+    error: (e, f) => emit("error", e, f),
+  };
+}
+
+/** silentLogger drops everything (tests). */
+export const silentLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
