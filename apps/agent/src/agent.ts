@@ -1,4 +1,4 @@
-import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyArpFrame, type FrameOutcome } from "@whohas/core";
+import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyFrame, type FrameOutcome } from "@whohas/core";
 import type { PacketSource } from "./capture/pcap-source.js";
 import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
@@ -10,7 +10,7 @@ export const FLUSH_MS = 100;
 export const RESCAN_MS = 10_000;
 
 /** Counters of every frame outcome, per reason: what /metrics and tests look at. */
-export type OutcomeCounts = Record<"observed" | "notArp" | "truncated" | "malformed" | "unsupported", number>;
+export type OutcomeCounts = Record<"observed" | "ignored" | "truncated" | "malformed" | "unsupported", number>;
 
 export interface AgentDeps {
   readonly node: string;
@@ -24,14 +24,14 @@ export interface AgentDeps {
 
 /** handleFrame classifies one captured frame and folds it into the aggregator, returning what became of it. */
 export function handleFrame(agg: Aggregator, iface: string, frame: Uint8Array, now: number): FrameOutcome {
-  const out = classifyArpFrame(frame);
+  const out = classifyFrame(frame);
   if (out.kind === "observed") agg.add(out.obs, iface, now);
   return out;
 }
 
 /** An Agent captures on the selected interfaces and streams aggregates through its HubLink. */
 export class Agent {
-  readonly counts: OutcomeCounts = { observed: 0, notArp: 0, truncated: 0, malformed: 0, unsupported: 0 };
+  readonly counts: OutcomeCounts = { observed: 0, ignored: 0, truncated: 0, malformed: 0, unsupported: 0 };
   readonly #agg: Aggregator;
   readonly #sources = new Map<string, PacketSource>();
   #interfaces: NetInterface[] = [];

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { Aggregator } from "./aggregate.js";
-import { classifyArpFrame, type ArpObservation } from "./packet/classify.js";
+import { classifyFrame, type Observation } from "./packet/classify.js";
 import { newArpRequest } from "./packet/arp.js";
 import { CLIENT_IP, CLIENT_MAC, VIP } from "./__tests__/fixtures.js";
 
-function requestFor(ip: string): ArpObservation {
-  const out = classifyArpFrame(newArpRequest(CLIENT_MAC, CLIENT_IP, ip));
+function requestFor(ip: string): Observation {
+  const out = classifyFrame(newArpRequest(CLIENT_MAC, CLIENT_IP, ip));
   if (out.kind !== "observed") throw new Error(out.message);
   return out.obs;
 }

@@ -1,4 +1,4 @@
-import type { ArpObservation } from "./packet/classify.js";
+import type { Observation } from "./packet/classify.js";
 import type { ObservationAggregate } from "./wire.js";
 
 /**
@@ -18,7 +18,7 @@ export class Aggregator {
   }
 
   /** add folds one observation seen on `iface` at `now` (ms since the epoch). */
-  add(obs: ArpObservation, iface: string, now: number): void {
+  add(obs: Observation, iface: string, now: number): void {
     this.merge({
       ip: obs.ip,
       mac: obs.mac,

@@ -1,32 +1,34 @@
 // The one contract between agent and hub (STYLE 18). Both ends import these schemas; the hub validates every frame
 // it receives and the agent every frame it gets back. Bump WIRE_VERSION on any incompatible change.
 import { z } from "zod";
-import { isIPv4, isMac } from "./packet/addr.js";
+import { isIP, isMac } from "./packet/addr.js";
 
 /** WIRE_VERSION is the `v` field of every message. */
 export const WIRE_VERSION = 1;
 
 const mac = z.string().refine(isMac, "not a MAC address");
-const ipv4 = z.string().refine(isIPv4, "not an IPv4 address");
+const ip = z.string().max(45).refine(isIP, "not an IP address");
 const nodeName = z.string().min(1).max(253);
 const millis = z.number().int().nonnegative();
 
-/** ArpKindSchema lists the ARP frame kinds an agent reports (see classify.ts). */
-export const ArpKindSchema = z.enum(["request", "reply", "gratuitous-request", "gratuitous-reply", "probe"]);
+/** ObservationKindSchema lists the frame kinds an agent reports (see packet/frame.ts). */
+export const ObservationKindSchema = z.enum([
+  "request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited",
+]);
 
 /** An ObservationAggregate sums the frames one agent saw for one (ip, mac, kind, interface) since its last send. */
 export const ObservationAggregateSchema = z.object({
-  ip: ipv4,
+  ip,
   mac,
-  kind: ArpKindSchema,
+  kind: ObservationKindSchema,
   iface: z.string().min(1).max(15),
   count: z.number().int().positive(),
   firstSeen: millis,
   lastSeen: millis,
   /** Last peer IP (the asker of a request, the destination of a reply). */
-  peerIp: ipv4,
-  /** Last THA seen. */
-  targetMac: mac,
+  peerIp: ip,
+  /** Last THA seen (ARP only). */
+  targetMac: mac.nullable(),
   /** How many of `count` had an Ethernet source different from the ARP sender MAC. */
   ethernetMismatch: z.number().int().nonnegative(),
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ANSWER_WINDOW_MS, IpTable, compareIPv4 } from "./ip-table.js";
+import { ANSWER_WINDOW_MS, IpTable, compareIP } from "./ip-table.js";
 import type { ObservationAggregate } from "../wire.js";
 import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
 
@@ -45,6 +45,6 @@ describe("IpTable", () => {
   });
 
   it("sorts IPs numerically", () => {
-    expect(["10.0.0.10", "10.0.0.9", "9.0.0.1"].sort(compareIPv4)).toEqual(["9.0.0.1", "10.0.0.9", "10.0.0.10"]);
+    expect(["10.0.0.10", "10.0.0.9", "9.0.0.1"].sort(compareIP)).toEqual(["9.0.0.1", "10.0.0.9", "10.0.0.10"]);
   });
 });

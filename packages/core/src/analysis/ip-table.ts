@@ -1,4 +1,6 @@
 import type { ObservationAggregate } from "../wire.js";
+import { roleOf } from "../packet/frame.js";
+import { parseIPv6 } from "../packet/addr.js";
 
 /**
  * ANSWER_WINDOW_MS is how recent a reply or announcement must be for its MAC to count as answering now. Clients in
@@ -98,17 +100,18 @@ export class IpTable {
         this.#ips.set(e.ip, rec);
       }
       touched.add(e.ip);
-      if (e.kind === "request") {
-        bump(rec.requests, node, e);
+      const role = roleOf(e.kind);
+      if (role === "ask") {
+        // Probes (RFC 5227) and DAD solicitations check that an address is free; they are not clients asking.
+        if (e.kind === "request" || e.kind === "ns") bump(rec.requests, node, e);
         continue;
       }
-      if (e.kind === "probe") continue;
       let r = rec.responders.get(e.mac);
       if (r === undefined) {
         r = { replies: new Map(), gratuitous: new Map() };
         rec.responders.set(e.mac, r);
       }
-      bump(e.kind === "reply" ? r.replies : r.gratuitous, node, e);
+      bump(role === "answer" ? r.replies : r.gratuitous, node, e);
     }
     return touched;
   }
@@ -146,17 +149,20 @@ export class IpTable {
   /** views renders every IP, sorted numerically. */
   views(now: number, nodeOfMac: (mac: string) => string | null): IpView[] {
     return [...this.#ips.keys()]
-      .sort(compareIPv4)
+      .sort(compareIP)
       .map((ip) => this.view(ip, now, nodeOfMac))
       .filter((v): v is IpView => v !== null);
   }
 }
 
-/** compareIPv4 orders dotted quads numerically. */
-export function compareIPv4(a: string, b: string): number {
-  const pa = a.split(".").map(Number);
-  const pb = b.split(".").map(Number);
-  for (let i = 0; i < 4; i++) {
+/** compareIP orders addresses numerically, IPv4 before IPv6. */
+export function compareIP(a: string, b: string): number {
+  const a6 = a.includes(":");
+  const b6 = b.includes(":");
+  if (a6 !== b6) return a6 ? 1 : -1;
+  const pa = a6 ? [...(parseIPv6(a) ?? [])] : a.split(".").map(Number);
+  const pb = b6 ? [...(parseIPv6(b) ?? [])] : b.split(".").map(Number);
+  for (let i = 0; i < pa.length; i++) {
     const d = (pa[i] ?? 0) - (pb[i] ?? 0);
     if (d !== 0) return d;
   }

@@ -47,3 +47,129 @@ export function parseIPv4(s: string): Uint8Array {
   if (!isIPv4(s)) throw new TypeError(`not an IPv4 address: ${JSON.stringify(s)}`);
   return Uint8Array.from(s.split("."), Number);
 }
+
+/** macToNumber reads six bytes at `offset` as one 48-bit number (exact in a double): a cheap Map key. */
+export function macToNumber(bytes: Uint8Array, offset: number): number {
+  return (
+    (bytes[offset] ?? 0) * 0x10000000000 +
+    (bytes[offset + 1] ?? 0) * 0x100000000 +
+    (((bytes[offset + 2] ?? 0) << 24) >>> 0) +
+    (((bytes[offset + 3] ?? 0) << 16) | ((bytes[offset + 4] ?? 0) << 8) | (bytes[offset + 5] ?? 0))
+  );
+}
+
+/** formatMacNumber renders a macToNumber value as lowercase colon-separated hex. */
+export function formatMacNumber(n: number): string {
+  let s = "";
+  for (let i = 5; i >= 0; i--) {
+    const b = Math.floor(n / 2 ** (8 * i)) % 256;
+    s += (i === 5 ? "" : ":") + (HEX[b] ?? "00");
+  }
+  return s;
+}
+
+/** ipv4ToNumber reads four bytes at `offset` as an unsigned 32-bit number. */
+export function ipv4ToNumber(bytes: Uint8Array, offset: number): number {
+  return ((((bytes[offset] ?? 0) << 24) >>> 0) + (((bytes[offset + 1] ?? 0) << 16) | ((bytes[offset + 2] ?? 0) << 8) | (bytes[offset + 3] ?? 0)));
+}
+
+/** formatIPv4Number renders an ipv4ToNumber value as a dotted quad. */
+export function formatIPv4Number(n: number): string {
+  return `${(n >>> 24) & 255}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+}
+
+/** IPV6_LEN is the length of an IPv6 address. */
+export const IPV6_LEN = 16;
+
+/**
+ * formatIPv6 renders 16 bytes at `offset` in the RFC 5952 canonical form: lowercase, no leading zeros, the longest
+ * run of two or more zero groups (the first of equal runs) as "::". IPv4-mapped addresses print as ::ffff:a.b.c.d.
+ */
+export function formatIPv6(bytes: Uint8Array, offset: number): string {
+  const g: number[] = [];
+  for (let i = 0; i < 8; i++) g.push(((bytes[offset + 2 * i] ?? 0) << 8) | (bytes[offset + 2 * i + 1] ?? 0));
+  if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
+    return `::ffff:${formatIPv4(bytes, offset + 12)}`;
+  }
+  let bestStart = -1;
+  let bestLen = 0;
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  if (bestLen < 2) return g.map((x) => x.toString(16)).join(":");
+  const head = g.slice(0, bestStart).map((x) => x.toString(16)).join(":");
+  const tail = g.slice(bestStart + bestLen).map((x) => x.toString(16)).join(":");
+  return `${head}::${tail}`;
+}
+
+/** parseIPv6 parses any textual IPv6 address (compressed, with an embedded IPv4 tail); null when it is not one. */
+export function parseIPv6(s: string): Uint8Array | null {
+  if (!/^[0-9a-fA-F:.]+$/.test(s) || s.length > 45) return null;
+  let text = s;
+  const out = new Uint8Array(IPV6_LEN);
+  let tailV4: Uint8Array | null = null;
+  const lastColon = text.lastIndexOf(":");
+  if (text.includes(".")) {
+    const v4 = text.slice(lastColon + 1);
+    if (!isIPv4(v4)) return null;
+    tailV4 = parseIPv4(v4);
+    text = text.slice(0, lastColon + 1) + "0:0";
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const parse = (part: string): number[] | null => {
+    if (part === "") return [];
+    const groups = part.split(":");
+    const nums: number[] = [];
+    for (const h of groups) {
+      if (!/^[0-9a-fA-F]{1,4}$/.test(h)) return null;
+      nums.push(parseInt(h, 16));
+    }
+    return nums;
+  };
+  const head = parse(halves[0] ?? "");
+  const tail = halves.length === 2 ? parse(halves[1] ?? "") : [];
+  if (head === null || tail === null) return null;
+  const total = head.length + tail.length;
+  if (halves.length === 1 ? total !== 8 : total > 7) return null;
+  const groups = [...head, ...Array<number>(8 - total).fill(0), ...tail];
+  groups.forEach((x, i) => {
+    out[2 * i] = x >> 8;
+    out[2 * i + 1] = x & 0xff;
+  });
+  if (tailV4 !== null) out.set(tailV4, 12);
+  return out;
+}
+
+/** isIPv6 tells whether `s` parses as an IPv6 address. */
+export function isIPv6(s: string): boolean {
+  return parseIPv6(s) !== null;
+}
+
+/** isIP tells whether `s` is an IPv4 dotted quad or an IPv6 address. */
+export function isIP(s: string): boolean {
+  return isIPv4(s) || isIPv6(s);
+}
+
+/**
+ * goIPString renders an address the way Go's net.IP.String() does, which is the text MetalLB hashes in its election
+ * (DESIGN 2.1): IPv4 as a dotted quad (also when written IPv4-mapped, ::ffff:a.b.c.d), IPv6 in RFC 5952 form.
+ * Returns null for text that is not an IP address (Go's ParseIP would return nil).
+ */
+export function goIPString(s: string): string | null {
+  if (isIPv4(s)) return s;
+  const b = parseIPv6(s);
+  if (b === null) return null;
+  const mapped = b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff;
+  return mapped ? formatIPv4(b, 12) : formatIPv6(b, 0);
+}

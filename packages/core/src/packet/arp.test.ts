@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ARP_OP_REPLY, MIN_FRAME_LEN, decodeArp, encodeArpFrame, newArpRequest } from "./arp.js";
-import { classifyArpFrame } from "./classify.js";
+import { classifyFrame } from "./classify.js";
 import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, VIP, hex } from "../__tests__/fixtures.js";
 
 describe("newArpRequest", () => {
@@ -25,7 +25,7 @@ describe("encodeArpFrame / decodeArp", () => {
       ethDst: CLIENT_MAC, ethSrc: NODE_A_MAC, op: ARP_OP_REPLY,
       senderMac: NODE_A_MAC, senderIp: VIP, targetMac: CLIENT_MAC, targetIp: CLIENT_IP,
     });
-    expect(classifyArpFrame(frame)).toMatchObject({ kind: "observed", obs: { kind: "reply", ip: VIP, mac: NODE_A_MAC, peerIp: CLIENT_IP } });
+    expect(classifyFrame(frame)).toMatchObject({ kind: "observed", obs: { kind: "reply", ip: VIP, mac: NODE_A_MAC, peerIp: CLIENT_IP } });
   });
 
   it("decodes at an offset without copying the frame", () => {

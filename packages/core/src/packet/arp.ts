@@ -1,5 +1,5 @@
-import { type DecodeResult, ok, truncated, malformed, unsupported } from "./decode.js";
-import { BROADCAST_MAC, MAC_LEN, ZERO_MAC, formatIPv4, formatMac, parseIPv4, parseMac } from "./addr.js";
+import { type DecodeFailure, type DecodeResult, ok, truncated, malformed, unsupported } from "./decode.js";
+import { BROADCAST_MAC, MAC_LEN, ZERO_MAC, formatIPv4Number, formatMacNumber, ipv4ToNumber, macToNumber, parseIPv4, parseMac } from "./addr.js";
 import { ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4 } from "./ethernet.js";
 import { u16, u8 } from "./read.js";
 
@@ -30,11 +30,28 @@ export interface Arp {
   readonly targetIp: string;
 }
 
+/** ArpFields is an ARP packet as numbers (macToNumber / ipv4ToNumber), written in place by readArp. */
+export interface ArpFields {
+  op: number;
+  sha: number;
+  spa: number;
+  tha: number;
+  tpa: number;
+}
+
+/** newArpFields returns an ArpFields to reuse across frames. */
+export function newArpFields(): ArpFields {
+  return { op: 0, sha: 0, spa: 0, tha: 0, tpa: 0 };
+}
+
 /**
- * decodeArp reads an ARP packet at `offset`. ARP for anything but IPv4 over Ethernet is `unsupported`;
- * a packet whose length fields disagree with its hardware/protocol types is `malformed`.
+ * readArp reads an ARP packet at `offset` into `out` without allocating; null on success. ARP for anything but IPv4
+ * over Ethernet is `unsupported`; a packet whose length fields disagree with its types is `malformed`.
+ *
+ *     0      2      4    5    6    8     14    18    24    28
+ *     | htype| ptype| hlen| plen| op | SHA | SPA | THA | TPA |
  */
-export function decodeArp(bytes: Uint8Array, offset = 0): DecodeResult<Arp> {
+export function readArp(bytes: Uint8Array, offset: number, out: ArpFields): DecodeFailure | null {
   const have = bytes.length - offset;
   if (have < ARP_HEADER_LEN) return truncated("arp", "header", ARP_HEADER_LEN, Math.max(0, have));
   const htype = u16(bytes, offset);
@@ -49,12 +66,25 @@ export function decodeArp(bytes: Uint8Array, offset = 0): DecodeResult<Arp> {
   // Lengths come from the header: check the whole packet before reading any address.
   if (have < ARP_IPV4_LEN) return truncated("arp", "Ethernet/IPv4 packet", ARP_IPV4_LEN, have);
   const o = offset + ARP_HEADER_LEN;
+  out.op = u16(bytes, offset + 6);
+  out.sha = macToNumber(bytes, o);
+  out.spa = ipv4ToNumber(bytes, o + 6);
+  out.tha = macToNumber(bytes, o + 10);
+  out.tpa = ipv4ToNumber(bytes, o + 16);
+  return null;
+}
+
+/** decodeArp reads an ARP packet at `offset` into an Arp with textual addresses. */
+export function decodeArp(bytes: Uint8Array, offset = 0): DecodeResult<Arp> {
+  const f = newArpFields();
+  const err = readArp(bytes, offset, f);
+  if (err !== null) return err;
   return ok({
-    op: u16(bytes, offset + 6),
-    senderMac: formatMac(bytes, o),
-    senderIp: formatIPv4(bytes, o + 6),
-    targetMac: formatMac(bytes, o + 10),
-    targetIp: formatIPv4(bytes, o + 16),
+    op: f.op,
+    senderMac: formatMacNumber(f.sha),
+    senderIp: formatIPv4Number(f.spa),
+    targetMac: formatMacNumber(f.tha),
+    targetIp: formatIPv4Number(f.tpa),
   });
 }
 
@@ -104,4 +134,28 @@ export function newArpRequest(senderMac: string, senderIp: string, targetIp: str
     targetMac: ZERO_MAC,
     targetIp,
   });
+}
+
+/**
+ * newArpReply builds the reply MetalLB's speaker sends (internal/layer2/arp.go): Ethernet to the requester, from the
+ * interface; SHA = own MAC, SPA = the VIP, THA/TPA = the requester.
+ */
+export function newArpReply(ownMac: string, vip: string, requesterMac: string, requesterIp: string): Uint8Array {
+  return encodeArpFrame({
+    ethDst: requesterMac,
+    ethSrc: ownMac,
+    op: ARP_OP_REPLY,
+    senderMac: ownMac,
+    senderIp: vip,
+    targetMac: requesterMac,
+    targetIp: requesterIp,
+  });
+}
+
+/**
+ * newGratuitousArp builds one half of MetalLB's gratuitous burst (arp.go `gratuitous`): a broadcast frame with
+ * SHA = own MAC, SPA = TPA = the VIP and THA = ff:ff:ff:ff:ff:ff, as a request (`op` 1) or a reply (`op` 2).
+ */
+export function newGratuitousArp(op: typeof ARP_OP_REQUEST | typeof ARP_OP_REPLY, ownMac: string, vip: string): Uint8Array {
+  return encodeArpFrame({ ethDst: BROADCAST_MAC, ethSrc: ownMac, op, senderMac: ownMac, senderIp: vip, targetMac: BROADCAST_MAC, targetIp: vip });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyArpFrame } from "./classify.js";
+import { classifyFrame } from "./classify.js";
 import { hex } from "../__tests__/fixtures.js";
 
 // Each fixture is a whole Ethernet frame, one field per line.
@@ -59,7 +59,7 @@ const MISMATCH_REPLY = hex(`
   02005e000001 c0000201
 `);
 
-describe("classifyArpFrame", () => {
+describe("classifyFrame", () => {
   it.each([
     { case: "request", frame: REQUEST, kind: "request", ip: "192.0.2.200", mac: "02:00:5e:00:00:01", peerIp: "192.0.2.1" },
     { case: "reply", frame: REPLY, kind: "reply", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", peerIp: "192.0.2.1" },
@@ -67,34 +67,34 @@ describe("classifyArpFrame", () => {
     { case: "gratuitous reply", frame: GRATUITOUS_REPLY, kind: "gratuitous-reply", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", peerIp: "192.0.2.200" },
     { case: "probe", frame: PROBE, kind: "probe", ip: "192.0.2.200", mac: "02:00:5e:00:00:01", peerIp: "0.0.0.0" },
   ])("classifies a $case", ({ frame, kind, ip, mac, peerIp }) => {
-    const out = classifyArpFrame(frame);
+    const out = classifyFrame(frame);
     expect(out.kind).toBe("observed");
     if (out.kind !== "observed") return;
     expect(out.obs).toMatchObject({ kind, ip, mac, peerIp, vlan: null, ethernetMismatch: false });
   });
 
   it("records THA of a gratuitous reply (Linux accepts it only when THA = SHA)", () => {
-    const out = classifyArpFrame(GRATUITOUS_REPLY);
+    const out = classifyFrame(GRATUITOUS_REPLY);
     expect(out.kind === "observed" && out.obs.targetMac).toBe("ff:ff:ff:ff:ff:ff");
   });
 
   it("reads through an 802.1Q tag and reports the VLAN", () => {
-    const out = classifyArpFrame(VLAN_REPLY);
+    const out = classifyFrame(VLAN_REPLY);
     expect(out).toMatchObject({ kind: "observed", obs: { kind: "reply", vlan: 100, ip: "192.0.2.200" } });
   });
 
   it("reads through 802.1ad Q-in-Q and reports the outer VLAN", () => {
-    const out = classifyArpFrame(QINQ_REQUEST);
+    const out = classifyFrame(QINQ_REQUEST);
     expect(out).toMatchObject({ kind: "observed", obs: { kind: "request", vlan: 200 } });
   });
 
   it("flags an ethernet mismatch and keeps the frame", () => {
-    const out = classifyArpFrame(MISMATCH_REPLY);
+    const out = classifyFrame(MISMATCH_REPLY);
     expect(out).toMatchObject({ kind: "observed", obs: { kind: "reply", ethernetMismatch: true, mac: "02:00:5e:00:00:0a", ethSrc: "02:00:5e:00:00:ff" } });
   });
 });
 
-describe("classifyArpFrame on bad input", () => {
+describe("classifyFrame on bad input", () => {
   const ipv4Frame = hex("ffffffffffff 02005e000001 0800 4500 0014");
   const ipxArp = hex("ffffffffffff 02005e000001 0806 0006 0800 06 04 0001" + "00".repeat(20));
   const arpOverIpv6 = hex("ffffffffffff 02005e000001 0806 0001 86dd 06 10 0001" + "00".repeat(44));
@@ -106,7 +106,7 @@ describe("classifyArpFrame on bad input", () => {
     { case: "empty", frame: new Uint8Array(0), reason: "truncated", msg: /^ethernet: header needs 14 bytes, only 0/ },
     { case: "13 bytes", frame: REQUEST.subarray(0, 13), reason: "truncated", msg: /^ethernet:/ },
     { case: "cut inside a VLAN tag", frame: VLAN_REPLY.subarray(0, 16), reason: "truncated", msg: /^ethernet: VLAN tag/ },
-    { case: "not ARP", frame: ipv4Frame, reason: "notArp", msg: /EtherType 0x0800 is not ARP/ },
+    { case: "not ARP", frame: ipv4Frame, reason: "ignored", msg: /neither ARP nor an NDP/ },
     { case: "ARP header cut", frame: REQUEST.subarray(0, 20), reason: "truncated", msg: /^arp: header needs 8 bytes, only 6/ },
     { case: "ARP addresses cut", frame: REQUEST.subarray(0, 41), reason: "truncated", msg: /^arp: Ethernet\/IPv4 packet needs 28 bytes, only 27/ },
     { case: "hardware type 6", frame: ipxArp, reason: "unsupported", msg: /hardware type 6 is not Ethernet/ },
@@ -115,7 +115,7 @@ describe("classifyArpFrame on bad input", () => {
     { case: "RARP operation", frame: rarp, reason: "unsupported", msg: /operation 3/ },
     { case: "five VLAN tags", frame: tooManyTags, reason: "malformed", msg: /more than 4 VLAN tags/ },
   ])("drops $case with a typed reason", ({ frame, reason, msg }) => {
-    const out = classifyArpFrame(frame);
+    const out = classifyFrame(frame);
     expect(out.kind).toBe("dropped");
     if (out.kind !== "dropped") return;
     expect(out.reason).toBe(reason);
@@ -124,7 +124,7 @@ describe("classifyArpFrame on bad input", () => {
 
   it("never throws on any prefix of a valid frame", () => {
     for (const f of [REQUEST, VLAN_REPLY, QINQ_REQUEST]) {
-      for (let n = 0; n <= f.length; n++) expect(() => classifyArpFrame(f.subarray(0, n))).not.toThrow();
+      for (let n = 0; n <= f.length; n++) expect(() => classifyFrame(f.subarray(0, n))).not.toThrow();
     }
   });
 });

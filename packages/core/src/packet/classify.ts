@@ -1,77 +1,58 @@
-import { ARP_OP_REPLY, ARP_OP_REQUEST, decodeArp } from "./arp.js";
-import { ETHERTYPE_ARP, decodeEthernet } from "./ethernet.js";
+import { formatIPv4Number, formatMacNumber } from "./addr.js";
 import type { DecodeFailure } from "./decode.js";
+import { type FrameFields, type ObservationKind, decodeFrame, newFrameFields } from "./frame.js";
+import { LINKTYPE_ETHERNET, NO_MAC } from "./link.js";
 
-/**
- * ArpKind is what an ARP frame means for the IP it is about (RFC 826, RFC 5227 section 2.1 and 3):
- * - `request`: who-has TPA, tell SPA.
- * - `reply`: SPA is-at SHA, sent to the requester.
- * - `gratuitous-request`: an announcement, a request with SPA = TPA (RFC 5227 "ARP Announcement").
- * - `gratuitous-reply`: a reply with SPA = TPA. Linux only accepts it when THA = SHA and Junos ignores it by
- *   default, so its THA is kept.
- * - `probe`: a request with SPA 0.0.0.0 (RFC 5227 "ARP Probe"), a host checking that an address is free.
- */
-export type ArpKind = "request" | "reply" | "gratuitous-request" | "gratuitous-reply" | "probe";
-
-/** An ArpObservation is one classified ARP frame, about one IP. */
-export interface ArpObservation {
-  readonly kind: ArpKind;
-  /** The IP this frame is about: TPA for requests and probes, SPA for replies and announcements. */
+/** An Observation is one classified ARP or NDP frame, about one IP, with textual addresses. */
+export interface Observation {
+  readonly kind: ObservationKind;
+  /** The IP this frame is about: TPA for requests and probes, SPA for replies and announcements, the NDP target. */
   readonly ip: string;
-  /** The MAC the frame speaks for: the answer (SHA) for replies and announcements, the asker (SHA) for requests. */
+  /** The MAC the frame speaks for: the answer for replies and announcements, the asker for requests. */
   readonly mac: string;
-  /** For requests and probes, the asker's IP; for replies, the IP the reply goes to (TPA). */
+  /** For requests, the asker's IP; for replies, the IP the reply goes to. */
   readonly peerIp: string;
-  /** THA as sent: recorded for every frame, it decides whether Linux accepts a gratuitous reply. */
-  readonly targetMac: string;
-  readonly ethSrc: string;
-  readonly ethDst: string;
+  /** THA as sent (ARP); it decides whether Linux accepts a gratuitous reply. Null for NDP. */
+  readonly targetMac: string | null;
+  /** Link source; null when the capture's link header has none. */
+  readonly ethSrc: string | null;
+  readonly ethDst: string | null;
   /** Outermost VLAN ID, or null when untagged. */
   readonly vlan: number | null;
   /**
-   * arpwatch's "ethernet mismatch": the Ethernet source differs from the ARP sender MAC. Microsoft NLB does this on
-   * purpose, so it is flagged, never dropped.
+   * arpwatch's "ethernet mismatch": the link source differs from the ARP sender MAC. Microsoft NLB does this on
+   * purpose, so it is flagged, never dropped. Always false for NDP.
    */
   readonly ethernetMismatch: boolean;
 }
 
-/** A FrameOutcome says what became of one captured frame: an observation, or the reason it was dropped. */
+/** A FrameOutcome says what became of one frame: an observation, or the reason it was dropped (STYLE 13). */
 export type FrameOutcome =
-  | { readonly kind: "observed"; readonly obs: ArpObservation }
-  | { readonly kind: "dropped"; readonly reason: "notArp" | DecodeFailure["reason"]; readonly message: string };
+  | { readonly kind: "observed"; readonly obs: Observation }
+  | { readonly kind: "dropped"; readonly reason: DecodeFailure["reason"]; readonly message: string };
 
-/** classifyArpFrame decodes an Ethernet frame and classifies the ARP packet in it. It never throws. */
-export function classifyArpFrame(bytes: Uint8Array): FrameOutcome {
-  const eth = decodeEthernet(bytes);
-  if (!eth.ok) return { kind: "dropped", reason: eth.reason, message: eth.message };
-  const { etherType, payloadOffset } = eth.value;
-  if (etherType !== ETHERTYPE_ARP) {
-    return { kind: "dropped", reason: "notArp", message: `ethernet: EtherType 0x${etherType.toString(16).padStart(4, "0")} is not ARP` };
-  }
-  const arp = decodeArp(bytes, payloadOffset);
-  if (!arp.ok) return { kind: "dropped", reason: arp.reason, message: arp.message };
-  const a = arp.value;
-  let kind: ArpKind;
-  if (a.op === ARP_OP_REQUEST) {
-    kind = a.senderIp === "0.0.0.0" ? "probe" : a.senderIp === a.targetIp ? "gratuitous-request" : "request";
-  } else if (a.op === ARP_OP_REPLY) {
-    kind = a.senderIp === a.targetIp ? "gratuitous-reply" : "reply";
-  } else {
-    return { kind: "dropped", reason: "unsupported", message: `arp: operation ${a.op} is neither request nor reply` };
-  }
-  const asks = kind === "request" || kind === "probe";
+const mac = (n: number): string | null => (n === NO_MAC ? null : formatMacNumber(n));
+
+/** toObservation renders decoded FrameFields with textual addresses. */
+export function toObservation(f: FrameFields): Observation {
+  const v4 = f.family === 4;
   return {
-    kind: "observed",
-    obs: {
-      kind,
-      ip: asks ? a.targetIp : a.senderIp,
-      mac: a.senderMac,
-      peerIp: asks ? a.senderIp : a.targetIp,
-      targetMac: a.targetMac,
-      ethSrc: eth.value.src,
-      ethDst: eth.value.dst,
-      vlan: eth.value.vlans[0] ?? null,
-      ethernetMismatch: eth.value.src !== a.senderMac,
-    },
+    kind: f.kind,
+    ip: v4 ? formatIPv4Number(f.ip4) : f.ip6,
+    mac: formatMacNumber(f.mac),
+    peerIp: v4 ? formatIPv4Number(f.peer4) : f.peer6,
+    targetMac: v4 ? mac(f.targetMac) : null,
+    ethSrc: mac(f.src),
+    ethDst: mac(f.dst),
+    vlan: f.vlan === -1 ? null : f.vlan,
+    ethernetMismatch: v4 && f.src !== NO_MAC && f.src !== f.mac,
   };
+}
+
+/** classifyFrame decodes and classifies one frame (Ethernet unless `linkType` says otherwise). It never throws. */
+export function classifyFrame(bytes: Uint8Array, linkType: number = LINKTYPE_ETHERNET): FrameOutcome {
+  const f = newFrameFields();
+  const err = decodeFrame(bytes, linkType, f);
+  if (err !== null) return { kind: "dropped", reason: err.reason, message: err.message };
+  return { kind: "observed", obs: toObservation(f) };
 }

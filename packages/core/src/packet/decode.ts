@@ -4,11 +4,12 @@
  *
  * - `truncated`: the bytes end before a length the header promises.
  * - `malformed`: the bytes are long enough but break a rule of the protocol.
- * - `unsupported`: a valid frame of a kind whohas does not analyse (not ARP, ARP over Token Ring, ...).
+ * - `unsupported`: a valid frame of a variant whohas does not analyse (ARP over Token Ring, RARP, ...).
+ * - `ignored`: not ARP and not an NDP neighbor message at all (other traffic a capture let through).
  */
 export interface DecodeFailure {
   readonly ok: false;
-  readonly reason: "truncated" | "malformed" | "unsupported";
+  readonly reason: "truncated" | "malformed" | "unsupported" | "ignored";
   readonly message: string;
 }
 
