@@ -2,6 +2,7 @@
 // whohas: the node agent and CLI. `whohas agent` runs the DaemonSet agent.
 import { parseArgs } from "node:util";
 import { Agent } from "./agent.js";
+import { runAnalyze } from "./analyze.js";
 import { AGENT_HELP, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
 import { PcapSource } from "./capture/pcap-source.js";
@@ -13,6 +14,7 @@ const USAGE = `Usage: whohas <command> [options]
 
 Commands:
   agent     capture ARP on this node and stream it to the whohas hub (run by the DaemonSet)
+  analyze   report who answers for which IP in pcap / pcapng captures
 
 Run 'whohas <command> --help' for a command's options. 'whohas --version' prints the version.
 `;
@@ -79,6 +81,8 @@ async function main(argv: string[]): Promise<number> {
   switch (cmd) {
     case "agent":
       return runAgent(rest);
+    case "analyze":
+      return runAnalyze(rest);
     case "--version":
     case "-v":
       process.stdout.write(`whohas ${AGENT_VERSION}\n`);

@@ -12,3 +12,7 @@ export * from "./aggregate.js";
 export * from "./analysis/ip-table.js";
 export * from "./wire.js";
 export * from "./log.js";
+export * from "./capture/pcap.js";
+export * from "./analysis/findings.js";
+export * from "./analysis/analyzer.js";
+export * from "./analysis/capture-analysis.js";

@@ -1,0 +1,329 @@
+import { formatIPv4Number, formatMacNumber } from "../packet/addr.js";
+import { type FrameFields, roleOf } from "../packet/frame.js";
+import { NO_MAC } from "../packet/link.js";
+import {
+  CLEAR_AFTER_MS,
+  FLIP_FLOP_MS,
+  type Finding,
+  type FindingType,
+  MAX_EVIDENCE_TIMES,
+  NO_RESPONDER_MS,
+  REQUEST_WINDOW_MS,
+  SPLIT_BRAIN_MS,
+} from "./findings.js";
+
+/** SWEEP_MS: how often (in observed time) stale requests and quiet findings are looked at. */
+const SWEEP_MS = 1000;
+
+/** IpKey is an IPv4 address as a number, or IPv6 text: cheap to hash, formatted only for output. */
+type IpKey = number | string;
+
+interface Responder {
+  replies: number;
+  gratuitous: number;
+  firstSeen: number;
+  lastSeen: number;
+  lastGratuitous: number;
+}
+
+/** An open request: one asker's last question, and the MACs that answered it within REQUEST_WINDOW_MS. */
+interface OpenRequest {
+  t: number;
+  first: number;
+  second: number;
+}
+
+interface FindingState {
+  type: FindingType;
+  macs: number[];
+  firstSeen: number;
+  lastSeen: number;
+  count: number;
+  samples: number[];
+  detail: string;
+  active: boolean;
+}
+
+interface IpState {
+  key: IpKey;
+  responders: Map<number, Responder>;
+  requests: number;
+  firstRequest: number;
+  lastRequest: number;
+  lastAnswer: number;
+  /** Time of the first request since the last answer; null when answered or never asked. */
+  unansweredSince: number | null;
+  open: Map<IpKey, OpenRequest>;
+  current: number;
+  previous: number;
+  changedAt: number;
+  findings: Map<FindingType, FindingState>;
+  /** The last observation's fields, to make an identical repeat a no-op. */
+  last: { kind: string; mac: number; peer: IpKey; t: number; src: number };
+}
+
+/** A Change is what one step changed, for the hub to push (STYLE 16). */
+export type Change =
+  | { readonly kind: "ip-added"; readonly ip: string }
+  | { readonly kind: "responder-added"; readonly ip: string; readonly mac: string }
+  | { readonly kind: "finding-raised"; readonly ip: string; readonly finding: FindingType }
+  | { readonly kind: "finding-cleared"; readonly ip: string; readonly finding: FindingType };
+
+/** ResponderReport is one MAC that answered or announced for an IP. */
+export interface ResponderReport {
+  readonly mac: string;
+  readonly replies: number;
+  readonly gratuitous: number;
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+}
+
+/** IpReport is everything the analysis knows about one IP. */
+export interface IpReport {
+  readonly ip: string;
+  readonly responders: readonly ResponderReport[];
+  readonly requests: number;
+  readonly findings: readonly Finding[];
+}
+
+export interface AnalyzerOptions {
+  /** Expected owner MACs per IP (text): any other answering MAC raises `wrong-owner`. */
+  readonly expectedOwners?: ReadonlyMap<string, readonly string[]>;
+}
+
+function ipText(k: IpKey): string {
+  return typeof k === "number" ? formatIPv4Number(k) : k;
+}
+
+/**
+ * An Analyzer turns classified frames into per-IP state and findings. Pure: time is the frames' own timestamps (or
+ * what `tick` is given). Each step returns what it changed; an identical repeat of the last frame for an IP changes
+ * nothing. The ARP path allocates only when something new appears (a new IP, responder, asker or finding).
+ */
+export class Analyzer {
+  readonly #ips = new Map<IpKey, IpState>();
+  readonly #owners = new Map<IpKey, Set<number>>();
+  #now = 0;
+  #nextSweep = 0;
+
+  constructor(opts: AnalyzerOptions = {}) {
+    for (const [ip, macs] of opts.expectedOwners ?? []) {
+      const key = /^\d+\.\d+\.\d+\.\d+$/.test(ip) ? ip.split(".").reduce((n, o) => n * 256 + Number(o), 0) : ip;
+      this.#owners.set(key, new Set(macs.map((m) => parseInt(m.replaceAll(":", ""), 16))));
+    }
+  }
+
+  /** observe folds one classified frame seen at `t` (ms). */
+  observe(f: FrameFields, t: number): Change[] {
+    const changes: Change[] = [];
+    if (t > this.#now) this.#now = t;
+    const key: IpKey = f.family === 4 ? f.ip4 : f.ip6;
+    let s = this.#ips.get(key);
+    if (s === undefined) {
+      s = {
+        key, responders: new Map(), requests: 0, firstRequest: 0, lastRequest: 0, lastAnswer: 0, unansweredSince: null, open: new Map(),
+        current: NO_MAC, previous: NO_MAC, changedAt: 0, findings: new Map(), last: { kind: "", mac: NO_MAC, peer: "", t: -1, src: NO_MAC },
+      };
+      this.#ips.set(key, s);
+      changes.push({ kind: "ip-added", ip: ipText(key) });
+    }
+    const peer: IpKey = f.family === 4 ? f.peer4 : f.peer6;
+    const last = s.last;
+    if (last.t === t && last.kind === f.kind && last.mac === f.mac && last.peer === peer && last.src === f.src) return changes;
+    last.t = t;
+    last.kind = f.kind;
+    last.mac = f.mac;
+    last.peer = peer;
+    last.src = f.src;
+    const role = roleOf(f.kind);
+    if (role === "ask") {
+      if (f.kind === "request" || f.kind === "ns") this.#ask(s, peer, t, changes);
+    } else {
+      this.#answer(s, f, peer, t, role === "announce", changes);
+    }
+    if (f.family === 4 && f.src !== NO_MAC && f.src !== f.mac) {
+      this.#raise(s, "ethernet-mismatch", [f.mac, f.src], t, () => `Ethernet source ${formatMacNumber(f.src)} sends ARP as ${formatMacNumber(f.mac)}`, changes);
+    }
+    if (t >= this.#nextSweep) this.#sweep(t, changes);
+    return changes;
+  }
+
+  /** tick advances time without a frame (the hub calls it once a second): no-responder and clearing happen here. */
+  tick(now: number): Change[] {
+    if (now > this.#now) this.#now = now;
+    const changes: Change[] = [];
+    this.#sweep(this.#now, changes);
+    return changes;
+  }
+
+  /** #sweep closes stale requests and clears quiet findings on every IP; observe runs it once per second of time. */
+  #sweep(now: number, changes: Change[]): void {
+    this.#nextSweep = now + SWEEP_MS;
+    for (const s of this.#ips.values()) this.#expire(s, now, changes);
+  }
+
+  #ask(s: IpState, peer: IpKey, t: number, changes: Change[]): void {
+    s.requests++;
+    if (s.firstRequest === 0) s.firstRequest = t;
+    s.lastRequest = t;
+    s.unansweredSince ??= t;
+    this.#checkUnanswered(s, t, true, changes);
+    const o = s.open.get(peer);
+    if (o === undefined) {
+      s.open.set(peer, { t, first: NO_MAC, second: NO_MAC });
+      return;
+    }
+    o.t = t;
+    o.first = NO_MAC;
+    o.second = NO_MAC;
+  }
+
+  /**
+   * #checkUnanswered raises no-responder when requests have gone unanswered for NO_RESPONDER_MS. Each further
+   * unanswered request is more evidence (it keeps the finding from clearing); the clock alone only raises it once.
+   */
+  #checkUnanswered(s: IpState, now: number, fromRequest: boolean, changes: Change[]): void {
+    const since = s.unansweredSince;
+    if (since === null || now - since < NO_RESPONDER_MS) return;
+    const f = s.findings.get("no-responder");
+    if (!fromRequest && f?.active === true && f.lastSeen >= since) return;
+    this.#raise(s, "no-responder", [], now, () => `asked since ${new Date(since).toISOString()}, no answer for ${NO_RESPONDER_MS / 1000} s`, changes);
+  }
+
+  #answer(s: IpState, f: FrameFields, peer: IpKey, t: number, announce: boolean, changes: Change[]): void {
+    const mac = f.mac;
+    let r = s.responders.get(mac);
+    if (r === undefined) {
+      r = { replies: 0, gratuitous: 0, firstSeen: t, lastSeen: t, lastGratuitous: -Infinity };
+      s.responders.set(mac, r);
+      changes.push({ kind: "responder-added", ip: ipText(s.key), mac: formatMacNumber(mac) });
+    }
+    if (t < r.firstSeen) r.firstSeen = t;
+    if (t > r.lastSeen) r.lastSeen = t;
+    s.lastAnswer = t;
+    s.unansweredSince = null;
+    if (announce) {
+      r.gratuitous++;
+      this.#splitBrain(s, mac, t, changes);
+      r.lastGratuitous = t;
+    } else {
+      r.replies++;
+      const o = s.open.get(peer);
+      if (o !== undefined && t - o.t <= REQUEST_WINDOW_MS && t >= o.t) {
+        if (o.first === NO_MAC) o.first = mac;
+        else if (mac !== o.first && mac !== o.second) {
+          // A second (or third...) MAC answering the same question: the seed symptom. Each extra answer is evidence.
+          if (o.second === NO_MAC) o.second = mac;
+          this.#raise(s, "multi-responder", [o.first, mac], t, () => `one request from ${ipText(peer)} answered by ${formatMacNumber(o.first)} and ${formatMacNumber(mac)}`, changes);
+        }
+      }
+    }
+    this.#track(s, mac, t, changes);
+    const owners = this.#owners.get(s.key);
+    if (owners !== undefined && !owners.has(mac)) {
+      this.#raise(s, "wrong-owner", [mac], t, () => `${formatMacNumber(mac)} answered, the expected owner is ${[...owners].map(formatMacNumber).join(" or ")}`, changes);
+    }
+  }
+
+  /** #track follows the IP's current MAC like arpwatch: a new MAC is `changed`, the previous one back is `flip-flop`. */
+  #track(s: IpState, mac: number, t: number, changes: Change[]): void {
+    if (s.current === mac) return;
+    if (s.current !== NO_MAC) {
+      const old = s.current;
+      if (mac === s.previous && t - s.changedAt <= FLIP_FLOP_MS) {
+        this.#raise(s, "flip-flop", [old, mac], t, () => `back from ${formatMacNumber(old)} to ${formatMacNumber(mac)}`, changes);
+      } else {
+        this.#raise(s, "changed", [old, mac], t, () => `changed from ${formatMacNumber(old)} to ${formatMacNumber(mac)}`, changes);
+      }
+      s.previous = old;
+      s.changedAt = t;
+    }
+    s.current = mac;
+  }
+
+  #splitBrain(s: IpState, mac: number, t: number, changes: Change[]): void {
+    for (const [other, r] of s.responders) {
+      if (other !== mac && t - r.lastGratuitous <= SPLIT_BRAIN_MS) {
+        this.#raise(s, "split-brain", [other, mac], t, () => `${formatMacNumber(other)} and ${formatMacNumber(mac)} both announced within ${SPLIT_BRAIN_MS / 1000} s`, changes);
+        return;
+      }
+    }
+  }
+
+  #raise(s: IpState, type: FindingType, macs: number[], t: number, detail: () => string, changes: Change[]): void {
+    const f = s.findings.get(type);
+    if (f === undefined) {
+      s.findings.set(type, { type, macs: macs.filter((m) => m !== NO_MAC), firstSeen: t, lastSeen: t, count: 1, samples: [t], detail: detail(), active: true });
+      changes.push({ kind: "finding-raised", ip: ipText(s.key), finding: type });
+      return;
+    }
+    f.count++;
+    if (t > f.lastSeen) f.lastSeen = t;
+    for (const m of macs) if (m !== NO_MAC && !f.macs.includes(m)) f.macs.push(m);
+    if (f.samples.length < MAX_EVIDENCE_TIMES) f.samples.push(t);
+    if (!f.active) {
+      f.active = true;
+      f.firstSeen = t;
+      changes.push({ kind: "finding-raised", ip: ipText(s.key), finding: type });
+    }
+  }
+
+  #expire(s: IpState, now: number, changes: Change[]): void {
+    this.#checkUnanswered(s, now, false, changes);
+    for (const f of s.findings.values()) {
+      if (f.active && now - f.lastSeen >= CLEAR_AFTER_MS) {
+        f.active = false;
+        changes.push({ kind: "finding-cleared", ip: ipText(s.key), finding: f.type });
+      }
+    }
+  }
+
+  /** report renders every IP, IPv4 first, each sorted numerically. */
+  report(): IpReport[] {
+    const keys = [...this.#ips.keys()].sort((a, b) =>
+      typeof a === "number" ? (typeof b === "number" ? a - b : -1) : typeof b === "number" ? 1 : a.localeCompare(b),
+    );
+    return keys.map((k) => {
+      const s = this.#ips.get(k);
+      if (s === undefined) throw new Error("unreachable");
+      const ip = ipText(k);
+      return {
+        ip,
+        requests: s.requests,
+        responders: [...s.responders.entries()]
+          .sort((a, b) => b[1].replies + b[1].gratuitous - (a[1].replies + a[1].gratuitous) || a[0] - b[0])
+          .map(([mac, r]) => ({ mac: formatMacNumber(mac), replies: r.replies, gratuitous: r.gratuitous, firstSeen: r.firstSeen, lastSeen: r.lastSeen })),
+        findings: [...s.findings.values()].map((f) => ({
+          type: f.type,
+          ip,
+          macs: f.macs.map(formatMacNumber),
+          firstSeen: f.firstSeen,
+          lastSeen: f.lastSeen,
+          count: f.count,
+          samples: [...f.samples],
+          detail: f.detail,
+          active: f.active,
+        })),
+      };
+    });
+  }
+}
+
+/** A RaceSample is one capture point's view of one request: which MAC answered and after how long, on its own clock. */
+export interface RaceSample {
+  readonly capturePoint: string;
+  readonly mac: string;
+  readonly latencyMs: number;
+}
+
+/**
+ * raceWinner says which MAC answered one request first. Each capture point measures request -> reply on its own
+ * clock, so clock skew between nodes cancels out; the smallest latency wins (ties: the lower MAC, for determinism).
+ */
+export function raceWinner(samples: readonly RaceSample[]): string | null {
+  let best: RaceSample | null = null;
+  for (const s of samples) {
+    if (best === null || s.latencyMs < best.latencyMs || (s.latencyMs === best.latencyMs && s.mac < best.mac)) best = s;
+  }
+  return best?.mac ?? null;
+}
