@@ -10,12 +10,15 @@ export NEXT_TELEMETRY_DISABLED=1 TURBO_TELEMETRY_DISABLED=1
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # System packages: libpcap headers for the capture addon, iproute2 for the lab, arping as an independent ARP
-# client in tests, Chromium for the e2e tests. Debian's packages only (no browser downloads here).
+# client in tests, tcpdump and tshark as independent capture writers (tests) and reference tools (bench/),
+# Chromium for the e2e tests. Debian's packages only (no browser downloads here).
 missing=()
 [ -f /usr/include/pcap/pcap.h ] || missing+=(libpcap-dev)
 command -v ip >/dev/null || missing+=(iproute2)
 command -v arping >/dev/null || missing+=(arping)
 command -v tcpdump >/dev/null || missing+=(tcpdump)
+command -v tshark >/dev/null || missing+=(tshark)
+command -v taskset >/dev/null || missing+=(util-linux)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v make >/dev/null || missing+=(make)
 command -v g++ >/dev/null || missing+=(g++)

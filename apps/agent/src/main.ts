@@ -1,13 +1,7 @@
 #!/usr/bin/env node
 // whohas: the node agent and CLI. `whohas agent` runs the DaemonSet agent.
+// Each command loads its own modules (dynamic import), so `whohas analyze` starts without libpcap or WebSockets.
 import { parseArgs } from "node:util";
-import { Agent } from "./agent.js";
-import { runAnalyze } from "./analyze.js";
-import { AGENT_HELP, parseAgentConfig } from "./config.js";
-import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
-import { PcapSource } from "./capture/pcap-source.js";
-import { HubLink } from "./hub-link.js";
-import { jsonLogger } from "@whohas/core";
 import { AGENT_VERSION } from "./version.js";
 
 const USAGE = `Usage: whohas <command> [options]
@@ -20,6 +14,15 @@ Run 'whohas <command> --help' for a command's options. 'whohas --version' prints
 `;
 
 async function runAgent(argv: string[]): Promise<number> {
+  const [{ Agent }, { AGENT_HELP, parseAgentConfig }, { listInterfaces, selectCaptureInterfaces }, { PcapSource }, { HubLink }, { jsonLogger }] =
+    await Promise.all([
+      import("./agent.js"),
+      import("./config.js"),
+      import("./capture/interfaces.js"),
+      import("./capture/pcap-source.js"),
+      import("./hub-link.js"),
+      import("@whohas/core"),
+    ]);
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -39,7 +42,7 @@ async function runAgent(argv: string[]): Promise<number> {
   }
   const config = parseAgentConfig(values);
   const logger = jsonLogger("agent", (line) => process.stderr.write(line));
-  let agent: Agent | null = null;
+  let agent: InstanceType<typeof Agent> | null = null;
   const link = new HubLink({
     url: config.hub,
     token: config.token,
@@ -82,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
     case "agent":
       return runAgent(rest);
     case "analyze":
-      return runAnalyze(rest);
+      return (await import("./analyze.js")).runAnalyze(rest);
     case "--version":
     case "-v":
       process.stdout.write(`whohas ${AGENT_VERSION}\n`);
@@ -99,10 +102,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    process.stderr.write(`whohas: ${(e as Error).message}\n`);
-    process.exit(2);
-  },
-);
+/** exit leaves once stdout and stderr are flushed: output to a pipe is asynchronous, and `| jq` must get all of it. */
+function exit(code: number): void {
+  process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
+}
+
+main(process.argv.slice(2)).then(exit, (e: unknown) => {
+  process.stderr.write(`whohas: ${(e as Error).message}\n`);
+  exit(2);
+});

@@ -13,7 +13,7 @@ const B = "02:00:5e:00:00:0b";
 const C = "02:00:5e:00:00:0c";
 const VIP = "192.0.2.200";
 
-function feed(an: Analyzer, frame: Uint8Array, t: number): Change[] {
+function feed(an: Analyzer, frame: Uint8Array, t: number): readonly Change[] {
   const f = newFrameFields();
   const err = decodeFrame(frame, LINKTYPE_ETHERNET, f);
   if (err !== null) throw new Error(err.message);

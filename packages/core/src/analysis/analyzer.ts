@@ -12,6 +12,8 @@ import {
   SPLIT_BRAIN_MS,
 } from "./findings.js";
 
+const NO_CHANGES: readonly Change[] = Object.freeze([]);
+
 /** SWEEP_MS: how often (in observed time) stale requests and quiet findings are looked at. */
 const SWEEP_MS = 1000;
 
@@ -105,6 +107,7 @@ export class Analyzer {
   readonly #owners = new Map<IpKey, Set<number>>();
   #now = 0;
   #nextSweep = 0;
+  #pending: Change[] | null = null;
 
   constructor(opts: AnalyzerOptions = {}) {
     for (const [ip, macs] of opts.expectedOwners ?? []) {
@@ -114,8 +117,7 @@ export class Analyzer {
   }
 
   /** observe folds one classified frame seen at `t` (ms). */
-  observe(f: FrameFields, t: number): Change[] {
-    const changes: Change[] = [];
+  observe(f: FrameFields, t: number): readonly Change[] {
     if (t > this.#now) this.#now = t;
     const key: IpKey = f.family === 4 ? f.ip4 : f.ip6;
     let s = this.#ips.get(key);
@@ -125,11 +127,11 @@ export class Analyzer {
         current: NO_MAC, previous: NO_MAC, changedAt: 0, findings: new Map(), last: { kind: "", mac: NO_MAC, peer: "", t: -1, src: NO_MAC },
       };
       this.#ips.set(key, s);
-      changes.push({ kind: "ip-added", ip: ipText(key) });
+      this.#emit({ kind: "ip-added", ip: ipText(key) });
     }
     const peer: IpKey = f.family === 4 ? f.peer4 : f.peer6;
     const last = s.last;
-    if (last.t === t && last.kind === f.kind && last.mac === f.mac && last.peer === peer && last.src === f.src) return changes;
+    if (last.t === t && last.kind === f.kind && last.mac === f.mac && last.peer === peer && last.src === f.src) return this.#take();
     last.t = t;
     last.kind = f.kind;
     last.mac = f.mac;
@@ -137,37 +139,47 @@ export class Analyzer {
     last.src = f.src;
     const role = roleOf(f.kind);
     if (role === "ask") {
-      if (f.kind === "request" || f.kind === "ns") this.#ask(s, peer, t, changes);
+      if (f.kind === "request" || f.kind === "ns") this.#ask(s, peer, t);
     } else {
-      this.#answer(s, f, peer, t, role === "announce", changes);
+      this.#answer(s, f, peer, t, role === "announce");
     }
     if (f.family === 4 && f.src !== NO_MAC && f.src !== f.mac) {
-      this.#raise(s, "ethernet-mismatch", [f.mac, f.src], t, () => `Ethernet source ${formatMacNumber(f.src)} sends ARP as ${formatMacNumber(f.mac)}`, changes);
+      this.#raise(s, "ethernet-mismatch", f.mac, f.src, t);
     }
-    if (t >= this.#nextSweep) this.#sweep(t, changes);
-    return changes;
+    if (t >= this.#nextSweep) this.#sweep(t);
+    return this.#take();
   }
 
   /** tick advances time without a frame (the hub calls it once a second): no-responder and clearing happen here. */
-  tick(now: number): Change[] {
+  tick(now: number): readonly Change[] {
     if (now > this.#now) this.#now = now;
-    const changes: Change[] = [];
-    this.#sweep(this.#now, changes);
-    return changes;
+    this.#sweep(this.#now);
+    return this.#take();
+  }
+
+  #emit(c: Change): void {
+    (this.#pending ??= []).push(c);
+  }
+
+  /** #take hands out the changes of this step; steps that change nothing share one empty array (no allocation). */
+  #take(): readonly Change[] {
+    const out = this.#pending ?? NO_CHANGES;
+    this.#pending = null;
+    return out;
   }
 
   /** #sweep closes stale requests and clears quiet findings on every IP; observe runs it once per second of time. */
-  #sweep(now: number, changes: Change[]): void {
+  #sweep(now: number): void {
     this.#nextSweep = now + SWEEP_MS;
-    for (const s of this.#ips.values()) this.#expire(s, now, changes);
+    for (const s of this.#ips.values()) this.#expire(s, now);
   }
 
-  #ask(s: IpState, peer: IpKey, t: number, changes: Change[]): void {
+  #ask(s: IpState, peer: IpKey, t: number): void {
     s.requests++;
     if (s.firstRequest === 0) s.firstRequest = t;
     s.lastRequest = t;
     s.unansweredSince ??= t;
-    this.#checkUnanswered(s, t, true, changes);
+    this.#checkUnanswered(s, t, true);
     const o = s.open.get(peer);
     if (o === undefined) {
       s.open.set(peer, { t, first: NO_MAC, second: NO_MAC });
@@ -182,21 +194,21 @@ export class Analyzer {
    * #checkUnanswered raises no-responder when requests have gone unanswered for NO_RESPONDER_MS. Each further
    * unanswered request is more evidence (it keeps the finding from clearing); the clock alone only raises it once.
    */
-  #checkUnanswered(s: IpState, now: number, fromRequest: boolean, changes: Change[]): void {
+  #checkUnanswered(s: IpState, now: number, fromRequest: boolean): void {
     const since = s.unansweredSince;
     if (since === null || now - since < NO_RESPONDER_MS) return;
     const f = s.findings.get("no-responder");
     if (!fromRequest && f?.active === true && f.lastSeen >= since) return;
-    this.#raise(s, "no-responder", [], now, () => `asked since ${new Date(since).toISOString()}, no answer for ${NO_RESPONDER_MS / 1000} s`, changes);
+    this.#raise(s, "no-responder", NO_MAC, NO_MAC, now, since);
   }
 
-  #answer(s: IpState, f: FrameFields, peer: IpKey, t: number, announce: boolean, changes: Change[]): void {
+  #answer(s: IpState, f: FrameFields, peer: IpKey, t: number, announce: boolean): void {
     const mac = f.mac;
     let r = s.responders.get(mac);
     if (r === undefined) {
       r = { replies: 0, gratuitous: 0, firstSeen: t, lastSeen: t, lastGratuitous: -Infinity };
       s.responders.set(mac, r);
-      changes.push({ kind: "responder-added", ip: ipText(s.key), mac: formatMacNumber(mac) });
+      this.#emit({ kind: "responder-added", ip: ipText(s.key), mac: formatMacNumber(mac) });
     }
     if (t < r.firstSeen) r.firstSeen = t;
     if (t > r.lastSeen) r.lastSeen = t;
@@ -204,7 +216,7 @@ export class Analyzer {
     s.unansweredSince = null;
     if (announce) {
       r.gratuitous++;
-      this.#splitBrain(s, mac, t, changes);
+      this.#splitBrain(s, mac, t);
       r.lastGratuitous = t;
     } else {
       r.replies++;
@@ -214,26 +226,26 @@ export class Analyzer {
         else if (mac !== o.first && mac !== o.second) {
           // A second (or third...) MAC answering the same question: the seed symptom. Each extra answer is evidence.
           if (o.second === NO_MAC) o.second = mac;
-          this.#raise(s, "multi-responder", [o.first, mac], t, () => `one request from ${ipText(peer)} answered by ${formatMacNumber(o.first)} and ${formatMacNumber(mac)}`, changes);
+          this.#raise(s, "multi-responder", o.first, mac, t, peer);
         }
       }
     }
-    this.#track(s, mac, t, changes);
+    this.#track(s, mac, t);
     const owners = this.#owners.get(s.key);
     if (owners !== undefined && !owners.has(mac)) {
-      this.#raise(s, "wrong-owner", [mac], t, () => `${formatMacNumber(mac)} answered, the expected owner is ${[...owners].map(formatMacNumber).join(" or ")}`, changes);
+      this.#raise(s, "wrong-owner", mac, NO_MAC, t);
     }
   }
 
   /** #track follows the IP's current MAC like arpwatch: a new MAC is `changed`, the previous one back is `flip-flop`. */
-  #track(s: IpState, mac: number, t: number, changes: Change[]): void {
+  #track(s: IpState, mac: number, t: number): void {
     if (s.current === mac) return;
     if (s.current !== NO_MAC) {
       const old = s.current;
       if (mac === s.previous && t - s.changedAt <= FLIP_FLOP_MS) {
-        this.#raise(s, "flip-flop", [old, mac], t, () => `back from ${formatMacNumber(old)} to ${formatMacNumber(mac)}`, changes);
+        this.#raise(s, "flip-flop", old, mac, t);
       } else {
-        this.#raise(s, "changed", [old, mac], t, () => `changed from ${formatMacNumber(old)} to ${formatMacNumber(mac)}`, changes);
+        this.#raise(s, "changed", old, mac, t);
       }
       s.previous = old;
       s.changedAt = t;
@@ -241,39 +253,67 @@ export class Analyzer {
     s.current = mac;
   }
 
-  #splitBrain(s: IpState, mac: number, t: number, changes: Change[]): void {
+  #splitBrain(s: IpState, mac: number, t: number): void {
     for (const [other, r] of s.responders) {
       if (other !== mac && t - r.lastGratuitous <= SPLIT_BRAIN_MS) {
-        this.#raise(s, "split-brain", [other, mac], t, () => `${formatMacNumber(other)} and ${formatMacNumber(mac)} both announced within ${SPLIT_BRAIN_MS / 1000} s`, changes);
+        this.#raise(s, "split-brain", other, mac, t);
         return;
       }
     }
   }
 
-  #raise(s: IpState, type: FindingType, macs: number[], t: number, detail: () => string, changes: Change[]): void {
+  /**
+   * #raise records evidence of a finding. `m1` and `m2` are the MACs involved (NO_MAC for none) and `extra` what the
+   * detail line needs; the common case, more evidence for an active finding, allocates nothing.
+   */
+  #raise(s: IpState, type: FindingType, m1: number, m2: number, t: number, extra: number | string = 0): void {
     const f = s.findings.get(type);
     if (f === undefined) {
-      s.findings.set(type, { type, macs: macs.filter((m) => m !== NO_MAC), firstSeen: t, lastSeen: t, count: 1, samples: [t], detail: detail(), active: true });
-      changes.push({ kind: "finding-raised", ip: ipText(s.key), finding: type });
+      const macs = [m1, m2].filter((m) => m !== NO_MAC);
+      s.findings.set(type, { type, macs, firstSeen: t, lastSeen: t, count: 1, samples: [t], detail: this.#describe(type, m1, m2, extra, s.key), active: true });
+      this.#emit({ kind: "finding-raised", ip: ipText(s.key), finding: type });
       return;
     }
     f.count++;
     if (t > f.lastSeen) f.lastSeen = t;
-    for (const m of macs) if (m !== NO_MAC && !f.macs.includes(m)) f.macs.push(m);
+    if (m1 !== NO_MAC && !f.macs.includes(m1)) f.macs.push(m1);
+    if (m2 !== NO_MAC && !f.macs.includes(m2)) f.macs.push(m2);
     if (f.samples.length < MAX_EVIDENCE_TIMES) f.samples.push(t);
     if (!f.active) {
       f.active = true;
       f.firstSeen = t;
-      changes.push({ kind: "finding-raised", ip: ipText(s.key), finding: type });
+      this.#emit({ kind: "finding-raised", ip: ipText(s.key), finding: type });
     }
   }
 
-  #expire(s: IpState, now: number, changes: Change[]): void {
-    this.#checkUnanswered(s, now, false, changes);
+  /** #describe writes a finding's detail line, once, when it is first raised. */
+  #describe(type: FindingType, m1: number, m2: number, extra: number | string, key: IpKey): string {
+    const a = m1 === NO_MAC ? "" : formatMacNumber(m1);
+    const b = m2 === NO_MAC ? "" : formatMacNumber(m2);
+    switch (type) {
+      case "multi-responder":
+        return `one request from ${ipText(extra)} answered by ${a} and ${b}`;
+      case "no-responder":
+        return `asked since ${new Date(Number(extra)).toISOString()}, no answer for ${NO_RESPONDER_MS / 1000} s`;
+      case "changed":
+        return `changed from ${a} to ${b}`;
+      case "flip-flop":
+        return `back from ${a} to ${b}`;
+      case "split-brain":
+        return `${a} and ${b} both announced within ${SPLIT_BRAIN_MS / 1000} s`;
+      case "ethernet-mismatch":
+        return `Ethernet source ${b} sends ARP as ${a}`;
+      case "wrong-owner":
+        return `${a} answered, the expected owner is ${[...(this.#owners.get(key) ?? [])].map(formatMacNumber).join(" or ")}`;
+    }
+  }
+
+  #expire(s: IpState, now: number): void {
+    this.#checkUnanswered(s, now, false);
     for (const f of s.findings.values()) {
       if (f.active && now - f.lastSeen >= CLEAR_AFTER_MS) {
         f.active = false;
-        changes.push({ kind: "finding-cleared", ip: ipText(s.key), finding: f.type });
+        this.#emit({ kind: "finding-cleared", ip: ipText(s.key), finding: f.type });
       }
     }
   }

@@ -40,10 +40,10 @@ export class CaptureAnalysis {
   /** startFile begins a new file (each has its own header). */
   startFile(name: string): void {
     this.#file = name;
-    this.#reader = new CaptureReader((data, linkType, tsMs) => {
+    this.#reader = new CaptureReader((buf, start, end, linkType, tsMs) => {
       const c = this.counts;
       c.frames++;
-      const err = decodeFrame(data, linkType, this.#fields);
+      const err = decodeFrame(buf, linkType, this.#fields, start, end);
       if (err !== null) {
         c.dropped[err.reason]++;
         return;

@@ -21,7 +21,7 @@ interface Got { data: string; link: number; ts: number; iface: number }
 /** readAll feeds `file` in chunks of `chunk` bytes and collects packets. */
 function readAll(file: Uint8Array, chunk = file.length): { got: Got[]; reader: CaptureReader } {
   const got: Got[] = [];
-  const reader = new CaptureReader((d, link, ts, iface) => got.push({ data: Buffer.from(d).toString("hex"), link, ts, iface }));
+  const reader = new CaptureReader((b, s, e, link, ts, iface) => got.push({ data: Buffer.from(b.subarray(s, e)).toString("hex"), link, ts, iface }));
   for (let i = 0; i < file.length; i += chunk) reader.push(file.subarray(i, i + chunk));
   reader.end();
   return { got, reader };
@@ -107,6 +107,20 @@ describe("CaptureReader: pcap", () => {
     expect(reader.offset).toBe(PCAP_LE.length);
   });
 
+  it("copies a partial record out of the caller's buffer, which the caller then reuses (a Node Buffer, as fs.readSync fills)", () => {
+    const got: string[] = [];
+    const r = new CaptureReader((b, s, e) => got.push(Buffer.from(b.subarray(s, e)).toString("hex")));
+    const buf = Buffer.alloc(50);
+    for (let i = 0; i < PCAP_LE.length; i += 50) {
+      const n = Math.min(50, PCAP_LE.length - i);
+      buf.set(PCAP_LE.subarray(i, i + n));
+      r.push(buf.subarray(0, n));
+      buf.fill(0xee);
+    }
+    r.end();
+    expect(got).toEqual([Buffer.from(FRAME_A).toString("hex"), Buffer.from(FRAME_B).toString("hex")]);
+  });
+
   it("reads big-endian files", () => {
     const { got } = readAll(toBigEndian(PCAP_LE), 5);
     expect(got).toHaveLength(2);
@@ -123,7 +137,7 @@ describe("CaptureReader: pcap", () => {
 
   it("reports a truncated last record with its offset, after delivering the ones before it", () => {
     const got: number[] = [];
-    const r = new CaptureReader((d) => got.push(d.length));
+    const r = new CaptureReader((_b, s, e) => got.push(e - s));
     r.push(PCAP_LE.subarray(0, PCAP_LE.length - 10));
     expect(got).toEqual([60]);
     expect(() => r.end()).toThrow(new CaptureError(24 + 16 + 60, "file truncated: 48 bytes of an incomplete record"));

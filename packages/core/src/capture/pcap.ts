@@ -34,11 +34,11 @@ export class CaptureError extends Error {
 }
 
 /**
- * OnPacket receives each packet: `data` is a view into the reader's buffer, valid only during the call (copy what
- * you keep); `tsMs` is the capture time in milliseconds since the epoch (fractional: micro- and nanoseconds kept as
- * far as a double allows).
+ * OnPacket receives each packet as buf[start, end): the reader's own buffer, valid only during the call (copy what
+ * you keep), passed with offsets so that millions of packets cost no view object each. `tsMs` is the capture time in
+ * milliseconds since the epoch (fractional: micro- and nanoseconds kept as far as a double allows).
  */
-export type OnPacket = (data: Uint8Array, linkType: number, tsMs: number, iface: number) => void;
+export type OnPacket = (buf: Uint8Array, start: number, end: number, linkType: number, tsMs: number, iface: number) => void;
 
 interface Iface {
   linkType: number;
@@ -79,30 +79,58 @@ export class CaptureReader {
 
   /**
    * push parses as much of `chunk` (after what was left over) as forms whole records. Throws CaptureError. The
-   * caller may reuse `chunk` once push returns: an incomplete record at its end is copied out.
+   * caller may reuse `chunk` once push returns: an incomplete record at its end is copied out. Records are read in
+   * place; only a record split across two chunks is copied.
    */
-  push(chunk: Uint8Array): void {
-    if (this.#buf.length > 0) {
-      const joined = new Uint8Array(this.#buf.length + chunk.length);
-      joined.set(this.#buf, 0);
-      joined.set(chunk, this.#buf.length);
-      this.#setBuf(joined);
+  push(input: Uint8Array): void {
+    // A plain Uint8Array view: Node Buffer's subarray (one per packet below) costs several times more.
+    const chunk = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+    const carried = this.#buf.length;
+    if (carried > 0) {
+      // Complete the split record from the head of the chunk: one record at most needs MAX_BLOCK_LEN bytes.
+      const k = Math.min(chunk.length, MAX_BLOCK_LEN + 64);
+      const head = new Uint8Array(carried + k);
+      head.set(this.#buf, 0);
+      head.set(chunk.subarray(0, k), carried);
+      this.#setBuf(head, 0);
+      this.#parse();
+      if (this.#pos < carried || k === chunk.length) {
+        this.#keepRest();
+        return;
+      }
+      // Everything carried is consumed: go on inside the chunk itself.
+      const start = this.#pos - carried;
+      this.#base += carried;
+      this.#setBuf(chunk, start);
     } else {
-      this.#setBuf(chunk);
+      this.#setBuf(chunk, 0);
     }
+    this.#parse();
+    this.#keepRest();
+  }
+
+  #parse(): void {
     try {
       if (this.#format === "unknown" && !this.#sniff()) return;
       if (this.#format === "pcap") this.#pcapRecords();
       else this.#pcapngBlocks();
-    } finally {
-      this.#base += this.#pos;
-      this.#setBuf(this.#buf.slice(this.#pos));
+    } catch (e) {
+      this.#keepRest();
+      throw e;
     }
   }
 
-  #setBuf(b: Uint8Array): void {
+  /** #keepRest copies the unparsed tail out of the current buffer: copy, never view (Buffer#slice is a view). */
+  #keepRest(): void {
+    const rest = new Uint8Array(this.#buf.length - this.#pos);
+    rest.set(this.#buf.subarray(this.#pos));
+    this.#base += this.#pos;
+    this.#setBuf(rest, 0);
+  }
+
+  #setBuf(b: Uint8Array, pos: number): void {
     this.#buf = b;
-    this.#pos = 0;
+    this.#pos = pos;
     this.#view = new DataView(b.buffer, b.byteOffset, b.byteLength);
   }
 
@@ -157,7 +185,7 @@ export class CaptureReader {
       pos = start + incl;
       this.#pos = pos;
       this.#packets++;
-      this.onPacket(buf.subarray(start, start + incl), link, tsMs, 0);
+      this.onPacket(buf, start, start + incl, link, tsMs, 0);
     }
     this.#pos = pos;
   }
@@ -219,7 +247,7 @@ export class CaptureReader {
     if (28 + captured > len - 4) throw new CaptureError(this.offset, `corrupt pcapng packet block: captured length ${captured} overruns the block`);
     const units = this.#u32(pos + 12) * 4294967296 + this.#u32(pos + 16);
     this.#packets++;
-    this.onPacket(this.#buf.subarray(pos + 28, pos + 28 + captured), iface.linkType, units / iface.unitsPerMs, id);
+    this.onPacket(this.#buf, pos + 28, pos + 28 + captured, iface.linkType, units / iface.unitsPerMs, id);
   }
 
   #spb(pos: number, len: number): void {
@@ -229,7 +257,7 @@ export class CaptureReader {
     const captured = Math.min(orig, len - 16);
     this.#packets++;
     // Simple packet blocks carry no timestamp.
-    this.onPacket(this.#buf.subarray(pos + 12, pos + 12 + captured), iface.linkType, 0, 0);
+    this.onPacket(this.#buf, pos + 12, pos + 12 + captured, iface.linkType, 0, 0);
   }
 }
 

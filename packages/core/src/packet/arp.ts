@@ -51,8 +51,8 @@ export function newArpFields(): ArpFields {
  *     0      2      4    5    6    8     14    18    24    28
  *     | htype| ptype| hlen| plen| op | SHA | SPA | THA | TPA |
  */
-export function readArp(bytes: Uint8Array, offset: number, out: ArpFields): DecodeFailure | null {
-  const have = bytes.length - offset;
+export function readArp(bytes: Uint8Array, offset: number, out: ArpFields, end = bytes.length): DecodeFailure | null {
+  const have = end - offset;
   if (have < ARP_HEADER_LEN) return truncated("arp", "header", ARP_HEADER_LEN, Math.max(0, have));
   const htype = u16(bytes, offset);
   const ptype = u16(bytes, offset + 2);

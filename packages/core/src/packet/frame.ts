@@ -78,13 +78,13 @@ const arp = newArpFields();
 
 /**
  * decodeFrame decodes and classifies one frame of `linkType` into `out`; null on success, else why it was dropped.
- * It never throws: every read is bounds-checked first.
+ * It never throws: every read is bounds-checked first. The frame is bytes[start, end).
  */
-export function decodeFrame(bytes: Uint8Array, linkType: number, out: FrameFields): DecodeFailure | null {
-  const linkErr = decodeLink(bytes, linkType, out);
+export function decodeFrame(bytes: Uint8Array, linkType: number, out: FrameFields, start = 0, end = bytes.length): DecodeFailure | null {
+  const linkErr = decodeLink(bytes, linkType, out, start, end);
   if (linkErr !== null) return linkErr;
   if (out.etherType === ETHERTYPE_ARP) {
-    const err = readArp(bytes, out.payload, arp);
+    const err = readArp(bytes, out.payload, arp, end);
     if (err !== null) return err;
     out.family = 4;
     out.targetMac = arp.tha;
@@ -104,7 +104,7 @@ export function decodeFrame(bytes: Uint8Array, linkType: number, out: FrameField
     return null;
   }
   if (out.etherType === ETHERTYPE_IPV6) {
-    const r = decodeNdp(bytes, out.payload);
+    const r = decodeNdp(end === bytes.length ? bytes : bytes.subarray(0, end), out.payload);
     if (!r.ok) return r.reason === "unsupported" ? IGNORED : r;
     const m = r.value;
     out.family = 6;

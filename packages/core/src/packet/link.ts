@@ -48,40 +48,40 @@ function isTpid(t: number): boolean {
  *     SLL  (v1)     | pkttype 2 | hatype 2 | halen 2 | addr 8 | protocol 2 |
  *     SLL2          | protocol 2 | reserved 2 | ifindex 4 | hatype 2 | pkttype 1 | halen 1 | addr 8 |
  *
- * Cooked headers carry only the sender's address, so `dst` is NO_MAC there.
+ * Cooked headers carry only the sender's address, so `dst` is NO_MAC there. The frame is bytes[start, end): a file
+ * reader passes its own buffer and offsets instead of a view per packet.
  */
-export function decodeLink(bytes: Uint8Array, linkType: number, out: LinkFields): DecodeFailure | null {
+export function decodeLink(bytes: Uint8Array, linkType: number, out: LinkFields, start = 0, end = bytes.length): DecodeFailure | null {
+  const have = end - start;
   let pos: number;
   let type: number;
   out.vlan = -1;
   if (linkType === LINKTYPE_ETHERNET) {
-    if (bytes.length < ETHERNET_HEADER_LEN) return truncated("ethernet", "header", ETHERNET_HEADER_LEN, bytes.length);
-    out.dst = macToNumber(bytes, 0);
-    out.src = macToNumber(bytes, 6);
-    pos = 12;
-    type = u16(bytes, 12);
+    if (have < ETHERNET_HEADER_LEN) return truncated("ethernet", "header", ETHERNET_HEADER_LEN, have);
+    out.dst = macToNumber(bytes, start);
+    out.src = macToNumber(bytes, start + 6);
+    pos = start + 12;
+    type = u16(bytes, pos);
   } else if (linkType === LINKTYPE_LINUX_SLL || linkType === LINKTYPE_LINUX_SLL2) {
     const v2 = linkType === LINKTYPE_LINUX_SLL2;
     const len = v2 ? SLL2_HEADER_LEN : SLL_HEADER_LEN;
     const name = v2 ? "sll2" : "sll";
-    if (bytes.length < len) return truncated(name, "header", len, bytes.length);
-    const hatype = u16(bytes, v2 ? 8 : 2);
-    const halen = v2 ? u8(bytes, 11) : u16(bytes, 4);
+    if (have < len) return truncated(name, "header", len, have);
+    const hatype = u16(bytes, start + (v2 ? 8 : 2));
+    const halen = v2 ? u8(bytes, start + 11) : u16(bytes, start + 4);
     if (hatype !== ARPHRD_ETHER) return unsupported(name, `hardware type ${hatype} is not Ethernet`);
-    out.src = halen === 6 ? macToNumber(bytes, v2 ? 12 : 6) : NO_MAC;
+    out.src = halen === 6 ? macToNumber(bytes, start + (v2 ? 12 : 6)) : NO_MAC;
     out.dst = NO_MAC;
-    pos = v2 ? 0 : 14;
+    pos = start + (v2 ? 0 : 14);
     type = u16(bytes, pos);
     if (v2) {
       // SLL2 puts the protocol first; VLAN tags, when present, follow the cooked header.
-      if (isTpid(type)) {
-        pos = len - 2;
-        type = u16(bytes, 0);
-      } else {
+      if (!isTpid(type)) {
         out.etherType = type;
-        out.payload = len;
+        out.payload = start + len;
         return null;
       }
+      pos = start + len - 2;
     }
   } else {
     return unsupported("link", `link type ${linkType} is not Ethernet, SLL or SLL2`);
@@ -89,7 +89,8 @@ export function decodeLink(bytes: Uint8Array, linkType: number, out: LinkFields)
   let tags = 0;
   while (isTpid(type)) {
     if (tags === MAX_VLAN_TAGS) return malformed("ethernet", `more than ${MAX_VLAN_TAGS} VLAN tags`);
-    if (bytes.length < pos + 2 + VLAN_TAG_LEN) return truncated("ethernet", "VLAN tag", pos + 2 + VLAN_TAG_LEN, bytes.length);
+    const need = pos - start + 2 + VLAN_TAG_LEN;
+    if (have < need) return truncated("ethernet", "VLAN tag", need, have);
     if (tags === 0) out.vlan = u16(bytes, pos + 2) & 0x0fff;
     tags++;
     pos += VLAN_TAG_LEN;

@@ -24,6 +24,25 @@ function analyze(...files: string[]): { code: number | null; report: Report; std
   return { code: r.status, report: JSON.parse(r.stdout) as Report, stderr: r.stderr };
 }
 
+describe("whohas analyze output through a pipe", () => {
+  it("delivers a JSON report of several hundred kilobytes whole", async () => {
+    const { LINKTYPE_ETHERNET, newArpReply, newArpRequest, pcapFileHeader, pcapRecord } = await import("@whohas/core");
+    const parts = [pcapFileHeader(LINKTYPE_ETHERNET)];
+    for (let i = 0; i < 3000; i++) {
+      const vip = `10.1.${Math.floor(i / 250)}.${(i % 250) + 1}`;
+      parts.push(pcapRecord(newArpRequest("02:00:5e:00:00:01", "10.0.0.1", vip), 1000 * i));
+      parts.push(pcapRecord(newArpReply("02:00:5e:00:00:0a", vip, "02:00:5e:00:00:01", "10.0.0.1"), 1000 * i + 1));
+    }
+    const file = join(dir, "many-ips.pcap");
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(file, Buffer.concat(parts));
+    const r = spawnSync(process.execPath, [AGENT_MAIN, "analyze", "--json", file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+    expect(r.stdout.length).toBeGreaterThan(256 * 1024);
+    expect((JSON.parse(r.stdout) as Report).ips).toHaveLength(3000);
+    expect(r.status).toBe(0);
+  });
+});
+
 describe("whohas analyze on real captures of the lab", () => {
   let stack: Stack;
   beforeAll(async () => {

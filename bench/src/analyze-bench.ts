@@ -1,0 +1,90 @@
+// Benchmark of `whohas analyze` (issue 3): frames per second end to end on one core and peak RSS, against
+// `tcpdump -nn -r` and `tshark -T fields` on the same file in the same run. Prints figures; asserts nothing.
+import { spawn, spawnSync } from "node:child_process";
+import { createWriteStream, existsSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { ISSUE_SHAPE, generateCapture, type CaptureShape } from "./generate.js";
+
+const AGENT_MAIN = fileURLToPath(new URL("../../apps/agent/dist/main.js", import.meta.url));
+const RSS_HOOK = fileURLToPath(new URL("../src/rss-hook.mjs", import.meta.url));
+
+async function ensureCapture(shape: CaptureShape): Promise<string> {
+  const path = `${tmpdir()}/whohas-bench-${shape.frames}-${shape.vips}-${shape.clients}-${shape.responders}.pcap`;
+  const expected = 24 + shape.frames * (16 + 60);
+  if (existsSync(path) && statSync(path).size === expected) return path;
+  process.stderr.write(`generating ${path} ...\n`);
+  const out = createWriteStream(path);
+  for (const chunk of generateCapture(shape)) {
+    if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));
+  }
+  await new Promise<void>((resolve, reject) => out.end((e?: Error | null) => (e ? reject(e) : resolve())));
+  return path;
+}
+
+interface Run {
+  readonly tool: string;
+  readonly seconds: number;
+  readonly maxRssMb: number | null;
+  readonly exit: number | null;
+}
+
+/** timed runs a command pinned to CPU 0 (one core for every tool) and times it; stdout is kept only if asked. */
+function timed(tool: string, cmd: string, args: string[], keepStdout = false): Promise<Run & { stderr: string; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn("taskset", ["-c", "0", cmd, ...args], { stdio: ["ignore", keepStdout ? "pipe" : "ignore", "pipe"] });
+    let stderr = "";
+    let stdout = "";
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => {
+      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      const kb = /whohas-bench-maxrss-kb (\d+)/.exec(stderr)?.[1];
+      resolve({ tool, seconds, maxRssMb: kb === undefined ? null : Number(kb) / 1024, exit: code, stderr, stdout });
+    });
+  });
+}
+
+function has(cmd: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${cmd}`]).status === 0;
+}
+
+async function main(): Promise<void> {
+  const frames = Number(process.argv[2] ?? ISSUE_SHAPE.frames);
+  const shape = { ...ISSUE_SHAPE, frames };
+  const file = await ensureCapture(shape);
+  const runs: Run[] = [];
+  const whohas = await timed("whohas analyze", process.execPath, ["--import", RSS_HOOK, AGENT_MAIN, "analyze", "--json", file], true);
+  if (whohas.exit !== 1) throw new Error(`whohas analyze exited ${whohas.exit} (expected 1: several responders):\n${whohas.stderr}`);
+  // A fast wrong answer is no answer: every frame must have been read, every VIP seen with all its responders.
+  const report = JSON.parse(whohas.stdout) as { frames: number; ips: { responders: unknown[] }[] };
+  if (report.frames !== frames || report.ips.length !== Math.min(shape.vips, Math.ceil(frames / (1 + shape.responders) / shape.clients))) {
+    throw new Error(`whohas analyze read ${report.frames} frames and ${report.ips.length} IPs, expected ${frames} frames`);
+  }
+  if (report.ips.some((ip) => ip.responders.length !== shape.responders)) throw new Error("whohas analyze missed responders");
+  runs.push(whohas);
+  if (has("tcpdump")) runs.push(await timed("tcpdump -nn -r", "tcpdump", ["-nn", "-r", file]));
+  if (has("tshark")) runs.push(await timed("tshark -T fields", "tshark", ["-r", file, "-T", "fields", "-e", "arp.src.hw_mac", "-e", "arp.src.proto_ipv4"]));
+
+  const rate = (r: Run) => frames / r.seconds;
+  const lines = [
+    `whohas analyze benchmark: ${frames} ARP frames (${shape.vips} VIPs, ${shape.clients} clients, ${shape.responders} responders), one core (taskset -c 0)`,
+    `file: ${file} (${(statSync(file).size / 1e6).toFixed(0)} MB)`,
+    "",
+    `${"tool".padEnd(20)} ${"seconds".padStart(8)} ${"frames/s".padStart(12)} ${"peak RSS".padStart(10)}  whohas is`,
+  ];
+  for (const r of runs) {
+    const ratio = r === whohas ? "" : `${(r.seconds / whohas.seconds).toFixed(1)}x faster`;
+    lines.push(`${r.tool.padEnd(20)} ${r.seconds.toFixed(2).padStart(8)} ${(rate(r) / 1e6).toFixed(2).padStart(10)} M ${r.maxRssMb === null ? "".padStart(10) : `${r.maxRssMb.toFixed(0)} MB`.padStart(10)}  ${ratio}`);
+  }
+  lines.push("", `targets: >= 2.00 M frames/s (${rate(whohas) >= 2e6 ? "met" : "NOT met"}), peak RSS < 200 MB (${(whohas.maxRssMb ?? Infinity) < 200 ? "met" : "NOT met"})`);
+  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(JSON.stringify({ bench: "analyze", frames, runs: runs.map((r) => ({ tool: r.tool, seconds: r.seconds, framesPerSecond: rate(r), maxRssMb: r.maxRssMb })) }) + "\n");
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error).message}\n`);
+  process.exit(1);
+});
