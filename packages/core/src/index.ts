@@ -16,3 +16,6 @@ export * from "./capture/pcap.js";
 export * from "./analysis/findings.js";
 export * from "./analysis/analyzer.js";
 export * from "./analysis/capture-analysis.js";
+export * from "./metallb/selector.js";
+export * from "./metallb/election.js";
+export * from "./metallb/speaker.js";
