@@ -19,3 +19,4 @@ export * from "./analysis/capture-analysis.js";
 export * from "./metallb/selector.js";
 export * from "./metallb/election.js";
 export * from "./metallb/speaker.js";
+export * from "./kubeproxy/config.js";
