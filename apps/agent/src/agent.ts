@@ -1,15 +1,22 @@
-import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyFrame, type FrameOutcome } from "@whohas/core";
-import type { PacketSource } from "./capture/pcap-source.js";
+import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyFrame, type FrameOutcome, type HubMessage, type Logger, type NodeFacts } from "@whohas/core";
+import type { KernelStats, PacketSource } from "./capture/pcap-source.js";
 import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
-import type { Logger } from "@whohas/core";
+import type { AgentMetrics } from "./metrics.js";
 
-/** FLUSH_MS is how often aggregates go to the hub (issue 4: at most every 100 ms). */
+/** FLUSH_MS is how often aggregates go to the hub (issue 4: at most every 100 ms, or at 1,000 entries). */
 export const FLUSH_MS = 100;
-/** RESCAN_MS is how often interfaces are listed again, as MetalLB does (DESIGN 2.2). */
+/** RESCAN_MS is how often interfaces are listed again, as MetalLB does (DESIGN 2.2); facts go out as often. */
 export const RESCAN_MS = 10_000;
+/**
+ * ENTRY_BYTES is what one aggregate costs, as JSON on the wire and as an object in memory (measured: about 230 bytes
+ * of JSON per entry); the buffer bound in bytes is turned into a number of entries with it.
+ */
+export const ENTRY_BYTES = 256;
+/** MAX_CONCURRENT_COMMANDS bounds probes and announcements running at once. */
+export const MAX_CONCURRENT_COMMANDS = 4;
 
-/** Counters of every frame outcome, per reason: what /metrics and tests look at. */
+/** Counters of every frame outcome: what /metrics and tests look at. */
 export type OutcomeCounts = Record<"observed" | "ignored" | "truncated" | "malformed" | "unsupported", number>;
 
 export interface AgentDeps {
@@ -19,7 +26,13 @@ export interface AgentDeps {
   /** Lists the interfaces to capture on now (already filtered). */
   readonly scan: () => Promise<NetInterface[]>;
   readonly openSource: (iface: string) => PacketSource;
-  readonly maxBufferedEntries: number;
+  /** Bound of the buffer kept while the hub is away (default 16 MiB). */
+  readonly maxBufferBytes: number;
+  /** Reads the node's facts; the agent adds what it knows of its captures. */
+  readonly facts?: (captured: ReadonlySet<string>, capture: NodeFacts["capture"]) => Promise<NodeFacts>;
+  /** Runs a command from the hub; results go back through `send`. */
+  readonly command?: (msg: Extract<HubMessage, { type: "announce" | "probe" }>, send: HubLink["send"]) => Promise<void>;
+  readonly metrics?: AgentMetrics;
 }
 
 /** handleFrame classifies one captured frame and folds it into the aggregator, returning what became of it. */
@@ -29,16 +42,21 @@ export function handleFrame(agg: Aggregator, iface: string, frame: Uint8Array, n
   return out;
 }
 
-/** An Agent captures on the selected interfaces and streams aggregates through its HubLink. */
+/** An Agent captures on the selected interfaces and streams aggregates and node facts through its HubLink. */
 export class Agent {
   readonly counts: OutcomeCounts = { observed: 0, ignored: 0, truncated: 0, malformed: 0, unsupported: 0 };
   readonly #agg: Aggregator;
   readonly #sources = new Map<string, PacketSource>();
+  /** Kernel counters of captures already closed, so totals never go backwards. */
+  #closedStats: KernelStats = { received: 0, dropped: 0 };
   #interfaces: NetInterface[] = [];
   #timers: NodeJS.Timeout[] = [];
+  #lastFactsKey = "";
+  #running = 0;
+  readonly #responders = new Map<string, Set<string>>();
 
   constructor(readonly deps: AgentDeps) {
-    this.#agg = new Aggregator(deps.maxBufferedEntries);
+    this.#agg = new Aggregator(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
   }
 
   /** interfaces is the last scan, reported to the hub in every hello. */
@@ -46,11 +64,39 @@ export class Agent {
     return this.#interfaces;
   }
 
+  /** capturing lists the interfaces with an open capture. */
+  get capturing(): ReadonlySet<string> {
+    return new Set(this.#sources.keys());
+  }
+
+  /** bufferedBytes estimates what waits for the hub. */
+  get bufferedBytes(): number {
+    return this.#agg.size * ENTRY_BYTES;
+  }
+
   async start(): Promise<void> {
     await this.rescan();
     this.#timers.push(setInterval(() => this.flush(), FLUSH_MS));
-    this.#timers.push(setInterval(() => void this.rescan(), RESCAN_MS));
+    this.#timers.push(
+      setInterval(() => {
+        void this.rescan().then(() => this.sendFacts(true));
+      }, RESCAN_MS),
+    );
     this.deps.link.start();
+  }
+
+  /** kernelStats sums libpcap's counters over every capture since start. */
+  kernelStats(): KernelStats {
+    let { received, dropped } = this.#closedStats;
+    for (const [name, s] of this.#sources) {
+      const k = s.stats();
+      if (k === null) continue;
+      received += k.received;
+      dropped += k.dropped;
+      this.deps.metrics?.kernelReceived.set({ interface: name }, k.received);
+      this.deps.metrics?.kernelDrops.set({ interface: name }, k.dropped);
+    }
+    return { received, dropped };
   }
 
   /** rescan opens captures on new interfaces and closes them on vanished ones. */
@@ -59,20 +105,18 @@ export class Agent {
     this.#interfaces = await this.deps.scan();
     const want = new Set(this.#interfaces.map((i) => i.name));
     for (const [name, src] of this.#sources) {
-      if (!want.has(name)) {
-        src.close();
-        this.#sources.delete(name);
-        logger.info("capture.stopped", { iface: name });
-      }
+      if (want.has(name)) continue;
+      const k = src.stats();
+      if (k !== null) this.#closedStats = { received: this.#closedStats.received + k.received, dropped: this.#closedStats.dropped + k.dropped };
+      src.close();
+      this.#sources.delete(name);
+      logger.info("capture.stopped", { iface: name });
     }
     for (const name of want) {
       if (this.#sources.has(name)) continue;
       try {
         const src = this.deps.openSource(name);
-        src.start((frame, now) => {
-          const out = handleFrame(this.#agg, name, frame, now);
-          this.counts[out.kind === "observed" ? "observed" : out.reason]++;
-        });
+        src.start((frame, now) => this.#onFrame(name, frame, now));
         this.#sources.set(name, src);
         logger.info("capture.started", { iface: name });
       } catch (e) {
@@ -82,17 +126,82 @@ export class Agent {
     if (this.#sources.size === 0) logger.warn("capture.none", { hint: "no interface matched --interfaces / --exclude-interfaces and is up" });
   }
 
-  /** flush sends what was aggregated since the last flush; on failure it stays in the aggregator (merged). */
+  #onFrame(iface: string, frame: Uint8Array, now: number): void {
+    const out = handleFrame(this.#agg, iface, frame, now);
+    const m = this.deps.metrics;
+    if (out.kind === "observed") {
+      this.counts.observed++;
+      m?.frames.inc({ kind: out.obs.kind });
+      if (out.obs.kind !== "request" && out.obs.kind !== "probe" && out.obs.kind !== "ns" && out.obs.kind !== "ns-dad") this.#noteResponder(out.obs.ip, out.obs.mac);
+    } else {
+      this.counts[out.reason]++;
+      m?.drops.inc({ reason: out.reason });
+    }
+    // Flush early rather than let one interval's worth grow past a message.
+    if (this.#agg.size >= MAX_ENTRIES_PER_MESSAGE) this.flush();
+  }
+
+  #noteResponder(ip: string, mac: string): void {
+    let macs = this.#responders.get(ip);
+    if (macs === undefined) {
+      if (this.#responders.size >= 10_000) return; // bound the per-IP series
+      macs = new Set();
+      this.#responders.set(ip, macs);
+    }
+    if (macs.has(mac)) return;
+    macs.add(mac);
+    this.deps.metrics?.responders.set({ ip }, macs.size);
+  }
+
+  /** flush sends what was aggregated; when the hub is away or slow it stays in the (bounded, merging) buffer. */
   flush(): void {
-    const { link } = this.deps;
+    const { link, metrics } = this.deps;
+    metrics?.hubConnected.set(link.connected ? 1 : 0);
+    metrics?.bufferedBytes.set(this.bufferedBytes);
+    // Never block capture on the network: if the socket has not drained, wait for the next interval.
     if (!link.connected || link.bufferedBytes > 1024 * 1024) return;
     while (this.#agg.size > 0) {
       const { entries, dropped } = this.#agg.drain(MAX_ENTRIES_PER_MESSAGE);
+      if (dropped > 0) {
+        metrics?.aggregatesDropped.inc(dropped);
+        this.deps.logger.warn("buffer.dropped", { frames: dropped, hint: "the hub was away longer than --max-buffer-bytes could hold" });
+      }
       if (!link.send({ v: WIRE_VERSION, type: "observations", entries, dropped })) {
         this.#agg.putBack(entries, dropped);
         return;
       }
     }
+  }
+
+  /** sendFacts reports the node's facts: always when `periodic`, else only when they changed. */
+  async sendFacts(periodic = false): Promise<void> {
+    if (this.deps.facts === undefined) return;
+    const k = this.kernelStats();
+    const facts = await this.deps.facts(this.capturing, { frames: Object.values(this.counts).reduce((a, b) => a + b, 0), dropped: { ...this.counts, observed: 0 }, kernelReceived: k.received, kernelDropped: k.dropped });
+    const key = JSON.stringify({ ...facts, capture: null });
+    if (!periodic && key === this.#lastFactsKey) return;
+    this.#lastFactsKey = key;
+    this.deps.link.send({ v: WIRE_VERSION, type: "facts", facts });
+  }
+
+  /** onHubMessage runs commands from the hub (at most MAX_CONCURRENT_COMMANDS at once). */
+  onHubMessage(msg: HubMessage): void {
+    if (msg.type === "welcome") {
+      void this.sendFacts(true);
+      return;
+    }
+    if (msg.type !== "announce" && msg.type !== "probe") return;
+    const send = (m: Parameters<HubLink["send"]>[0]) => this.deps.link.send(m);
+    if (this.deps.command === undefined || this.#running >= MAX_CONCURRENT_COMMANDS) {
+      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: `busy: ${this.#running} commands already running on ${this.deps.node}` });
+      return;
+    }
+    this.#running++;
+    this.deps.logger.info("command.started", { id: msg.id, type: msg.type, ip: msg.ip });
+    void this.deps
+      .command(msg, send)
+      .catch((e: unknown) => send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: (e as Error).message }))
+      .finally(() => this.#running--);
   }
 
   /** stop flushes once more and closes every capture and the hub link. */

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
+import type { LogLevel } from "@whohas/core";
 import { DEFAULT_EXCLUDE } from "./capture/interfaces.js";
 
 /** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment (STYLE 3). */
@@ -10,12 +11,15 @@ export interface AgentConfig {
   readonly interfaces: RegExp;
   readonly excludeInterfaces: RegExp | null;
   readonly token: string;
-  readonly maxBufferedEntries: number;
+  readonly maxBufferBytes: number;
+  readonly metricsAddress: string | null;
+  readonly logLevel: LogLevel;
 }
 
 export const AGENT_HELP = `Usage: whohas agent --hub URL --token-file FILE [options]
 
-Captures ARP on this node with libpcap and streams what answers for which IP to the whohas hub.
+Captures ARP and NDP on this node with libpcap and streams who answers for which IP to the whohas hub; reports
+the node's ARP sysctls and kube-ipvs0; runs probes and re-announcements the hub asks for.
 Needs root, or CAP_NET_RAW and CAP_NET_ADMIN.
 
 Options:
@@ -26,9 +30,20 @@ Options:
   --exclude-interfaces REGEX
                             never capture on these (default: MetalLB's list, ^veth.* ^docker.* ^kube-ipvs.* ...)
                             pass '' to exclude nothing
-  --max-buffered-entries N  aggregates kept while the hub is unreachable (default 100000)
+  --max-buffer-bytes SIZE   what is kept while the hub is unreachable, merged per (IP, MAC, kind); 16MiB default
+  --metrics-address ADDR    Prometheus /metrics, /healthz and /readyz (default :9472; '' turns it off)
+  --log-level LEVEL         info, warn or error (default info); logs are JSON lines on stderr
   -h, --help                this text
 `;
+
+/** parseSize reads "16MiB", "512KiB", "1M", "1048576" as bytes. */
+export function parseSize(s: string): number {
+  const m = /^(\d+)\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?$/i.exec(s.trim());
+  if (m === null) throw new Error(`not a size: ${JSON.stringify(s)} (try 16MiB)`);
+  const unit = (m[2] ?? "b").toLowerCase()[0];
+  const mult = unit === "k" ? 1024 : unit === "m" ? 1024 ** 2 : unit === "g" ? 1024 ** 3 : 1;
+  return Number(m[1]) * mult;
+}
 
 const Schema = z.object({
   hub: z.string().regex(/^(wss?|ws\+unix):\/\//, "--hub must start with ws://, wss:// or ws+unix://"),
@@ -36,7 +51,9 @@ const Schema = z.object({
   node: z.string().optional(),
   interfaces: z.string().default(".*"),
   "exclude-interfaces": z.string().default(DEFAULT_EXCLUDE),
-  "max-buffered-entries": z.coerce.number().int().positive().default(100_000),
+  "max-buffer-bytes": z.string().default("16MiB"),
+  "metrics-address": z.string().default(":9472"),
+  "log-level": z.enum(["info", "warn", "error"]).default("info"),
 });
 
 function regex(flag: string, src: string): RegExp {
@@ -63,13 +80,20 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     throw new Error(`--token-file: cannot read ${f["token-file"]}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   if (token === "") throw new Error(`--token-file: ${f["token-file"]} is empty`);
-  const node = f.node ?? env.NODE_NAME ?? hostname();
+  let maxBufferBytes: number;
+  try {
+    maxBufferBytes = parseSize(f["max-buffer-bytes"]);
+  } catch (e) {
+    throw new Error(`--max-buffer-bytes: ${(e as Error).message}`);
+  }
   return {
     hub: f.hub,
-    node,
+    node: f.node ?? env.NODE_NAME ?? hostname(),
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),
     token,
-    maxBufferedEntries: f["max-buffered-entries"],
+    maxBufferBytes,
+    metricsAddress: f["metrics-address"] === "" ? null : f["metrics-address"],
+    logLevel: f["log-level"],
   };
 }

@@ -7,6 +7,8 @@ export const BACKOFF_MIN_MS = 500;
 export const BACKOFF_MAX_MS = 30_000;
 /** HEARTBEAT_MS is how often each side speaks when it has nothing else to say; silence for 30 s means down. */
 export const HEARTBEAT_MS = 10_000;
+/** SILENCE_MS: a hub that said nothing (no message, no ping) this long is taken as gone, and the link reconnects. */
+export const SILENCE_MS = 30_000;
 
 /**
  * backoffDelay is the jittered exponential delay before reconnect attempt `attempt` (0-based): "full jitter" between
@@ -34,6 +36,7 @@ export class HubLink {
   #closed = false;
   #retryTimer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
+  #lastHeard = 0;
 
   constructor(readonly opts: HubLinkOptions) {}
 
@@ -87,10 +90,20 @@ export class HubLink {
       this.#attempt = 0;
       logger.info("hub.connected", { url });
       ws.send(JSON.stringify(this.opts.hello()));
-      this.#heartbeat = setInterval(() => this.send({ v: 1, type: "heartbeat", t: Date.now() }), HEARTBEAT_MS);
+      this.#lastHeard = Date.now();
+      this.#heartbeat = setInterval(() => {
+        if (Date.now() - this.#lastHeard > SILENCE_MS) {
+          logger.warn("hub.silent", { silentMs: Date.now() - this.#lastHeard });
+          ws.terminate();
+          return;
+        }
+        this.send({ v: 1, type: "heartbeat", t: Date.now() });
+      }, HEARTBEAT_MS);
       this.#heartbeat.unref();
     });
+    ws.on("ping", () => (this.#lastHeard = Date.now()));
     ws.on("message", (data, isBinary) => {
+      this.#lastHeard = Date.now();
       if (isBinary) return;
       const text = Buffer.isBuffer(data) ? data.toString("utf8") : Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data).toString("utf8");
       const msg = parseHubMessage(text);

@@ -20,3 +20,5 @@ export * from "./metallb/selector.js";
 export * from "./metallb/election.js";
 export * from "./metallb/speaker.js";
 export * from "./kubeproxy/config.js";
+export * from "./node/kernel.js";
+export * from "./node/probe.js";

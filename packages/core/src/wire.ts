@@ -41,6 +41,54 @@ export const InterfaceInfoSchema = z.object({
 });
 export type InterfaceInfo = z.infer<typeof InterfaceInfoSchema>;
 
+/** SysctlPairSchema: arp_ignore and arp_announce as read from /proc/sys/net/ipv4/conf/NAME/. */
+const SysctlPairSchema = z.object({ arpIgnore: z.number().int().min(0).max(8), arpAnnounce: z.number().int().min(0).max(2) });
+
+/** NodeInterfaceSchema is one link of the node as the agent reports it in its facts. */
+export const NodeInterfaceSchema = z.object({
+  name: z.string().min(1).max(15),
+  mac,
+  up: z.boolean(),
+  master: z.string().max(15).nullable(),
+  addresses: z.array(z.string().max(50)).max(4096),
+  own: SysctlPairSchema,
+  /** What the kernel applies: max(all, own) for both. */
+  effective: SysctlPairSchema,
+  captured: z.boolean(),
+});
+export type NodeInterface = z.infer<typeof NodeInterfaceSchema>;
+
+/** NodeFactsSchema is what an agent knows of its node: sent at start, every 10 s and on change. */
+export const NodeFactsSchema = z.object({
+  node: nodeName,
+  agentVersion: z.string().max(64),
+  interfaces: z.array(NodeInterfaceSchema).max(4096),
+  sysctl: z.object({ all: SysctlPairSchema, default: SysctlPairSchema }),
+  kubeIpvs0: z.object({ present: z.boolean(), addresses: z.number().int().nonnegative() }),
+  kubeProxyMode: z.enum(["ipvs", "not-ipvs"]),
+  capture: z.object({
+    frames: z.number().int().nonnegative(),
+    dropped: z.record(z.string(), z.number().int().nonnegative()),
+    /** libpcap's counters, summed over interfaces: packets the kernel received for us and dropped for lack of room. */
+    kernelReceived: z.number().int().nonnegative(),
+    kernelDropped: z.number().int().nonnegative(),
+  }),
+});
+export type NodeFacts = z.infer<typeof NodeFactsSchema>;
+
+const commandId = z.string().min(1).max(64);
+const durationMs = z.number().int().positive().max(600_000);
+
+/** ProbeReplySchema / ProbeSummarySchema mirror node/probe.ts. */
+const ProbeReplySchema = z.object({ mac, latencyMs: z.number().nonnegative() });
+export const ProbeSummarySchema = z.object({
+  ip,
+  requests: z.number().int().nonnegative(),
+  unanswered: z.number().int().nonnegative(),
+  multiAnswered: z.number().int().nonnegative(),
+  macs: z.array(z.object({ mac, replies: z.number().int().nonnegative(), first: z.number().int().nonnegative() })).max(1024),
+});
+
 /** MAX_ENTRIES_PER_MESSAGE bounds one observations message (issue 4: at most 1,000 entries per send). */
 export const MAX_ENTRIES_PER_MESSAGE = 1000;
 
@@ -61,6 +109,19 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     dropped: z.number().int().nonnegative(),
   }),
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("heartbeat"), t: millis }),
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("facts"), facts: NodeFactsSchema }),
+  /** One probe request's replies, streamed while the probe runs. */
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("probe-result"), id: commandId, seq: z.number().int().positive(), sentAt: millis, replies: z.array(ProbeReplySchema).max(1024) }),
+  /** The end of a command: its summary, or why it was refused or failed. */
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("command-done"),
+    id: commandId,
+    ok: z.boolean(),
+    message: z.string().max(1000),
+    probe: ProbeSummarySchema.optional(),
+    bursts: z.number().int().nonnegative().optional(),
+  }),
 ]);
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 
@@ -68,6 +129,13 @@ export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 export const HubMessageSchema = z.discriminatedUnion("type", [
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("welcome"), hubVersion: z.string().max(64) }),
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("heartbeat"), t: millis }),
+  /**
+   * announce: gratuitous announcements for `ip` for `durationMs`, with MetalLB's frames and timing. The agent refuses
+   * unless `expectedOwner` names its node or `force` is set, so whohas never creates the conflict it looks for.
+   */
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("announce"), id: commandId, ip, durationMs, expectedOwner: nodeName.nullable(), force: z.boolean() }),
+  /** probe: a broadcast request for `ip` every `intervalMs` for `durationMs`, every reply MAC counted per request. */
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("probe"), id: commandId, ip, durationMs, intervalMs: z.number().int().min(100).max(60_000) }),
 ]);
 export type HubMessage = z.infer<typeof HubMessageSchema>;
 

@@ -34,6 +34,9 @@ export interface Stack {
   readonly logDir: string;
   /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
   restartHub(): Promise<void>;
+  /** stopHub and startHub split a restart, for outages of a chosen length. */
+  stopHub(): Promise<void>;
+  startHub(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -128,12 +131,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await stopChild(hub);
       hub = await startHub();
     };
+    const stopHub = () => stopChild(hub);
+    const startHubAgain = async () => {
+      hub = await startHub();
+    };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
     for (const n of lab.nodes) {
-      spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth0$", "--token-file", tokenFile]);
+      spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", tokenFile]);
     }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, logDir, stop, restartHub };
+    return { lab, url, port, token, logDir, stop, restartHub, stopHub, startHub: startHubAgain };
   } catch (e) {
     await stop();
     throw e;

@@ -16,6 +16,7 @@ class FakeSource implements PacketSource {
   constructor(readonly iface: string) {}
   start(onFrame: (f: Uint8Array, now: number) => void) { this.onFrame = onFrame; }
   send() { /* not used */ }
+  stats() { return { received: 7, dropped: 1 }; }
   close() { this.closed = true; }
 }
 
@@ -59,7 +60,7 @@ describe("Agent with HubLink", () => {
     cleanups.push(() => closeHub(hub));
     const src = new FakeSource("eth0");
     const link: HubLink = new HubLink({ url: hub.url, token: "s3cret", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] }) });
-    const agent = new Agent({ node: "node-a", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false }]), openSource: () => src, maxBufferedEntries: 100 });
+    const agent = new Agent({ node: "node-a", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
     cleanups.push(() => agent.stop());
     await agent.start();
     await until(() => hub.messages.length >= 1);
@@ -80,7 +81,7 @@ describe("Agent with HubLink", () => {
     const port = (hub.wss.address() as AddressInfo).port;
     const src = new FakeSource("eth0");
     const link = new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
-    const agent = new Agent({ node: "n", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false }]), openSource: () => src, maxBufferedEntries: 100 });
+    const agent = new Agent({ node: "n", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
     cleanups.push(() => agent.stop());
     await agent.start();
     await until(() => hub.messages.length >= 1);

@@ -6,7 +6,7 @@ import { BACKOFF_MAX_MS, backoffDelay } from "../hub-link.js";
 import { DEFAULT_EXCLUDE, selectCaptureInterfaces, type NetInterface } from "../capture/interfaces.js";
 import { parseAgentConfig } from "../config.js";
 
-const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({ name, mac: "02:00:5e:00:00:01", up: true, noarp: false, hasMaster: false, ...over });
+const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({ name, mac: "02:00:5e:00:00:01", up: true, noarp: false, hasMaster: false, master: null, ...over });
 
 describe("selectCaptureInterfaces", () => {
   const deny = new RegExp(DEFAULT_EXCLUDE);
@@ -16,7 +16,7 @@ describe("selectCaptureInterfaces", () => {
     { case: "a veth", i: link("veth12ab"), picked: false },
     { case: "loopback", i: link("lo"), picked: false },
     { case: "a down link", i: link("eth1", { up: false }), picked: false },
-    { case: "a bond slave", i: link("eno1", { hasMaster: true }), picked: false },
+    { case: "a bond slave", i: link("eno1", { hasMaster: true, master: "bond0" }), picked: false },
     { case: "a NOARP link", i: link("wg0", { noarp: true }), picked: false },
   ])("$case: $picked", ({ i, picked }) => {
     expect(selectCaptureInterfaces([i], /.*/, deny)).toHaveLength(picked ? 1 : 0);

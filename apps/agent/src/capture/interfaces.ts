@@ -1,4 +1,4 @@
-import { readFile, readdir, access } from "node:fs/promises";
+import { readFile, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { InterfaceInfo } from "@whohas/core";
 
@@ -17,14 +17,15 @@ export interface NetInterface extends InterfaceInfo {
   readonly noarp: boolean;
   /** True when the link is enslaved to a bridge or bond (it has a `master`). */
   readonly hasMaster: boolean;
+  /** The bridge or bond it is enslaved to, if any. */
+  readonly master: string | null;
 }
 
-async function exists(p: string): Promise<boolean> {
+async function masterOf(dir: string): Promise<string | null> {
   try {
-    await access(p);
-    return true;
+    return (await readlink(join(dir, "master"))).split("/").pop() ?? null;
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -39,7 +40,8 @@ export async function listInterfaces(sysClassNet = "/sys/class/net"): Promise<Ne
       const flags = parseInt(flagsHex.trim(), 16);
       const mac = address.trim();
       if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(mac)) continue; // not Ethernet (tun, ipip, ...)
-      out.push({ name, mac, up: (flags & IFF_UP) !== 0, noarp: (flags & IFF_NOARP) !== 0, hasMaster: await exists(join(dir, "master")) });
+      const master = await masterOf(dir);
+      out.push({ name, mac, up: (flags & IFF_UP) !== 0, noarp: (flags & IFF_NOARP) !== 0, hasMaster: master !== null, master });
     } catch {
       // The link vanished between readdir and read: the next scan will not list it.
     }

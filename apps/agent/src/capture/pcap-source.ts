@@ -1,16 +1,27 @@
 import cap from "cap";
 
+/** NDP_MATCH selects ICMPv6 neighbor solicitations (135) and advertisements (136); NDP carries no extension headers. */
+const NDP_MATCH = "(icmp6 and (ip6[40] == 135 or ip6[40] == 136))";
+
 /**
- * ARP_FILTER is the kernel (BPF) filter for every capture: ARP, also inside one or two VLAN tags. It keeps the
- * capture loop free of all other traffic.
+ * CAPTURE_FILTER is the kernel (BPF) filter of every agent capture: ARP and NDP neighbor messages, also inside one
+ * or two VLAN tags (each `vlan` shifts the offsets after it). It keeps the capture loop free of all other traffic.
  */
-export const ARP_FILTER = "arp or (vlan and arp) or (vlan and vlan and arp)";
+export const CAPTURE_FILTER = `arp or ${NDP_MATCH} or (vlan and (arp or ${NDP_MATCH})) or (vlan and vlan and (arp or ${NDP_MATCH}))`;
+
+/** KernelStats are libpcap's counters for one capture (pcap_stats). */
+export interface KernelStats {
+  readonly received: number;
+  readonly dropped: number;
+}
 
 /** A PacketSource delivers frames to a handler; tests inject frames without libpcap (STYLE 13). */
 export interface PacketSource {
   readonly iface: string;
   start(onFrame: (frame: Uint8Array, now: number) => void): void;
   send(frame: Uint8Array): void;
+  /** Kernel counters since start, or null where the source has none. */
+  stats(): KernelStats | null;
   close(): void;
 }
 
@@ -20,7 +31,7 @@ export class PcapSource implements PacketSource {
   readonly #buffer = Buffer.alloc(65535);
   #open = false;
 
-  constructor(readonly iface: string, readonly filter = ARP_FILTER, readonly kernelBufferBytes = 4 * 1024 * 1024) {}
+  constructor(readonly iface: string, readonly filter = CAPTURE_FILTER, readonly kernelBufferBytes = 4 * 1024 * 1024) {}
 
   start(onFrame: (frame: Uint8Array, now: number) => void): void {
     const linkType = this.#cap.open(this.iface, this.filter, this.kernelBufferBytes, this.#buffer);
@@ -35,6 +46,12 @@ export class PcapSource implements PacketSource {
 
   send(frame: Uint8Array): void {
     this.#cap.send(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength), frame.byteLength);
+  }
+
+  stats(): KernelStats | null {
+    if (!this.#open) return null;
+    const s = this.#cap.stats();
+    return { received: s.received, dropped: s.dropped + s.ifDropped };
   }
 
   close(): void {

@@ -7,6 +7,8 @@ declare module "cap" {
     open(device: string, filter: string, bufSize: number, buffer: Buffer): string;
     close(): void;
     send(buffer: Buffer, nBytes?: number): void;
+    /** Added by patches/cap@0.2.1.patch: pcap_stats(). */
+    stats(): { received: number; dropped: number; ifDropped: number };
     setMinBytes?(n: number): void;
     on(event: "packet", listener: (nbytes: number, truncated: boolean) => void): this;
     static deviceList(): { name: string; addresses: { addr: string }[] }[];

@@ -94,19 +94,36 @@ export function Dashboard() {
               <tr>
                 <th>Node</th>
                 <th>Status</th>
+                <th>Captured interfaces (effective arp_ignore / arp_announce)</th>
+                <th>kube-ipvs0</th>
+                <th>Capture</th>
                 <th>Version</th>
-                <th>Interfaces</th>
               </tr>
             </thead>
             <tbody>
-              {agents.map((a) => (
-                <tr key={a.node} data-node={a.node}>
-                  <td>{a.node}</td>
-                  <td className={a.up ? "state-single" : "state-multi-responder"}>{a.up ? "online" : "down"}</td>
-                  <td>{a.version}</td>
-                  <td className="mono">{a.interfaces.map((i) => `${i.name} ${i.mac}`).join(", ")}</td>
-                </tr>
-              ))}
+              {agents.map((a) => {
+                const f = a.facts;
+                const captured = f?.interfaces.filter((i) => i.captured) ?? [];
+                return (
+                  <tr key={a.node} data-node={a.node}>
+                    <td>{a.node}</td>
+                    <td className={a.up ? "state-single" : "state-multi-responder"}>{a.up ? "online" : "down"}</td>
+                    <td className="mono">
+                      {f === null
+                        ? a.interfaces.map((i) => `${i.name} ${i.mac}`).join(", ")
+                        : captured.map((i) => (
+                            <span key={i.name} className="responder" data-iface={i.name} data-arp-ignore={i.effective.arpIgnore} data-arp-announce={i.effective.arpAnnounce}>
+                              {i.name} {i.mac} · {i.effective.arpIgnore}/{i.effective.arpAnnounce}
+                              {i.effective.arpIgnore >= 1 && i.effective.arpAnnounce >= 2 ? " (strict)" : " (answers for kube-ipvs0 addresses)"}
+                            </span>
+                          ))}
+                    </td>
+                    <td data-testid="ipvs">{f === null ? "?" : f.kubeIpvs0.present ? `${f.kubeIpvs0.addresses} addresses (IPVS mode)` : "absent"}</td>
+                    <td>{f === null ? "?" : `${f.capture.frames} frames, ${f.capture.kernelDropped} kernel drops`}</td>
+                    <td>{a.version}</td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         )}

@@ -6,13 +6,18 @@ import WebSocket from "ws";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { silentLogger } from "@whohas/core";
-import { tokenMatches } from "../gateway/agent-gateway.js";
+import { tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
+
+const gatewayOf = (r: Running | undefined): AgentGateway => {
+  if (r === undefined) throw new Error("no server");
+  return r.gateway;
+};
 
 const TOKEN = "test-token-0123456789";
 const hello = { v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
 const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0 };
 
-interface Running { server: Server; hub: Hub; base: string; ws: string }
+interface Running { server: Server; hub: Hub; base: string; ws: string; gateway: AgentGateway }
 const open: Running[] = [];
 
 async function start(clock: () => number = Date.now): Promise<Running> {
@@ -22,7 +27,7 @@ async function start(clock: () => number = Date.now): Promise<Running> {
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const port = (server.address() as AddressInfo).port;
-  const r = { server, hub, base: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}/agent` };
+  const r = { server, hub, base: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}/agent`, gateway: hs.gateway };
   open.push(r);
   return r;
 }
@@ -90,6 +95,46 @@ describe("agent gateway", () => {
     c.send("x".repeat(2 * 1024 * 1024));
     const [code] = (await once(c, "close")) as [number];
     expect(code).toBe(1009);
+  });
+
+  it("stores an agent's facts and routes a command to it and its results back", async () => {
+    const { ws, hub } = await start(() => 1000);
+    const hs = open[open.length - 1];
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    const facts = {
+      node: "node-a", agentVersion: "t",
+      interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, master: null, addresses: ["192.0.2.10"], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: { arpIgnore: 1, arpAnnounce: 2 }, captured: true }],
+      sysctl: { all: { arpIgnore: 1, arpAnnounce: 2 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
+      kubeIpvs0: { present: true, addresses: 306 }, kubeProxyMode: "ipvs",
+      capture: { frames: 10, dropped: {}, kernelReceived: 10, kernelDropped: 0 },
+    };
+    c.send(JSON.stringify({ v: 1, type: "facts", facts }));
+    await expect.poll(() => hub.agents()[0]?.facts?.kubeIpvs0.addresses).toBe(306);
+    expect(hs).toBeDefined();
+    const results: string[] = [];
+    const commandArrives = once(c, "message");
+    expect(gatewayOf(hs).command("node-a", { v: 1, type: "probe", id: "p1", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, (m) => results.push(m.type))).toBe(true);
+    const [cmd] = (await commandArrives) as [Buffer];
+    expect(JSON.parse(cmd.toString())).toMatchObject({ type: "probe", id: "p1" });
+    c.send(JSON.stringify({ v: 1, type: "probe-result", id: "p1", seq: 1, sentAt: 5, replies: [{ mac: "02:00:5e:00:00:0b", latencyMs: 0.2 }] }));
+    c.send(JSON.stringify({ v: 1, type: "command-done", id: "p1", ok: true, message: "done" }));
+    await expect.poll(() => results).toEqual(["probe-result", "command-done"]);
+    expect(gatewayOf(hs).command("node-zz", { v: 1, type: "probe", id: "p2", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, () => undefined)).toBe(false);
+    c.close();
+  });
+
+  it("refuses facts about another node on an agent's connection", async () => {
+    const { ws } = await start();
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    c.send(JSON.stringify({ v: 1, type: "facts", facts: { node: "node-b", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } } }));
+    const [code, why] = (await once(c, "close")) as [number, Buffer];
+    expect([code, why.toString()]).toEqual([1008, "facts for node-b on node-a's connection"]);
   });
 
   it("destroys upgrades on paths that are not ours", async () => {

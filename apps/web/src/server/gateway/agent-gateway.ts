@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WIRE_VERSION, parseAgentMessage } from "@whohas/core";
+import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Logger } from "@whohas/core";
 
@@ -10,8 +10,8 @@ import type { Logger } from "@whohas/core";
 export const AGENT_PATH = "/agent";
 /** MAX_PAYLOAD_BYTES bounds one agent message: 1,000 aggregates of ~250 bytes fit with room to spare. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
-/** PING_MS: the hub pings each agent; one that misses a pong is dropped (the agent heartbeats too). */
-export const PING_MS = 15_000;
+/** PING_MS: the hub pings and heartbeats each agent this often; one that misses a pong is dropped. */
+export const PING_MS = 10_000;
 
 /** tokenMatches compares bearer tokens in constant time. */
 export function tokenMatches(header: string | undefined, token: string): boolean {
@@ -31,6 +31,10 @@ export class AgentGateway {
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   readonly #alive = new WeakMap<WebSocket, boolean>();
   readonly #ping: NodeJS.Timeout;
+  /** The open socket of each node, for commands. */
+  readonly #byNode = new Map<string, WebSocket>();
+  /** Listeners of command results (probe-result, command-done), by command id. */
+  readonly #results = new Map<string, (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void>();
 
   constructor(readonly hub: Hub, readonly token: string, readonly logger: Logger) {
     this.#ping = setInterval(() => {
@@ -41,6 +45,8 @@ export class AgentGateway {
         }
         this.#alive.set(ws, false);
         ws.ping();
+        // Heartbeats both ways (issue 4): the agent takes 30 s without a word from the hub as a dead link.
+        ws.send(JSON.stringify({ v: WIRE_VERSION, type: "heartbeat", t: Date.now() }));
       }
     }, PING_MS);
     this.#ping.unref();
@@ -71,6 +77,7 @@ export class AgentGateway {
         case "hello":
           if (node !== null) return this.#refuse(ws, node, peer, "hello sent twice");
           node = m.node;
+          this.#byNode.set(node, ws);
           this.hub.connect(m);
           ws.send(JSON.stringify({ v: WIRE_VERSION, type: "welcome", hubVersion: "0.1.0" }));
           this.logger.info("agent.connected", { node, peer, version: m.agentVersion, interfaces: m.interfaces.length });
@@ -81,10 +88,20 @@ export class AgentGateway {
         case "heartbeat":
           if (node !== null) this.hub.heartbeat(node);
           return;
+        case "facts":
+          if (node !== null && m.facts.node !== node) return this.#refuse(ws, node, peer, `facts for ${m.facts.node} on ${node}'s connection`);
+          if (node !== null) this.hub.setFacts(node, m.facts);
+          return;
+        case "probe-result":
+        case "command-done":
+          this.#results.get(m.id)?.(m);
+          if (m.type === "command-done") this.#results.delete(m.id);
+          return;
       }
     });
     ws.on("error", (err) => this.logger.warn("agent.socket_error", { node, peer, message: err.message }));
     ws.on("close", (code) => {
+      if (node !== null && this.#byNode.get(node) === ws) this.#byNode.delete(node);
       if (node !== null) this.hub.disconnect(node);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
@@ -93,6 +110,18 @@ export class AgentGateway {
   #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {
     this.logger.warn("agent.bad_message", { node, peer, reason });
     ws.close(1008, reason.slice(0, 120));
+  }
+
+  /**
+   * command sends an announce or probe to one node's agent; results come to `onResult` until command-done. Returns
+   * false when the node has no agent connected.
+   */
+  command(node: string, msg: Extract<HubMessage, { type: "announce" | "probe" }>, onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void): boolean {
+    const ws = this.#byNode.get(node);
+    if (ws === undefined) return false;
+    this.#results.set(msg.id, onResult);
+    ws.send(JSON.stringify(msg));
+    return true;
   }
 
   /** close tells agents the hub is going away (1001) so they reconnect to the next one. */

@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { IpTable, type AgentMessage, type InterfaceInfo, type IpView } from "@whohas/core";
+import { IpTable, type AgentMessage, type InterfaceInfo, type IpView, type NodeFacts } from "@whohas/core";
 
 /** AGENT_SILENCE_MS: an agent silent this long is shown as down (issue 4: within 30 s). */
 export const AGENT_SILENCE_MS = 30_000;
@@ -17,6 +17,8 @@ export interface AgentView {
   readonly interfaces: readonly InterfaceInfo[];
   /** Aggregates the agent reported dropped (its buffer was full while the hub was away). */
   readonly dropped: number;
+  /** The node's last reported facts (sysctls, kube-ipvs0, capture statistics), null until the first report. */
+  readonly facts: NodeFacts | null;
 }
 
 interface AgentRecord {
@@ -26,6 +28,7 @@ interface AgentRecord {
   connections: number;
   lastSeen: number;
   dropped: number;
+  facts: NodeFacts | null;
 }
 
 /**
@@ -47,7 +50,7 @@ export class Hub {
     const now = this.clock();
     const rec = this.#agents.get(hello.node);
     if (rec === undefined) {
-      this.#agents.set(hello.node, { node: hello.node, version: hello.agentVersion, interfaces: hello.interfaces, connections: 1, lastSeen: now, dropped: 0 });
+      this.#agents.set(hello.node, { node: hello.node, version: hello.agentVersion, interfaces: hello.interfaces, connections: 1, lastSeen: now, dropped: 0, facts: null });
     } else {
       Object.assign(rec, { version: hello.agentVersion, interfaces: hello.interfaces, lastSeen: now });
       rec.connections++;
@@ -68,6 +71,16 @@ export class Hub {
   heartbeat(node: string): void {
     const rec = this.#agents.get(node);
     if (rec !== undefined) rec.lastSeen = this.clock();
+  }
+
+  /** setFacts stores what an agent reports of its node. */
+  setFacts(node: string, facts: NodeFacts): void {
+    const rec = this.#agents.get(node);
+    if (rec === undefined) return;
+    rec.lastSeen = this.clock();
+    rec.facts = facts;
+    for (const i of facts.interfaces) this.#macToNode.set(i.mac, node);
+    this.#emit();
   }
 
   /** observe folds one observations message from `node`. */
@@ -102,6 +115,7 @@ export class Hub {
         lastSeen: r.lastSeen,
         interfaces: r.interfaces,
         dropped: r.dropped,
+        facts: r.facts,
       }));
   }
 

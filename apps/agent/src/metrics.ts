@@ -1,0 +1,51 @@
+import { createServer, type Server } from "node:http";
+import { Counter, Gauge, Registry } from "prom-client";
+
+/** AgentMetrics are the agent's Prometheus series (STYLE 17: counters per outcome and per IP). */
+export class AgentMetrics {
+  readonly registry = new Registry();
+  readonly frames = new Counter({ name: "whohas_agent_frames_total", help: "Frames classified, by kind.", labelNames: ["kind"], registers: [this.registry] });
+  readonly drops = new Counter({ name: "whohas_agent_frames_dropped_total", help: "Frames not analysed, by reason.", labelNames: ["reason"], registers: [this.registry] });
+  readonly kernelDrops = new Gauge({ name: "whohas_agent_kernel_dropped_packets", help: "Packets libpcap reports the kernel dropped (pcap_stats), per interface.", labelNames: ["interface"], registers: [this.registry] });
+  readonly kernelReceived = new Gauge({ name: "whohas_agent_kernel_received_packets", help: "Packets libpcap received (pcap_stats), per interface.", labelNames: ["interface"], registers: [this.registry] });
+  readonly hubConnected = new Gauge({ name: "whohas_agent_hub_connected", help: "1 while the WebSocket to the hub is open.", registers: [this.registry] });
+  readonly bufferedBytes = new Gauge({ name: "whohas_agent_buffered_bytes", help: "Estimated bytes of aggregates waiting for the hub.", registers: [this.registry] });
+  readonly aggregatesDropped = new Counter({ name: "whohas_agent_aggregates_dropped_total", help: "Frames whose aggregate could not be kept while the hub was away.", registers: [this.registry] });
+  readonly responders = new Gauge({ name: "whohas_agent_responders", help: "Distinct MACs seen answering or announcing, per IP.", labelNames: ["ip"], registers: [this.registry] });
+}
+
+export interface HealthState {
+  /** Live: the process runs its loops. */
+  live(): boolean;
+  /** Ready: at least one capture is open. */
+  ready(): boolean;
+}
+
+/** parseListen reads ":9472" or "127.0.0.1:9472" into host and port. */
+export function parseListen(addr: string): { host: string; port: number } {
+  const m = /^(.*):(\d{1,5})$/.exec(addr);
+  const port = Number(m?.[2]);
+  if (m === null || !(port >= 0 && port <= 65535)) throw new Error(`--metrics-address ${addr}: expected [HOST]:PORT, e.g. :9472`);
+  const host = (m[1] ?? "").replace(/^\[(.*)\]$/, "$1");
+  return { host: host === "" ? "0.0.0.0" : host, port };
+}
+
+/** serveMetrics exposes /metrics, /healthz and /readyz. */
+export async function serveMetrics(addr: string, metrics: AgentMetrics, health: HealthState): Promise<Server> {
+  const { host, port } = parseListen(addr);
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics") {
+      void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+      return;
+    }
+    if (path === "/healthz") return void res.writeHead(health.live() ? 200 : 503).end(health.live() ? "ok\n" : "not live\n");
+    if (path === "/readyz") return void res.writeHead(health.ready() ? 200 : 503).end(health.ready() ? "ok\n" : "no capture open\n");
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, resolve);
+  });
+  return server;
+}

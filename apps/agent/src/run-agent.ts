@@ -1,0 +1,105 @@
+import { parseArgs } from "node:util";
+import { WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
+import { Agent } from "./agent.js";
+import { AGENT_HELP, parseAgentConfig } from "./config.js";
+import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
+import { PcapSource } from "./capture/pcap-source.js";
+import { egressFor, runAnnounce, runProbe } from "./commands.js";
+import { collectFacts } from "./facts.js";
+import { HubLink } from "./hub-link.js";
+import { AgentMetrics, serveMetrics } from "./metrics.js";
+import { AGENT_VERSION } from "./version.js";
+
+type Command = Extract<HubMessage, { type: "announce" | "probe" }>;
+
+/**
+ * hubCommand runs a probe or an announcement the hub asked for. An announcement is refused unless the hub names this
+ * node as the IP's expected owner or sets force: whohas must never create the conflict it exists to find.
+ */
+export function hubCommand(node: string) {
+  return async (msg: Command, send: HubLink["send"]): Promise<void> => {
+    if (msg.type === "announce" && !msg.force && msg.expectedOwner !== node) {
+      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: `refused: ${node} is not the expected owner of ${msg.ip} (${msg.expectedOwner ?? "none known"}); announcing would create a second responder` });
+      return;
+    }
+    const egress = egressFor(msg.ip);
+    const open = (iface: string) => new PcapSource(iface, "arp or icmp6");
+    if (msg.type === "announce") {
+      const bursts = await runAnnounce({ ip: msg.ip, durationMs: msg.durationMs, egress, open });
+      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: true, message: `announced ${msg.ip} from ${egress.iface} (${egress.mac})`, bursts });
+      return;
+    }
+    const summary = await runProbe({
+      ip: msg.ip,
+      durationMs: msg.durationMs,
+      intervalMs: msg.intervalMs,
+      egress,
+      open,
+      onResult: (r) => send({ v: WIRE_VERSION, type: "probe-result", id: msg.id, seq: r.seq, sentAt: Math.round(r.sentAt), replies: [...r.replies] }),
+    });
+    send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: true, message: `probed ${msg.ip} from ${egress.iface}`, probe: { ...summary, macs: [...summary.macs] } });
+  };
+}
+
+/** runAgent is `whohas agent`: the DaemonSet's long-running process. */
+export async function runAgent(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      hub: { type: "string" },
+      "token-file": { type: "string" },
+      node: { type: "string" },
+      interfaces: { type: "string" },
+      "exclude-interfaces": { type: "string" },
+      "max-buffer-bytes": { type: "string" },
+      "metrics-address": { type: "string" },
+      "log-level": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(AGENT_HELP);
+    return 0;
+  }
+  const config = parseAgentConfig(values);
+  const logger = jsonLogger("agent", (line) => process.stderr.write(line), () => new Date(), config.logLevel);
+  const metrics = new AgentMetrics();
+  // The agent is created below; the link needs it for hello and commands, so they are wired through `agent`.
+  let agent: Agent | null = null;
+  const link = new HubLink({
+    url: config.hub,
+    token: config.token,
+    logger,
+    hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).map(({ name, mac, up }) => ({ name, mac, up })) }),
+    onMessage: (m) => agent?.onHubMessage(m),
+  });
+  const running = new Agent({
+    node: config.node,
+    logger,
+    link,
+    scan: async () => selectCaptureInterfaces(await listInterfaces(), config.interfaces, config.excludeInterfaces),
+    openSource: (iface) => new PcapSource(iface),
+    maxBufferBytes: config.maxBufferBytes,
+    facts: (captured, capture) => collectFacts({ node: config.node, captured, capture, logger }),
+    command: hubCommand(config.node),
+    metrics,
+  });
+  agent = running;
+  const http = config.metricsAddress === null ? null : await serveMetrics(config.metricsAddress, metrics, { live: () => true, ready: () => running.capturing.size > 0 });
+  await running.start();
+  logger.info("agent.started", { node: config.node, hub: config.hub, version: AGENT_VERSION, metrics: config.metricsAddress });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info("agent.stopping", { signal });
+      // Clean shutdown within 5 s (issue 4), whatever hangs.
+      const hard = setTimeout(() => process.exit(1), 5000);
+      hard.unref();
+      http?.close();
+      void running.stop().then(resolve);
+    };
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.once("SIGINT", () => stop("SIGINT"));
+  });
+  return 0;
+}

@@ -1,0 +1,82 @@
+/** A ProbeReply is one MAC answering one probe request, and how long after the request it came. */
+export interface ProbeReply {
+  readonly mac: string;
+  readonly latencyMs: number;
+}
+
+/** A ProbeRequestResult is what one broadcast request of a probe got back. */
+export interface ProbeRequestResult {
+  readonly seq: number;
+  readonly sentAt: number;
+  readonly replies: readonly ProbeReply[];
+}
+
+/** A ProbeSummary is the outcome of a whole probe: the one-minute check operators do by hand, counting responders. */
+export interface ProbeSummary {
+  readonly ip: string;
+  readonly requests: number;
+  /** Requests with no reply at all. */
+  readonly unanswered: number;
+  /** Requests answered by two or more MACs: the incident. */
+  readonly multiAnswered: number;
+  /** Replies per MAC, and how often each answered first. */
+  readonly macs: readonly { readonly mac: string; readonly replies: number; readonly first: number }[];
+}
+
+/**
+ * A ProbeSession matches replies to the broadcast requests of one probe. A reply belongs to the latest request sent
+ * before it, if it came within `windowMs` (a reply that late is a stale one, not an answer). Pure: the caller sends
+ * the frames and feeds the times.
+ */
+export class ProbeSession {
+  readonly #results: { seq: number; sentAt: number; replies: ProbeReply[] }[] = [];
+
+  constructor(
+    readonly ip: string,
+    readonly windowMs: number,
+  ) {}
+
+  /** request records a request sent at `now` and returns its sequence number. */
+  request(now: number): number {
+    const seq = this.#results.length + 1;
+    this.#results.push({ seq, sentAt: now, replies: [] });
+    return seq;
+  }
+
+  /** reply records a reply from `mac` at `now`; returns the request it answered, or null when it answered none. */
+  reply(mac: string, now: number): number | null {
+    const last = this.#results.at(-1);
+    if (last === undefined || now < last.sentAt || now - last.sentAt > this.windowMs) return null;
+    // A MAC answering the same request twice (two interfaces, a retransmit) counts once.
+    if (!last.replies.some((r) => r.mac === mac)) last.replies.push({ mac, latencyMs: now - last.sentAt });
+    return last.seq;
+  }
+
+  /** result returns one request's outcome so far. */
+  result(seq: number): ProbeRequestResult | null {
+    return this.#results[seq - 1] ?? null;
+  }
+
+  summary(): ProbeSummary {
+    const macs = new Map<string, { replies: number; first: number }>();
+    let unanswered = 0;
+    let multiAnswered = 0;
+    for (const r of this.#results) {
+      if (r.replies.length === 0) unanswered++;
+      if (r.replies.length >= 2) multiAnswered++;
+      r.replies.forEach((rep, i) => {
+        const m = macs.get(rep.mac) ?? { replies: 0, first: 0 };
+        m.replies++;
+        if (i === 0) m.first++;
+        macs.set(rep.mac, m);
+      });
+    }
+    return {
+      ip: this.ip,
+      requests: this.#results.length,
+      unanswered,
+      multiAnswered,
+      macs: [...macs.entries()].map(([mac, m]) => ({ mac, ...m })).sort((a, b) => b.replies - a.replies || a.mac.localeCompare(b.mac)),
+    };
+  }
+}
