@@ -1,4 +1,18 @@
-import { Aggregator, MAX_ENTRIES_PER_MESSAGE, WIRE_VERSION, classifyFrame, type FrameOutcome, type HubMessage, type Logger, type NodeFacts } from "@whohas/core";
+import {
+  Aggregator,
+  LINKTYPE_ETHERNET,
+  MAX_ENTRIES_PER_MESSAGE,
+  WIRE_VERSION,
+  decodeFrame,
+  newFrameFields,
+  roleOf,
+  type DecodeFailure,
+  type FrameFields,
+  type HubMessage,
+  type Logger,
+  type NodeFacts,
+  type ObservationKind,
+} from "@whohas/core";
 import type { KernelStats, PacketSource } from "./capture/pcap-source.js";
 import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
@@ -17,7 +31,7 @@ export const ENTRY_BYTES = 256;
 export const MAX_CONCURRENT_COMMANDS = 4;
 
 /** Counters of every frame outcome: what /metrics and tests look at. */
-export type OutcomeCounts = Record<"observed" | "ignored" | "truncated" | "malformed" | "unsupported", number>;
+export type OutcomeCounts = Record<"observed" | DecodeFailure["reason"], number>;
 
 export interface AgentDeps {
   readonly node: string;
@@ -35,17 +49,23 @@ export interface AgentDeps {
   readonly metrics?: AgentMetrics;
 }
 
-/** handleFrame classifies one captured frame and folds it into the aggregator, returning what became of it. */
-export function handleFrame(agg: Aggregator, iface: string, frame: Uint8Array, now: number): FrameOutcome {
-  const out = classifyFrame(frame);
-  if (out.kind === "observed") agg.add(out.obs, iface, now);
-  return out;
+/**
+ * handleFrame decodes one captured frame into `fields` (reused across frames) and folds it into the aggregator;
+ * returns null when it was observed, else why it was dropped. Nothing is allocated for a frame of a known key.
+ */
+export function handleFrame(agg: Aggregator, fields: FrameFields, iface: string, frame: Uint8Array, now: number): DecodeFailure | null {
+  const err = decodeFrame(frame, LINKTYPE_ETHERNET, fields);
+  if (err === null) agg.addFrame(fields, iface, now);
+  return err;
 }
 
 /** An Agent captures on the selected interfaces and streams aggregates and node facts through its HubLink. */
 export class Agent {
   readonly counts: OutcomeCounts = { observed: 0, ignored: 0, truncated: 0, malformed: 0, unsupported: 0 };
+  /** Frames observed per kind (read by /metrics at scrape time, never updated per frame through prom-client). */
+  readonly kinds = new Map<ObservationKind, number>();
   readonly #agg: Aggregator;
+  readonly #fields = newFrameFields();
   readonly #sources = new Map<string, PacketSource>();
   /** Kernel counters of captures already closed, so totals never go backwards. */
   #closedStats: KernelStats = { received: 0, dropped: 0 };
@@ -57,6 +77,7 @@ export class Agent {
 
   constructor(readonly deps: AgentDeps) {
     this.#agg = new Aggregator(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
+    deps.metrics?.bind(this);
   }
 
   /** interfaces is the last scan, reported to the hub in every hello. */
@@ -126,16 +147,15 @@ export class Agent {
     if (this.#sources.size === 0) logger.warn("capture.none", { hint: "no interface matched --interfaces / --exclude-interfaces and is up" });
   }
 
+  /** #onFrame is the capture path: decode in place, fold, count; nothing here waits on the network. */
   #onFrame(iface: string, frame: Uint8Array, now: number): void {
-    const out = handleFrame(this.#agg, iface, frame, now);
-    const m = this.deps.metrics;
-    if (out.kind === "observed") {
+    const err = handleFrame(this.#agg, this.#fields, iface, frame, now);
+    if (err === null) {
       this.counts.observed++;
-      m?.frames.inc({ kind: out.obs.kind });
-      if (out.obs.kind !== "request" && out.obs.kind !== "probe" && out.obs.kind !== "ns" && out.obs.kind !== "ns-dad") this.#noteResponder(out.obs.ip, out.obs.mac);
+      const k = this.#fields.kind;
+      this.kinds.set(k, (this.kinds.get(k) ?? 0) + 1);
     } else {
-      this.counts[out.reason]++;
-      m?.drops.inc({ reason: out.reason });
+      this.counts[err.reason]++;
     }
     // Flush early rather than let one interval's worth grow past a message.
     if (this.#agg.size >= MAX_ENTRIES_PER_MESSAGE) this.flush();
@@ -170,6 +190,7 @@ export class Agent {
         this.#agg.putBack(entries, dropped);
         return;
       }
+      for (const e of entries) if (roleOf(e.kind) !== "ask") this.#noteResponder(e.ip, e.mac);
     }
   }
 

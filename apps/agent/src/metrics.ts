@@ -1,17 +1,59 @@
 import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry } from "prom-client";
+import type { ObservationKind } from "@whohas/core";
+
+/** CaptureCounters is what the metrics read at scrape time: the capture path only bumps plain numbers. */
+export interface CaptureCounters {
+  readonly counts: Readonly<Record<string, number>>;
+  readonly kinds: ReadonlyMap<ObservationKind, number>;
+  kernelStats(): unknown;
+}
 
 /** AgentMetrics are the agent's Prometheus series (STYLE 17: counters per outcome and per IP). */
 export class AgentMetrics {
   readonly registry = new Registry();
-  readonly frames = new Counter({ name: "whohas_agent_frames_total", help: "Frames classified, by kind.", labelNames: ["kind"], registers: [this.registry] });
-  readonly drops = new Counter({ name: "whohas_agent_frames_dropped_total", help: "Frames not analysed, by reason.", labelNames: ["reason"], registers: [this.registry] });
-  readonly kernelDrops = new Gauge({ name: "whohas_agent_kernel_dropped_packets", help: "Packets libpcap reports the kernel dropped (pcap_stats), per interface.", labelNames: ["interface"], registers: [this.registry] });
+  #source: CaptureCounters | null = null;
+  readonly frames = new Counter({
+    name: "whohas_agent_frames_total",
+    help: "Frames classified, by kind.",
+    labelNames: ["kind"],
+    registers: [this.registry],
+    collect: () => {
+      const s = this.#source;
+      if (s === null) return;
+      this.frames.reset();
+      for (const [kind, n] of s.kinds) this.frames.inc({ kind }, n);
+    },
+  });
+  readonly drops = new Counter({
+    name: "whohas_agent_frames_dropped_total",
+    help: "Frames not analysed, by reason.",
+    labelNames: ["reason"],
+    registers: [this.registry],
+    collect: () => {
+      const s = this.#source;
+      if (s === null) return;
+      this.drops.reset();
+      for (const [reason, n] of Object.entries(s.counts)) if (reason !== "observed" && n > 0) this.drops.inc({ reason }, n);
+    },
+  });
+  readonly kernelDrops = new Gauge({
+    name: "whohas_agent_kernel_dropped_packets",
+    help: "Packets libpcap reports the kernel dropped (pcap_stats), per interface.",
+    labelNames: ["interface"],
+    registers: [this.registry],
+    collect: () => void this.#source?.kernelStats(), // refreshes this gauge and kernelReceived
+  });
   readonly kernelReceived = new Gauge({ name: "whohas_agent_kernel_received_packets", help: "Packets libpcap received (pcap_stats), per interface.", labelNames: ["interface"], registers: [this.registry] });
   readonly hubConnected = new Gauge({ name: "whohas_agent_hub_connected", help: "1 while the WebSocket to the hub is open.", registers: [this.registry] });
   readonly bufferedBytes = new Gauge({ name: "whohas_agent_buffered_bytes", help: "Estimated bytes of aggregates waiting for the hub.", registers: [this.registry] });
   readonly aggregatesDropped = new Counter({ name: "whohas_agent_aggregates_dropped_total", help: "Frames whose aggregate could not be kept while the hub was away.", registers: [this.registry] });
   readonly responders = new Gauge({ name: "whohas_agent_responders", help: "Distinct MACs seen answering or announcing, per IP.", labelNames: ["ip"], registers: [this.registry] });
+
+  /** bind makes the series read the agent's counters at each scrape (per-frame prom-client calls cost too much). */
+  bind(source: CaptureCounters): void {
+    this.#source = source;
+  }
 }
 
 export interface HealthState {

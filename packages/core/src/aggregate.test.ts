@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { Aggregator } from "./aggregate.js";
 import { classifyFrame, type Observation } from "./packet/classify.js";
 import { newArpRequest } from "./packet/arp.js";
+import { decodeFrame, newFrameFields } from "./packet/frame.js";
+import { LINKTYPE_ETHERNET } from "./packet/link.js";
 import { CLIENT_IP, CLIENT_MAC, VIP } from "./__tests__/fixtures.js";
 
 function requestFor(ip: string): Observation {
@@ -11,6 +13,19 @@ function requestFor(ip: string): Observation {
 }
 
 describe("Aggregator", () => {
+  it("folds decoded frames (the capture path) into the same entries as observations", () => {
+    const frame = newArpRequest(CLIENT_MAC, CLIENT_IP, VIP);
+    const f = newFrameFields();
+    expect(decodeFrame(frame, LINKTYPE_ETHERNET, f)).toBeNull();
+    const a = new Aggregator(10);
+    a.addFrame(f, "eth0", 1000);
+    a.addFrame(f, "eth0", 1500);
+    const b = new Aggregator(10);
+    b.add(requestFor(VIP), "eth0", 1000);
+    b.add(requestFor(VIP), "eth0", 1500);
+    expect(a.drain(10)).toEqual(b.drain(10));
+  });
+
   it("folds repeats of one key into one entry with count and time span", () => {
     const a = new Aggregator(10);
     a.add(requestFor(VIP), "eth0", 1000);

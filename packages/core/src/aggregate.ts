@@ -1,57 +1,85 @@
+import { formatIPv4Number, formatMacNumber, isIPv4, macToNumber, parseIPv4, parseMac } from "./packet/addr.js";
 import type { Observation } from "./packet/classify.js";
+import type { FrameFields, ObservationKind } from "./packet/frame.js";
+import { NO_MAC } from "./packet/link.js";
 import type { ObservationAggregate } from "./wire.js";
 
+const KINDS: readonly ObservationKind[] = ["request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited"];
+const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<ObservationKind, number>;
+
+type IpKey = number | string;
+
+interface Slot {
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  peer: IpKey;
+  targetMac: number;
+  mismatch: number;
+}
+
+const ipText = (k: IpKey): string => (typeof k === "number" ? formatIPv4Number(k) : k);
+const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, b) => n * 256 + b, 0) : s);
+
 /**
- * An Aggregator folds observations into one entry per (ip, mac, kind, interface) so the agent sends a few hundred
- * entries per interval, never one message per frame. It is bounded: when `maxEntries` distinct keys are held, a new
- * key is dropped and counted (existing keys keep merging, so a flood of known frames loses nothing).
+ * An Aggregator folds frames into one entry per (interface, ip, mac, kind), so the agent sends a few hundred entries
+ * per interval, never one message per frame. Keys are numbers on the capture path (addFrame allocates nothing for a
+ * key it holds); text appears only when entries are drained for the hub. It is bounded: when `maxEntries` keys are
+ * held, a new key is dropped and counted, while known keys keep merging, so a flood of familiar frames loses nothing.
  */
 export class Aggregator {
-  readonly #entries = new Map<string, ObservationAggregate>();
+  readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
+  #size = 0;
   #dropped = 0;
 
   constructor(readonly maxEntries: number) {}
 
-  /** size is the number of distinct keys held. */
+  /** size is the number of keys held. */
   get size(): number {
-    return this.#entries.size;
+    return this.#size;
   }
 
-  /** add folds one observation seen on `iface` at `now` (ms since the epoch). */
+  /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
+  addFrame(f: FrameFields, iface: string, now: number): void {
+    const v4 = f.family === 4;
+    this.#fold(iface, v4 ? f.ip4 : f.ip6, f.mac, KIND_INDEX[f.kind], 1, now, now, v4 ? f.peer4 : f.peer6, f.targetMac, v4 && f.src !== NO_MAC && f.src !== f.mac ? 1 : 0);
+  }
+
+  /** add folds one observation (text form). */
   add(obs: Observation, iface: string, now: number): void {
-    this.merge({
-      ip: obs.ip,
-      mac: obs.mac,
-      kind: obs.kind,
-      iface,
-      count: 1,
-      firstSeen: now,
-      lastSeen: now,
-      peerIp: obs.peerIp,
-      targetMac: obs.targetMac,
-      ethernetMismatch: obs.ethernetMismatch ? 1 : 0,
-    });
+    this.merge({ ip: obs.ip, mac: obs.mac, kind: obs.kind, iface, count: 1, firstSeen: now, lastSeen: now, peerIp: obs.peerIp, targetMac: obs.targetMac, ethernetMismatch: obs.ethernetMismatch ? 1 : 0 });
   }
 
-  /** merge folds an aggregate in: used by add, and to put back a batch that could not be sent. */
+  /** merge folds an aggregate in: used to put back a batch that could not be sent. */
   merge(e: ObservationAggregate): void {
-    const key = `${e.ip}|${e.mac}|${e.kind}|${e.iface}`;
-    const cur = this.#entries.get(key);
-    if (cur === undefined) {
-      if (this.#entries.size >= this.maxEntries) {
-        this.#dropped += e.count;
+    const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
+    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, ipKey(e.peerIp), tm, e.ethernetMismatch);
+  }
+
+  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, peer: IpKey, targetMac: number, mismatch: number): void {
+    let ips = this.#byIface.get(iface);
+    if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
+    let macs = ips.get(ip);
+    if (macs === undefined) ips.set(ip, (macs = new Map<number, (Slot | undefined)[]>()));
+    let slots = macs.get(mac);
+    if (slots === undefined) macs.set(mac, (slots = []));
+    const s = slots[kind];
+    if (s === undefined) {
+      if (this.#size >= this.maxEntries) {
+        this.#dropped += count;
         return;
       }
-      this.#entries.set(key, { ...e });
+      slots[kind] = { count, firstSeen: first, lastSeen: last, peer, targetMac, mismatch };
+      this.#size++;
       return;
     }
-    cur.count += e.count;
-    cur.ethernetMismatch += e.ethernetMismatch;
-    if (e.firstSeen < cur.firstSeen) cur.firstSeen = e.firstSeen;
-    if (e.lastSeen >= cur.lastSeen) {
-      cur.lastSeen = e.lastSeen;
-      cur.peerIp = e.peerIp;
-      cur.targetMac = e.targetMac;
+    s.count += count;
+    s.mismatch += mismatch;
+    if (first < s.firstSeen) s.firstSeen = first;
+    if (last >= s.lastSeen) {
+      s.lastSeen = last;
+      s.peer = peer;
+      s.targetMac = targetMac;
     }
   }
 
@@ -64,10 +92,33 @@ export class Aggregator {
   /** drain removes and returns up to `max` entries and the count of frames dropped since the last drain. */
   drain(max: number): { entries: ObservationAggregate[]; dropped: number } {
     const entries: ObservationAggregate[] = [];
-    for (const [key, e] of this.#entries) {
-      if (entries.length === max) break;
-      entries.push(e);
-      this.#entries.delete(key);
+    outer: for (const [iface, ips] of this.#byIface) {
+      for (const [ip, macs] of ips) {
+        for (const [mac, slots] of macs) {
+          for (let k = 0; k < slots.length; k++) {
+            const s = slots[k];
+            if (s === undefined) continue;
+            if (entries.length === max) break outer;
+            entries.push({
+              ip: ipText(ip),
+              mac: formatMacNumber(mac),
+              kind: KINDS[k] ?? "request",
+              iface,
+              count: s.count,
+              firstSeen: Math.round(s.firstSeen),
+              lastSeen: Math.round(s.lastSeen),
+              peerIp: ipText(s.peer),
+              targetMac: s.targetMac === NO_MAC ? null : formatMacNumber(s.targetMac),
+              ethernetMismatch: s.mismatch,
+            });
+            slots[k] = undefined;
+            this.#size--;
+          }
+          if (slots.every((x) => x === undefined)) macs.delete(mac);
+        }
+        if (macs.size === 0) ips.delete(ip);
+      }
+      if (ips.size === 0) this.#byIface.delete(iface);
     }
     const dropped = this.#dropped;
     this.#dropped = 0;

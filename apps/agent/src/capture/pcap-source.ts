@@ -31,7 +31,7 @@ export class PcapSource implements PacketSource {
   readonly #buffer = Buffer.alloc(65535);
   #open = false;
 
-  constructor(readonly iface: string, readonly filter = CAPTURE_FILTER, readonly kernelBufferBytes = 4 * 1024 * 1024) {}
+  constructor(readonly iface: string, readonly filter = CAPTURE_FILTER, readonly kernelBufferBytes = 16 * 1024 * 1024) {}
 
   start(onFrame: (frame: Uint8Array, now: number) => void): void {
     const linkType = this.#cap.open(this.iface, this.filter, this.kernelBufferBytes, this.#buffer);

@@ -1,0 +1,93 @@
+// Benchmark of the agent (issue 4): a node of the lab receives 20,000 ARP frames/s for 60 s while its agent captures;
+// tcpdump -w /dev/null captures the same interface in the same run as the reference. Prints CPU (share of one core),
+// peak RSS and libpcap's kernel drops; then the agent's idle CPU. Asserts nothing.
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
+
+const FLOOD = fileURLToPath(new URL("./arp-flood.js", import.meta.url));
+const TICKS = 100; // USER_HZ on Linux
+
+function cpuTicks(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(f[11]) + Number(f[12]); // utime + stime
+}
+function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1] ?? 0) / 1024;
+}
+async function pidsIn(ns: string, comm: string): Promise<number[]> {
+  const out = await inNs(ns, "sh", "-c", "ip netns identify $$ >/dev/null; true").catch(() => "");
+  void out;
+  const pids = (await import("node:child_process")).execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).split("\n").map(Number).filter((p) => p > 0);
+  return pids.filter((p) => readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm);
+}
+async function metric(ns: string, name: string): Promise<number> {
+  const text = await inNs(ns, process.execPath, "-e", 'fetch("http://127.0.0.1:9472/metrics").then(r=>r.text()).then(t=>process.stdout.write(t))');
+  return text.split("\n").filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.split(" ").pop()), 0);
+}
+
+async function main(): Promise<void> {
+  const rate = Number(process.argv[2] ?? 20_000);
+  const seconds = Number(process.argv[3] ?? 60);
+  await requireRoot();
+  await collectGarbage();
+  // One node, a client that asks once a minute (quiet), 300 VIPs on kube-ipvs0.
+  const stack = await startStack({ nodes: 1, vips: 3, requestIntervalMs: 60_000 });
+  try {
+    const node = stack.lab.nodes[0];
+    if (node === undefined) throw new Error("no node");
+    await new Promise((r) => setTimeout(r, 3000));
+    const [agent] = await pidsIn(node.ns, "node");
+    if (agent === undefined) throw new Error("agent process not found");
+
+    // Idle: nothing but the lab's background.
+    const idle0 = cpuTicks(agent);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const idleCpu = (cpuTicks(agent) - idle0) / TICKS / 10;
+
+    const dump = spawn("ip", ["netns", "exec", node.ns, "tcpdump", "-i", "eth0", "-w", "/dev/null"], { stdio: ["ignore", "ignore", "pipe"] });
+    let dumpErr = "";
+    dump.stderr.on("data", (d: Buffer) => (dumpErr += d.toString()));
+    await new Promise((r) => setTimeout(r, 1000));
+    const [tcpdump] = await pidsIn(node.ns, "tcpdump");
+    if (tcpdump === undefined) throw new Error("tcpdump did not start");
+    const drops0 = await metric(node.ns, "whohas_agent_kernel_dropped_packets");
+    const frames0 = await metric(node.ns, "whohas_agent_frames_total");
+    const a0 = cpuTicks(agent);
+    const t0 = cpuTicks(tcpdump);
+    const started = Date.now();
+    const flood = await inNs(stack.lab.client.ns, process.execPath, FLOOD, "eth0", String(rate), String(seconds));
+    const wall = (Date.now() - started) / 1000;
+    const agentCpu = (cpuTicks(agent) - a0) / TICKS / wall;
+    const dumpCpu = (cpuTicks(tcpdump) - t0) / TICKS / wall;
+    const dumpRss = rssMb(tcpdump, "VmHWM");
+    await new Promise((r) => setTimeout(r, 1500));
+    const frames = (await metric(node.ns, "whohas_agent_frames_total")) - frames0;
+    const drops = (await metric(node.ns, "whohas_agent_kernel_dropped_packets")) - drops0;
+    dump.kill("SIGINT");
+    await new Promise((r) => dump.once("exit", r));
+    const dumpDrops = /(\d+) packets dropped by kernel/.exec(dumpErr)?.[1] ?? "?";
+    const sent = JSON.parse(flood) as { sent: number; rate: number };
+    const rows = [
+      `agent benchmark: ${sent.sent} ARP frames at ${Math.round(sent.rate)}/s for ${wall.toFixed(1)} s into one lab node (plus the node's own replies)`,
+      "",
+      `${"".padEnd(22)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)} ${"kernel drops".padStart(13)} ${"frames".padStart(9)}`,
+      `${"whohas agent".padEnd(22)} ${`${(agentCpu * 100).toFixed(1)} %`.padStart(12)} ${`${rssMb(agent, "VmHWM").toFixed(0)} MB`.padStart(10)} ${String(drops).padStart(13)} ${String(frames).padStart(9)}`,
+      `${"tcpdump -w /dev/null".padEnd(22)} ${`${(dumpCpu * 100).toFixed(1)} %`.padStart(12)} ${`${dumpRss.toFixed(0)} MB`.padStart(10)} ${dumpDrops.padStart(13)}`,
+      "",
+      `agent idle CPU (10 s, no flood): ${(idleCpu * 100).toFixed(2)} %`,
+      `targets: zero drops (${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${idleCpu <= 0.01 ? "met" : "NOT met"})`,
+    ];
+    process.stdout.write(rows.join("\n") + "\n");
+    process.stdout.write(JSON.stringify({ bench: "agent", sent: sent.sent, rate: sent.rate, agentCpu, agentRssMb: rssMb(agent, "VmHWM"), kernelDrops: drops, frames, tcpdumpCpu: dumpCpu, idleCpu }) + "\n");
+  } finally {
+    await stack.stop();
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench: ${(e as Error).message}\n`);
+  process.exit(1);
+});
