@@ -55,6 +55,41 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => { for (const c of cleanups.splice(0).reverse()) await c(); });
 
 describe("Agent with HubLink", () => {
+  it("sends its facts on welcome and runs commands, refusing beyond its limit", async () => {
+    const hub = await startHub();
+    cleanups.push(() => closeHub(hub));
+    hub.wss.on("connection", (ws) => ws.on("message", (d: Buffer) => {
+      const m = parseAgentMessage(d.toString());
+      if (m.ok && m.value.type === "hello") ws.send(JSON.stringify({ v: 1, type: "welcome", hubVersion: "t" }));
+    }));
+    const src = new FakeSource("eth0");
+    let release: () => void = () => undefined;
+    const running: string[] = [];
+    const agent: Agent = new Agent({
+      node: "node-a", logger: quiet, openSource: () => src, maxBufferBytes: 1 << 20,
+      link: new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }), onMessage: (m) => agent.onHubMessage(m) }),
+      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
+      facts: (captured, capture) => Promise.resolve({
+        node: "node-a", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
+        kubeIpvs0: { present: captured.has("eth0"), addresses: 0 }, kubeProxyMode: "not-ipvs", capture,
+      }),
+      command: (msg) => {
+        running.push(msg.id);
+        return new Promise<void>((r) => (release = r));
+      },
+    });
+    cleanups.push(() => agent.stop());
+    await agent.start();
+    await until(() => hub.messages.some((m) => m.type === "facts"));
+    expect(hub.messages.find((m) => m.type === "facts")).toMatchObject({ facts: { kubeIpvs0: { present: true }, capture: { kernelReceived: 7, kernelDropped: 1 } } });
+    const ws = [...hub.wss.clients][0];
+    for (let i = 1; i <= 5; i++) ws?.send(JSON.stringify({ v: 1, type: "probe", id: `p${i}`, ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }));
+    await until(() => hub.messages.some((m) => m.type === "command-done"));
+    expect(running).toEqual(["p1", "p2", "p3", "p4"]);
+    expect(hub.messages.find((m) => m.type === "command-done")).toMatchObject({ id: "p5", ok: false, message: expect.stringMatching(/^busy: 4 commands already running/) });
+    release();
+  });
+
   it("says hello with its token and interfaces, then streams aggregates", async () => {
     const hub = await startHub();
     cleanups.push(() => closeHub(hub));

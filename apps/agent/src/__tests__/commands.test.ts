@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyFrame, newArpReply, type HubMessage, type AgentMessage } from "@whohas/core";
+import { classifyFrame, newArpReply, newSolicitedAdvertisement, type HubMessage, type AgentMessage } from "@whohas/core";
 import { runAnnounce, runProbe, parseDuration, type Clock, type Egress } from "../commands.js";
 import { parseSize } from "../config.js";
 import { parseListen } from "../metrics.js";
@@ -50,6 +50,31 @@ describe("runProbe", () => {
     expect(w.sent.every((s) => classifyFrame(s.frame).kind === "observed")).toBe(true);
     expect(classifyFrame(w.sent[0]?.frame ?? new Uint8Array())).toMatchObject({ obs: { kind: "request", ip: VIP, ethDst: "ff:ff:ff:ff:ff:ff", peerIp: "192.0.2.1" } });
     expect(w.closed).toBe(true);
+  });
+});
+
+describe("runProbe over IPv6", () => {
+  it("sends neighbor solicitations and counts solicited advertisements per request", async () => {
+    const clock = fakeClock();
+    const egress6: Egress = { iface: "eth0", mac: EGRESS.mac, address: "2001:db8::1", linkLocal: "fe80::1" };
+    const vip6 = "2001:db8::c8";
+    const sent: Uint8Array[] = [];
+    let deliver: ((f: Uint8Array, now: number) => void) | null = null;
+    const wire: PacketSource = {
+      iface: "eth0",
+      start: (f) => (deliver = f),
+      send: (frame) => {
+        sent.push(frame);
+        for (const [mac, ll] of [["02:00:5e:00:00:0a", "fe80::a"], ["02:00:5e:00:00:0b", "fe80::b"]] as const) {
+          deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), clock.now() + 0.2);
+        }
+      },
+      stats: () => null,
+      close: () => undefined,
+    };
+    const summary = await runProbe({ ip: vip6, durationMs: 3000, intervalMs: 1000, egress: egress6, clock, open: () => wire });
+    expect(summary).toMatchObject({ requests: 3, multiAnswered: 3 });
+    expect(classifyFrame(sent[0] ?? new Uint8Array())).toMatchObject({ obs: { kind: "ns", ip: vip6, peerIp: "2001:db8::1" } });
   });
 });
 

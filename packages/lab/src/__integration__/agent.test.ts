@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CaptureReader, gratuitousFrames } from "@whohas/core";
@@ -109,6 +109,21 @@ describe("the agent in the lab", () => {
     const t0 = grat[0]?.t ?? 0;
     const bursts = grat.filter((_, i) => i % 2 === 0).map((f) => f.t - t0);
     [0, 1100, 2200, 3300, 4400].forEach((want, i) => expect(Math.abs((bursts[i] ?? -1e9) - want)).toBeLessThan(150));
+  });
+
+  it("shuts down cleanly on SIGTERM: exit 0 within 5 s, and the hub sees it leave", async () => {
+    const node = stack.lab.nodes[2];
+    if (node === undefined) throw new Error("no node");
+    const tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, stack.token);
+    const extra = spawn("ip", ["netns", "exec", node.ns, process.execPath, AGENT_MAIN, "agent", "--hub", `ws+unix://${stack.lab.names.hubSocket}:/agent`, "--node", "extra-agent", "--interfaces", "^eth0$", "--token-file", tokenFile, "--metrics-address", ""], { stdio: "ignore" });
+    await eventually(async () => (await query<AgentRow[]>(stack.url, "agents.list")).find((a) => a.node === "extra-agent")?.up, (up) => up === true, 15_000);
+    const t0 = Date.now();
+    extra.kill("SIGTERM");
+    const code = await new Promise<number | null>((r) => extra.once("exit", (c) => r(c)));
+    expect(code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    await eventually(async () => (await query<AgentRow[]>(stack.url, "agents.list")).find((a) => a.node === "extra-agent")?.up, (up) => up === false, 5000);
   });
 
   it("keeps what it captured while the hub was away and delivers it after the restart", async () => {
