@@ -25,10 +25,17 @@ export interface PacketSource {
   close(): void;
 }
 
+/**
+ * SNAPLEN is how much of each frame is captured: a whole frame at the standard 1500-byte MTU with VLAN tags (ARP
+ * and NDP are far smaller). It also sizes libpcap's ring slots (patches/cap@0.2.1.patch), so a short one lets the
+ * kernel buffer hold thousands of frames while the event loop is busy.
+ */
+export const SNAPLEN = 2048;
+
 /** PcapSource captures on one interface with libpcap in immediate mode. Needs root or CAP_NET_RAW. */
 export class PcapSource implements PacketSource {
   readonly #cap = new cap.Cap();
-  readonly #buffer = Buffer.alloc(65535);
+  readonly #buffer = Buffer.alloc(SNAPLEN);
   #open = false;
 
   constructor(readonly iface: string, readonly filter = CAPTURE_FILTER, readonly kernelBufferBytes = 16 * 1024 * 1024) {}
