@@ -3,3 +3,4 @@ export { createLab, collectGarbage, requireRoot, CLIENT_IP, type Lab, type LabNo
 export { startStack, freePort, type Stack, type StackOptions } from "./stack.js";
 export { labNames, labIdOfNs, unixWsUrl, LAB_PREFIX } from "./naming.js";
 export { inNs, run } from "./sh.js";
+export { startTestApiServer, type TestApiServer, type TestApiServerOptions, type ForbiddenRule } from "./kube/server.js";

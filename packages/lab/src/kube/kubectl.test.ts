@@ -1,0 +1,164 @@
+// Fidelity of the test API server, proven with kubectl, an independent client.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { request as httpsRequest } from "node:https";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestApiServer, type TestApiServer } from "./server.js";
+
+const dir = mkdtempSync(join(tmpdir(), "whohas-kube-"));
+const ADMIN = "admin-token-0123456789";
+const VIEWER = "viewer-token-0123456789";
+const CONFIG_CONF = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+ipvs:
+  scheduler: ""
+  strictARP: false
+kind: KubeProxyConfiguration
+mode: ipvs
+`;
+
+let api: TestApiServer;
+let kubeconfig: string;
+
+function kubeconfigFor(_url: string, token: string, name: string): string {
+  const path = join(dir, `${name}.kubeconfig`);
+  writeFileSync(path, api.kubeconfig(token, name));
+  return path;
+}
+
+/** kubectl runs the real kubectl asynchronously (the server under test lives in this process's event loop). */
+function kubectl(args: string[], config = kubeconfig, input?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("kubectl", ["--kubeconfig", config, "--request-timeout=20s", ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.once("close", (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(input ?? "");
+  });
+}
+
+beforeAll(async () => {
+  api = await startTestApiServer({
+    tokens: new Map([[ADMIN, "admin"], [VIEWER, "viewer"]]),
+    forbidden: [{ user: "viewer", verb: "patch", resource: "configmaps" }],
+    rolloutDelayMs: 500,
+  });
+  kubeconfig = kubeconfigFor(api.url, ADMIN, "admin");
+  const manifests = `apiVersion: v1
+kind: ConfigMap
+metadata: { name: kube-proxy, namespace: kube-system }
+data:
+  config.conf: |
+${CONFIG_CONF.split("\n").map((l) => `    ${l}`).join("\n")}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: { name: kube-proxy, namespace: kube-system, labels: { k8s-app: kube-proxy } }
+spec:
+  selector: { matchLabels: { k8s-app: kube-proxy } }
+  template:
+    metadata: { labels: { k8s-app: kube-proxy } }
+    spec: { containers: [{ name: kube-proxy, image: registry.k8s.io/kube-proxy:v1.32.0 }] }
+`;
+  const r = await kubectl(["apply", "--validate=false", "-f", "-"], kubeconfig, manifests);
+  if (r.status !== 0) throw new Error(`kubectl apply failed: ${r.stderr}`);
+});
+afterAll(async () => {
+  await api.close();
+});
+
+describe("the test API server, driven by kubectl", () => {
+  it("serves discovery and lists: kubectl get namespaces", async () => {
+    const r = await kubectl(["get", "namespaces", "-o", "name"]);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.split("\n").filter(Boolean)).toEqual(["namespace/default", "namespace/kube-system"]);
+  });
+
+  it("stores what kubectl apply sent, byte for byte", async () => {
+    const r = await kubectl(["get", "configmap", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.config\\.conf}"]);
+    expect(r.stdout).toBe(CONFIG_CONF);
+  });
+
+  it("applies merge and JSON patches", async () => {
+    expect((await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"a"}}'])).status).toBe(0);
+    expect((await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "json", "-p", '[{"op":"replace","path":"/data/note","value":"b"}]'])).status).toBe(0);
+    expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
+  });
+
+  it("keeps the object unchanged on a server-side dry run", async () => {
+    const r = await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"dry"}}', "--dry-run=server", "-o", "jsonpath={.data.note}"]);
+    expect(r.stdout).toBe("dry");
+    expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
+  });
+
+  it("rolls a DaemonSet: rollout restart bumps generation, rollout status waits for the controller", async () => {
+    const before = Number((await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.metadata.generation}"])).stdout);
+    const restart = await kubectl(["rollout", "restart", "ds/kube-proxy", "-n", "kube-system"]);
+    expect(restart.stdout).toContain("daemonset.apps/kube-proxy restarted");
+    const ds = JSON.parse((await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as { metadata: { generation: number }; spec: { template: { metadata: { annotations: Record<string, string> } } } };
+    expect(ds.metadata.generation).toBe(before + 1);
+    expect(ds.spec.template.metadata.annotations["kubectl.kubernetes.io/restartedAt"]).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const st = await kubectl(["rollout", "status", "ds/kube-proxy", "-n", "kube-system", "--timeout=20s"]);
+    expect(st.status, st.stderr).toBe(0);
+    expect(st.stdout).toContain('daemon set "kube-proxy" successfully rolled out');
+  });
+
+  it("answers a stale resourceVersion with 409 Conflict", async () => {
+    const cm = JSON.parse((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as { metadata: { resourceVersion: string } };
+    await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"c"}}']);
+    const stale = JSON.stringify({ ...cm, data: { "config.conf": "changed" } });
+    const r = await kubectl(["replace", "--validate=false", "-f", "-"], kubeconfig, stale);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/Operation cannot be fulfilled on configmaps "kube-proxy": the object has been modified/);
+  });
+
+  it("answers 403 Forbidden for an identity without the permission, with the missing permission named", async () => {
+    const viewer = kubeconfigFor(api.url, VIEWER, "viewer");
+    expect((await kubectl(["get", "cm", "-n", "kube-system", "-o", "name"], viewer)).stdout).toContain("configmap/kube-proxy");
+    const r = await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"x":"y"}}'], viewer);
+    expect(r.stderr).toMatch(/Forbidden.*User "viewer" cannot patch resource "configmaps" in API group "" in the namespace "kube-system"/);
+  });
+
+  it("refuses an unknown token with 401", async () => {
+    const r = await kubectl(["get", "ns"], kubeconfigFor(api.url, "nope-nope-nope", "nobody"));
+    expect(r.stderr).toMatch(/Unauthorized|must be logged in/);
+  });
+});
+
+/** request talks to the server with its CA trusted; `lines` resolves with the first `n` lines of the body. */
+function request(method: string, path: string, body?: unknown, n = Infinity): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${api.url}${path}`, { method, ca: api.ca, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" } }, (res) => {
+      let buf = "";
+      res.on("data", (d: Buffer) => {
+        buf += d.toString();
+        const lines = buf.split("\n").filter(Boolean);
+        if (lines.length >= n) {
+          res.destroy();
+          resolve(lines.slice(0, n));
+        }
+      });
+      res.on("end", () => resolve(buf.split("\n").filter(Boolean)));
+    });
+    req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+describe("watch", () => {
+  it("streams events after a resourceVersion and answers a compacted one with a 410 ERROR event", async () => {
+    const [listText] = await request("GET", "/api/v1/namespaces/default/configmaps");
+    const rv = (JSON.parse(listText ?? "{}") as { metadata: { resourceVersion: string } }).metadata.resourceVersion;
+    const first = request("GET", `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${rv}`, undefined, 1);
+    await new Promise((r) => setTimeout(r, 100));
+    await request("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "w1" } });
+    const [event] = await first;
+    expect(JSON.parse(event ?? "")).toMatchObject({ type: "ADDED", object: { kind: "ConfigMap", metadata: { name: "w1" } } });
+    for (let i = 0; i < 1001; i++) api.store.create({ group: "", version: "v1", resource: "events", kind: "Event", namespaced: true }, "default", { metadata: { name: `e${i}` } });
+    const [gone] = await request("GET", `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${rv}`);
+    expect(JSON.parse(gone ?? "")).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
+  });
+});

@@ -1,0 +1,298 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import { parse as parseYaml } from "yaml";
+import { PatchError, jsonPatch, mergePatch, strategicMergePatch, type Json } from "./patch.js";
+import { RESOURCES, groupList, resourceList, resourceNamed, type ResourceType } from "./resources.js";
+import { ApiError, Store, str, type KubeObject, type WatchEvent } from "./store.js";
+import { selfSigned } from "./tls.js";
+
+/** A Forbidden rule makes the server answer 403 to one identity for one verb on one resource (optionally one name). */
+export interface ForbiddenRule {
+  readonly user: string;
+  readonly verb: string;
+  readonly resource: string;
+  readonly name?: string;
+}
+
+export interface TestApiServerOptions {
+  /** Bearer tokens and the user each one authenticates as; a request without a known token is 401. */
+  readonly tokens: ReadonlyMap<string, string>;
+  readonly forbidden?: readonly ForbiddenRule[];
+  /** API groups whose resources are not served (e.g. a cluster without MetalLB's CRDs). */
+  readonly omitGroups?: readonly string[];
+  /** How long the simulated DaemonSet controller takes to finish a rollout. */
+  readonly rolloutDelayMs?: number;
+}
+
+/** A TestApiServer is a Kubernetes API server stand-in that speaks the real REST protocol for whohas's resources. */
+export interface TestApiServer {
+  readonly url: string;
+  /** PEM of the server's self-signed certificate: the CA a client must trust. */
+  readonly ca: string;
+  /** kubeconfig returns a kubeconfig text for `token` (certificate-authority-data set, TLS verified). */
+  kubeconfig(token: string, user?: string): string;
+  readonly store: Store;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+interface Route {
+  r: ResourceType;
+  ns: string | null;
+  name: string | null;
+  sub: string | null;
+}
+
+function status(code: number, reason: string, message: string): unknown {
+  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** route maps a path onto a resource: /api/v1/[namespaces/NS/]RESOURCE[/NAME[/SUB]] and /apis/G/V/... likewise. */
+function route(path: string, omit: ReadonlySet<string>): Route | null {
+  const parts = path.split("/").filter((p) => p !== "");
+  let group: string;
+  let version: string;
+  let rest: string[];
+  if (parts[0] === "api" && parts.length >= 3) [group, version, rest] = ["", parts[1] ?? "", parts.slice(2)];
+  else if (parts[0] === "apis" && parts.length >= 4) [group, version, rest] = [parts[1] ?? "", parts[2] ?? "", parts.slice(3)];
+  else return null;
+  if (omit.has(group)) return null;
+  const find = (res: string) => RESOURCES.find((r) => r.group === group && r.version === version && r.resource === res);
+  // namespaces/NS/RESOURCE... is a namespaced path; namespaces[/NAME] alone is the Namespace resource itself.
+  if (rest[0] === "namespaces" && rest.length >= 3) {
+    const r = find(rest[2] ?? "");
+    return !r?.namespaced ? null : { r, ns: rest[1] ?? null, name: rest[3] ?? null, sub: rest[4] ?? null };
+  }
+  const r = find(rest[0] ?? "");
+  return r === undefined ? null : { r, ns: null, name: rest[1] ?? null, sub: rest[2] ?? null };
+}
+
+/** labelMatches supports the selector forms kubectl and client-go send: k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b). */
+export function labelMatches(selector: string, labels: Record<string, Json>): boolean {
+  const terms = selector.match(/[^,(]+(\([^)]*\))?/g) ?? [];
+  return terms.every((raw) => {
+    const t = raw.trim();
+    if (t === "") return true;
+    let m = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(t);
+    if (m) {
+      const vals = (m[3] ?? "").split(",").map((s) => s.trim());
+      const v = labels[m[1] ?? ""];
+      return m[2] === "in" ? typeof v === "string" && vals.includes(v) : !(typeof v === "string" && vals.includes(v));
+    }
+    m = /^(\S+?)\s*(!=|==|=)\s*(\S*)$/.exec(t);
+    if (m) return m[2] === "!=" ? labels[m[1] ?? ""] !== m[3] : labels[m[1] ?? ""] === m[3];
+    if (t.startsWith("!")) return !(t.slice(1) in labels);
+    return t in labels;
+  });
+}
+
+function fieldMatches(selector: string, o: KubeObject): boolean {
+  return selector.split(",").every((term) => {
+    const m = /^([\w.]+)\s*(!=|==|=)\s*(.*)$/.exec(term.trim());
+    if (m === null) return term.trim() === "";
+    const path = (m[1] ?? "").split(".");
+    let v: Json | undefined = o;
+    for (const p of path) v = typeof v === "object" && v !== null && !Array.isArray(v) ? v[p] : undefined;
+    return m[2] === "!=" ? v !== m[3] : v === m[3];
+  });
+}
+
+/** startTestApiServer listens on 127.0.0.1 (port 0 picks a free one). */
+export async function startTestApiServer(opts: TestApiServerOptions, port = 0): Promise<TestApiServer> {
+  const store = new Store();
+  const omit = new Set(opts.omitGroups ?? []);
+  const watches = new Set<ServerResponse>();
+  for (const ns of ["default", "kube-system"]) store.create(resourceNamed("namespaces"), null, { metadata: { name: ns } });
+
+  // The DaemonSet controller, reduced to what `kubectl rollout status` reads: after a delay, every node runs the
+  // current generation.
+  store.subscribe((e) => {
+    if (e.r.resource !== "daemonsets" || e.type === "DELETED") return;
+    const o = e.object;
+    const gen = Number(o.metadata.generation ?? 1);
+    const st = (o.status ?? {}) as Record<string, Json>;
+    if (Number(st.observedGeneration ?? 0) >= gen) return;
+    setTimeout(() => {
+      try {
+        const nodes = Math.max(1, store.list(resourceNamed("nodes"), null).length);
+        const cur = store.get(e.r, str(o.metadata.namespace), str(o.metadata.name));
+        if (Number(cur.metadata.generation ?? 1) !== gen) return;
+        store.update(e.r, str(o.metadata.namespace), str(o.metadata.name), { ...cur, status: { observedGeneration: gen, desiredNumberScheduled: nodes, currentNumberScheduled: nodes, updatedNumberScheduled: nodes, numberAvailable: nodes, numberReady: nodes, numberMisscheduled: 0 } }, { status: true });
+      } catch {
+        // deleted meanwhile
+      }
+    }, opts.rolloutDelayMs ?? 300).unref();
+  });
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? "/", "http://x");
+    const path = url.pathname;
+    const user = opts.tokens.get(/^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "");
+    if (user === undefined) return send(res, 401, status(401, "Unauthorized", "Unauthorized"));
+    if (path === "/version") return send(res, 200, { major: "1", minor: "32", gitVersion: "v1.32.0-whohas-test", platform: "linux/amd64" });
+    if (path === "/api") return send(res, 200, { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [] });
+    if (path === "/apis") return send(res, 200, groupList(omit));
+    const gv = /^\/api\/(v1)$|^\/apis\/([^/]+)\/([^/]+)$/.exec(path);
+    if (gv) {
+      const [group, version] = gv[1] !== undefined ? ["", "v1"] : [gv[2] ?? "", gv[3] ?? ""];
+      if (omit.has(group) || !RESOURCES.some((r) => r.group === group && r.version === version)) return send(res, 404, status(404, "NotFound", "the server could not find the requested resource"));
+      return send(res, 200, resourceList(group, version, omit));
+    }
+    const rt = route(path, omit);
+    if (rt === null) return send(res, 404, status(404, "NotFound", "the server could not find the requested resource"));
+    const watch = url.searchParams.get("watch");
+    const verb =
+      req.method === "GET" ? (rt.name === null ? (watch === "true" || watch === "1" ? "watch" : "list") : "get")
+      : req.method === "POST" ? "create" : req.method === "PUT" ? "update" : req.method === "PATCH" ? "patch" : req.method === "DELETE" ? "delete" : "";
+    const denied = opts.forbidden?.find((f) => f.user === user && f.verb === verb && f.resource === rt.r.resource && (f.name === undefined || f.name === rt.name));
+    if (denied) {
+      const where = rt.ns === null ? "at the cluster scope" : `in the namespace "${rt.ns}"`;
+      return send(res, 403, status(403, "Forbidden", `${rt.r.resource}${rt.r.group === "" ? "" : `.${rt.r.group}`}${rt.name === null ? "" : ` "${rt.name}"`} is forbidden: User "${user}" cannot ${verb} resource "${rt.r.resource}" in API group "${rt.r.group}" ${where}`));
+    }
+    const dryRun = url.searchParams.get("dryRun") === "All";
+    const isStatus = rt.sub === "status";
+    try {
+      switch (verb) {
+        case "list": {
+          const labelSel = url.searchParams.get("labelSelector") ?? "";
+          const fieldSel = url.searchParams.get("fieldSelector") ?? "";
+          const items = store.list(rt.r, rt.ns).filter((o) => labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>) && fieldMatches(fieldSel, o));
+          return send(res, 200, { kind: `${rt.r.kind}List`, apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`, metadata: { resourceVersion: String(store.resourceVersion) }, items });
+        }
+        case "watch":
+          return startWatch(req, res, rt, url);
+        case "get":
+          return send(res, 200, store.get(rt.r, rt.ns, rt.name ?? ""));
+        case "create":
+          return send(res, 201, store.create(rt.r, rt.ns, parseBody(await readBody(req), req.headers["content-type"]), dryRun));
+        case "update":
+          return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", parseBody(await readBody(req), req.headers["content-type"]), { status: isStatus, dryRun }));
+        case "patch": {
+          const cur = store.get(rt.r, rt.ns, rt.name ?? "");
+          const type = (req.headers["content-type"] ?? "").split(";")[0];
+          const body = JSON.parse(await readBody(req)) as Json;
+          let next: Json;
+          if (type === "application/merge-patch+json") next = mergePatch(cur, body);
+          else if (type === "application/strategic-merge-patch+json") next = strategicMergePatch(cur, body);
+          else if (type === "application/json-patch+json") next = jsonPatch(cur, body);
+          else return send(res, 415, status(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`));
+          const obj = next as KubeObject;
+          // A patch that names a resourceVersion is a precondition; one that does not applies to the latest.
+          const sentRv = (body as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion;
+          obj.metadata = { ...obj.metadata, resourceVersion: typeof sentRv === "string" ? sentRv : (cur.metadata.resourceVersion ?? null) };
+          return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", obj, { status: isStatus, dryRun }));
+        }
+        case "delete":
+          return send(res, 200, store.delete(rt.r, rt.ns, rt.name ?? "", dryRun));
+        default:
+          return send(res, 405, status(405, "MethodNotAllowed", `${req.method ?? ""} is not supported`));
+      }
+    } catch (e) {
+      if (e instanceof ApiError) return send(res, e.code, status(e.code, e.reason, e.message));
+      if (e instanceof PatchError) return send(res, 422, status(422, "Invalid", e.message));
+      if (e instanceof SyntaxError) return send(res, 400, status(400, "BadRequest", `the body is not valid: ${e.message}`));
+      throw e;
+    }
+  };
+
+  function startWatch(req: IncomingMessage, res: ServerResponse, rt: Route, url: URL): void {
+    const fieldSel = url.searchParams.get("fieldSelector") ?? "";
+    const labelSel = url.searchParams.get("labelSelector") ?? "";
+    const rvParam = url.searchParams.get("resourceVersion") ?? "";
+    const timeout = Number(url.searchParams.get("timeoutSeconds") ?? 0);
+    const matches = (e: WatchEvent) =>
+      e.r === rt.r && (rt.ns === null || e.object.metadata.namespace === rt.ns) && fieldMatches(fieldSel, e.object) && labelMatches(labelSel, (e.object.metadata.labels ?? {}) as Record<string, Json>);
+    res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+    const write = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + "\n");
+    let backlog: WatchEvent[];
+    if (rvParam === "" || rvParam === "0") {
+      // "Any": start with the current state as ADDED events, as the API server does.
+      backlog = [];
+      for (const o of store.list(rt.r, rt.ns)) if (fieldMatches(fieldSel, o) && labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>)) write("ADDED", o);
+    } else {
+      try {
+        backlog = store.eventsSince(Number(rvParam));
+      } catch (e) {
+        // A too old resourceVersion is a 410 inside the watch stream (an ERROR event), exactly as kube-apiserver does.
+        const err = e as ApiError;
+        write("ERROR", status(err.code, err.reason, err.message));
+        res.end();
+        return;
+      }
+    }
+    for (const e of backlog) if (matches(e)) write(e.type, e.object);
+    const unsubscribe = store.subscribe((e) => {
+      if (matches(e)) write(e.type, e.object);
+    });
+    watches.add(res);
+    const bookmarks = url.searchParams.get("allowWatchBookmarks") === "true"
+      ? setInterval(() => write("BOOKMARK", { kind: rt.r.kind, apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`, metadata: { resourceVersion: String(store.resourceVersion) } }), 1000)
+      : null;
+    const end = () => {
+      unsubscribe();
+      if (bookmarks) clearInterval(bookmarks);
+      watches.delete(res);
+      res.end();
+    };
+    if (timeout > 0) setTimeout(end, timeout * 1000).unref();
+    req.on("close", end);
+  }
+
+  const tls = selfSigned();
+  const server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (!res.headersSent) send(res, 500, status(500, "InternalError", (e as Error).message));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const addr = server.address() as AddressInfo;
+  const url = `https://127.0.0.1:${addr.port}`;
+  return {
+    url,
+    ca: tls.cert,
+    kubeconfig: (token, user = "whohas") => `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: ${url}
+    certificate-authority-data: ${Buffer.from(tls.cert).toString("base64")}
+users:
+- name: ${user}
+  user:
+    token: ${token}
+contexts:
+- name: test
+  context: { cluster: test, user: ${user} }
+current-context: test
+`,
+    store,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const w of watches) w.end();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function parseBody(text: string, contentType: string | undefined): KubeObject {
+  const body = (contentType ?? "").includes("yaml") ? (parseYaml(text) as unknown) : (JSON.parse(text) as unknown);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new ApiError(400, "BadRequest", "the body must be an object");
+  const o = body as { metadata?: Record<string, Json> };
+  o.metadata ??= {};
+  return o as KubeObject;
+}
