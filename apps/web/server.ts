@@ -5,6 +5,7 @@ import next from "next";
 import { parseEnv } from "./src/server/env.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
+import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
 import { jsonLogger } from "@whohas/core";
 
 async function main(): Promise<void> {
@@ -15,6 +16,14 @@ async function main(): Promise<void> {
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
   const hub = new Hub();
+  if (env.kubernetes !== null) {
+    const kc = loadKubeConfig(env.kubernetes === "in-cluster" ? null : env.kubernetes);
+    const inventory = await startInventory(kc, () => hub.clusterChanged(), logger);
+    hub.setCluster(inventory);
+    logger.info("kube.connected", { source: env.kubernetes, server: kc.getCurrentCluster()?.server, metallb: inventory.metallb });
+  } else {
+    logger.info("kube.off", { hint: "set WHOHAS_KUBECONFIG, or run in a pod, to join traffic with Services and expected owners" });
+  }
   const server = createHubServer({
     hub,
     agentToken: env.agentToken,

@@ -13,6 +13,10 @@ test("the dashboard shows the three nodes answering for a VIP, live", async ({ p
   }
   await expect(row.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(3);
   await expect(page.getByTestId("banner")).toContainText("answered by several nodes");
+  // The cluster side: the Service behind the VIP and the node MetalLB's election gives it.
+  await expect(row.getByTestId("services")).toHaveText("demo/web-0");
+  await expect(row.getByTestId("owner")).toHaveAttribute("data-source", "computed");
+  await expect(page.getByTestId("cluster")).toContainText("kube-proxy mode ipvs, strictARP false (configured), MetalLB installed");
   await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
 });
 
@@ -20,7 +24,7 @@ test("a second page sees the same live data without reloading", async ({ browser
   const a = await browser.newPage();
   const b = await browser.newPage();
   await Promise.all([a.goto(url), b.goto(url)]);
-  const rowOf = (p: typeof a) => p.locator(`tr[data-ip="${vips[1]}"] td`).nth(3);
+  const rowOf = (p: typeof a) => p.locator(`tr[data-ip="${vips[1]}"]`).getByTestId("requests");
   await expect(rowOf(a)).toContainText(/\d/);
   const first = Number(/^\d+/.exec((await rowOf(b).innerText()).trim())?.[0] ?? "0");
   // The client asks every second: the request count grows on both pages by push alone.

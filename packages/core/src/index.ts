@@ -22,3 +22,4 @@ export * from "./metallb/speaker.js";
 export * from "./kubeproxy/config.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
+export * from "./cluster/expected-owner.js";

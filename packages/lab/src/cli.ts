@@ -9,8 +9,9 @@ const USAGE = `Usage: whohas-lab <command> [options]
 Commands:
   demo [--nodes N] [--vips N] [--port P]
         build a lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP false
-        leaves them), start the hub on port P (default 3000), one agent per node and a client that asks for
-        every VIP each second. Runs until Ctrl-C, then tears everything down.
+        leaves them), start the hub on port P (default 3000), one agent per node, a client that asks for
+        every VIP each second, and a test Kubernetes API server holding the matching Services, kube-proxy
+        config and MetalLB objects. Runs until Ctrl-C, then tears everything down.
   gc    remove namespaces and state of labs whose process is gone.
 `;
 
@@ -18,7 +19,7 @@ async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
   await requireRoot();
   await collectGarbage();
-  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000) });
+  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000), kube: true });
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -39,6 +40,8 @@ async function demo(argv: string[]): Promise<void> {
       `  lab ${lab.names.id}: ${lab.nodes.length} nodes (${lab.nodes.map((n) => n.name).join(", ")}) each holding ${lab.vips.join(", ")}`,
       "  on kube-ipvs0 with arp_ignore=0 (kube-proxy IPVS, strictARP false): every node answers for every VIP.",
       `  client ${lab.client.ip} asks for each VIP every second. Logs: ${stack.logDir}`,
+      `  Kubernetes: a test API server at ${stack.api?.url ?? "-"} holds a LoadBalancer Service per VIP (demo/web-N),`,
+      "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",
       "",
       "Press Ctrl-C to stop and remove the lab.",
       "",

@@ -7,6 +7,8 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
+import { seedCluster } from "./kube/seed.js";
+import { startTestApiServer, type TestApiServer } from "./kube/server.js";
 
 /** REPO_ROOT: the lab starts the built hub and agent from the checkout it belongs to. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -23,6 +25,11 @@ export interface StackOptions {
   readonly requestIntervalMs?: number;
   /** Where process logs go (default: $TMPDIR/whohas-lab-ID, kept after teardown for post-mortems). */
   readonly logDir?: string;
+  /**
+   * Also run the test Kubernetes API server with this lab's cluster (nodes, a LoadBalancer Service per VIP, kube-proxy
+   * in IPVS mode with strictARP false, MetalLB's L2Advertisement), and point the hub at it.
+   */
+  readonly kube?: boolean;
 }
 
 /** A Stack is a running lab with its hub, one agent per node and the requesting client. */
@@ -32,6 +39,8 @@ export interface Stack {
   readonly port: number;
   readonly token: string;
   readonly logDir: string;
+  /** The test API server, when `kube` was asked for. */
+  readonly api: TestApiServer | null;
   /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
   restartHub(): Promise<void>;
   /** stopHub and startHub split a restart, for outages of a chosen length. */
@@ -87,9 +96,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const children: ChildProcess[] = [];
   const logDir = opts.logDir ?? `${tmpdir()}/whohas-lab-${lab.names.id}`;
   let stopping = false;
+  let api: TestApiServer | null = null;
   const stop = async () => {
     stopping = true;
     await Promise.all(children.map(stopChild));
+    await api?.close();
     await lab.destroy();
   };
   try {
@@ -114,6 +125,19 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const tokenFile = `${lab.names.stateDir}/agent-token`;
     await writeFile(tokenFile, token, { mode: 0o600 });
     const url = `http://localhost:${port}`;
+    const kubeEnv: NodeJS.ProcessEnv = {};
+    if (opts.kube === true) {
+      const admin = randomBytes(24).toString("hex");
+      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"]]) });
+      seedCluster(
+        api,
+        lab.nodes.map((n) => n.name),
+        lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] })),
+      );
+      const kubeconfig = `${lab.names.stateDir}/kubeconfig`;
+      await writeFile(kubeconfig, api.kubeconfig(admin), { mode: 0o600 });
+      kubeEnv.WHOHAS_KUBECONFIG = kubeconfig;
+    }
     const startHub = async () => {
       const child = spawnLogged("hub", process.execPath, [HUB_SERVER], {
         PORT: String(port),
@@ -122,6 +146,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         NEXT_TELEMETRY_DISABLED: "1",
         WHOHAS_AGENT_TOKEN: token,
         WHOHAS_AGENT_SOCKET: lab.names.hubSocket,
+        ...kubeEnv,
       });
       await waitHealthy(url, child, 30_000);
       return child;
@@ -140,7 +165,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", tokenFile]);
     }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, logDir, stop, restartHub, stopHub, startHub: startHubAgain };
+    return { lab, url, port, token, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain };
   } catch (e) {
     await stop();
     throw e;

@@ -29,6 +29,9 @@ export function Dashboard() {
   const firstAgents = useQuery(trpc.agents.list.queryOptions());
   const liveAgents = useSubscription(trpc.agents.live.subscriptionOptions());
   const ips: Ip[] = live.data ?? first.data ?? [];
+  const firstCluster = useQuery(trpc.cluster.summary.queryOptions());
+  const liveCluster = useSubscription(trpc.cluster.live.subscriptionOptions());
+  const cluster = liveCluster.data ?? firstCluster.data;
   const agents: AgentRow[] = liveAgents.data ?? firstAgents.data ?? [];
   const multi = ips.filter((i) => i.state === "multi-responder");
 
@@ -45,6 +48,18 @@ export function Dashboard() {
         <div className="banner ok" data-testid="banner">Every IP seen has at most one responder.</div>
       ) : null}
 
+      {cluster === undefined ? null : (
+        <p className="muted" data-testid="cluster">
+          {cluster.kubernetes === "off"
+            ? "Kubernetes: not connected (traffic only): Services and expected owners are not shown."
+            : cluster.kubeProxy === null
+              ? "Kubernetes: connected. kube-proxy ConfigMap not found."
+              : cluster.kubeProxy.error !== null
+                ? `Kubernetes: connected. kube-proxy config unreadable: ${cluster.kubeProxy.error}`
+                : `Kubernetes: connected. kube-proxy mode ${cluster.kubeProxy.mode}, strictARP ${cluster.kubeProxy.strictARP ? "true" : "false"} (configured)${cluster.metallb ? ", MetalLB installed" : ""}.`}
+        </p>
+      )}
+
       <h2>LoadBalancer IPs</h2>
       {ips.length === 0 ? (
         <p className="muted" data-testid="empty">
@@ -56,6 +71,8 @@ export function Dashboard() {
           <thead>
             <tr>
               <th>IP</th>
+              <th>Service</th>
+              <th>Expected owner</th>
               <th>State</th>
               <th>Responders (node, MAC, replies, last answer)</th>
               <th>Requests</th>
@@ -65,17 +82,23 @@ export function Dashboard() {
             {ips.map((ip) => (
               <tr key={ip.ip} data-ip={ip.ip} data-state={ip.state}>
                 <td className="mono">{ip.ip}</td>
+                <td data-testid="services">
+                  {ip.services.length === 0 ? <span className="muted">-</span> : ip.services.map((s) => `${s.namespace}/${s.name}${s.externalTrafficPolicy === "Local" ? " (ETP Local)" : ""}`).join(", ")}
+                </td>
+                <td data-testid="owner" data-owner={ip.expectedOwner?.node ?? ""} data-source={ip.expectedOwner?.source ?? ""}>
+                  {ip.expectedOwner === null ? <span className="muted">unknown</span> : <>{ip.expectedOwner.node} <span className="muted">({ip.expectedOwner.source})</span></>}
+                </td>
                 <td className={`state state-${ip.state}`}>{STATE_TEXT[ip.state]}</td>
                 <td>
                   {ip.responders.length === 0 ? <span className="muted">none</span> : null}
                   {ip.responders.map((r) => (
-                    <span key={r.mac} className={`responder ${r.answering ? "answering" : "stale"}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering}>
+                    <span key={r.mac} className={`responder ${r.answering ? "answering" : "stale"}${ip.expectedOwner !== null && r.answering && r.node !== ip.expectedOwner.node ? " wrong" : ""}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering}>
                       <strong>{r.node ?? "unknown node"}</strong> <span className="mono">{r.mac}</span> · {r.replies} replies
                       {r.gratuitous > 0 ? ` · ${r.gratuitous} gratuitous` : ""} · {ago(r.lastSeen)}
                     </span>
                   ))}
                 </td>
-                <td>
+                <td data-testid="requests">
                   {ip.requests} <span className="muted">(last {ago(ip.lastRequest)})</span>
                 </td>
               </tr>

@@ -10,6 +10,8 @@ export interface HubEnv {
   readonly agentToken: string;
   /** Extra Unix socket for agents (used by the lab, whose agents live in other network namespaces). */
   readonly agentSocket: string | null;
+  /** Kubernetes: a kubeconfig path, "in-cluster", or null for traffic-only mode. */
+  readonly kubernetes: string | null;
 }
 
 const Schema = z.object({
@@ -19,6 +21,8 @@ const Schema = z.object({
   WHOHAS_AGENT_TOKEN: z.string().optional(),
   WHOHAS_AGENT_TOKEN_FILE: z.string().optional(),
   WHOHAS_AGENT_SOCKET: z.string().optional(),
+  WHOHAS_KUBECONFIG: z.string().optional(),
+  KUBERNETES_SERVICE_HOST: z.string().optional(),
 });
 
 /** MIN_TOKEN_LEN refuses guessable agent tokens: `openssl rand -hex 32` gives 64. */
@@ -48,5 +52,7 @@ export function parseEnv(env: NodeJS.ProcessEnv = process.env): HubEnv {
     dev: e.NODE_ENV === "development",
     agentToken: token,
     agentSocket: e.WHOHAS_AGENT_SOCKET ?? null,
+    // A kubeconfig when given; in a pod, the ServiceAccount; "off" (or nothing at all) is traffic-only mode.
+    kubernetes: e.WHOHAS_KUBECONFIG === "off" ? null : (e.WHOHAS_KUBECONFIG ?? (e.KUBERNETES_SERVICE_HOST !== undefined ? "in-cluster" : null)),
   };
 }

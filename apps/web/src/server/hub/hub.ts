@@ -1,5 +1,33 @@
 import { EventEmitter } from "node:events";
-import { IpTable, type AgentMessage, type InterfaceInfo, type IpView, type NodeFacts } from "@whohas/core";
+import { compareIP } from "@whohas/core";
+
+function join(v: IpView, i: IpInventory | undefined): HubIpView {
+  return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes: i?.endpointNodes ?? [] };
+}
+import { IpTable, inventoryByIp, parseKubeProxyConfig, type AgentMessage, type ClusterInput, type InterfaceInfo, type IpInventory, type IpView, type KubeProxyConfig, type NodeFacts } from "@whohas/core";
+
+/** ClusterSource is what the hub reads of Kubernetes (the informers), or nothing in traffic-only mode. */
+export interface ClusterSource {
+  snapshot(): ClusterInput;
+  kubeProxyConfig(): string | null;
+  readonly metallb: boolean;
+}
+
+/** A HubIpView is an IP as the dashboard shows it: traffic (core's IpView) joined with what the cluster says. */
+export interface HubIpView extends IpView {
+  readonly services: IpInventory["services"];
+  readonly expectedOwner: IpInventory["expectedOwner"];
+  /** Nodes hosting a serving endpoint (ETP Local: a responder elsewhere silently drops traffic). */
+  readonly endpointNodes: readonly string[];
+}
+
+/** ClusterSummary answers "am I affected?" at the cluster level. */
+export interface ClusterSummary {
+  readonly kubernetes: "connected" | "off";
+  readonly metallb: boolean;
+  /** kube-proxy as configured in ConfigMap kube-system/kube-proxy; null when absent or unreadable. */
+  readonly kubeProxy: (KubeProxyConfig & { readonly error: null }) | { readonly error: string } | null;
+}
 
 /** AGENT_SILENCE_MS: an agent silent this long is shown as down (issue 4: within 30 s). */
 export const AGENT_SILENCE_MS = 30_000;
@@ -41,8 +69,33 @@ export class Hub {
   readonly #macToNode = new Map<string, string>();
   readonly #events = new EventEmitter<{ change: [] }>();
 
+  #cluster: ClusterSource | null = null;
+
   constructor(readonly clock: () => number = Date.now) {
     this.#events.setMaxListeners(0);
+  }
+
+  /** setCluster attaches the Kubernetes inventory (null: traffic-only mode). */
+  setCluster(source: ClusterSource | null): void {
+    this.#cluster = source;
+    this.#emit();
+  }
+
+  /** clusterChanged tells subscribers that the inventory moved. */
+  clusterChanged(): void {
+    this.#emit();
+  }
+
+  cluster(): ClusterSummary {
+    const c = this.#cluster;
+    if (c === null) return { kubernetes: "off", metallb: false, kubeProxy: null };
+    const text = c.kubeProxyConfig();
+    const parsed = text === null ? null : parseKubeProxyConfig(text);
+    return {
+      kubernetes: "connected",
+      metallb: c.metallb,
+      kubeProxy: parsed === null ? null : parsed.ok ? { ...parsed.value, error: null } : { error: parsed.message },
+    };
   }
 
   /** connect registers an agent's hello; the same node may reconnect before its old socket is noticed closed. */
@@ -95,12 +148,24 @@ export class Hub {
 
   nodeOfMac = (mac: string): string | null => this.#macToNode.get(mac) ?? null;
 
-  ips(): IpView[] {
-    return this.#table.views(this.clock(), this.nodeOfMac);
+  /** speakers are the nodes whose agent is up: whohas's stand-in for MetalLB's live speakers in the election. */
+  #speakers(): Set<string> {
+    const up = this.agents().filter((a) => a.up).map((a) => a.node);
+    if (up.length > 0 || this.#cluster === null) return new Set(up);
+    return new Set(this.#cluster.snapshot().nodes.map((n) => n.name));
   }
 
-  ip(ip: string): IpView | null {
-    return this.#table.view(ip, this.clock(), this.nodeOfMac);
+  ips(): HubIpView[] {
+    const inv = this.#cluster === null ? new Map<string, IpInventory>() : inventoryByIp(this.#cluster.snapshot(), this.#speakers());
+    const out: HubIpView[] = this.#table.views(this.clock(), this.nodeOfMac).map((v) => join(v, inv.get(v.ip)));
+    const seen = new Set(out.map((v) => v.ip));
+    // LoadBalancer IPs nobody asked for yet still belong on the list.
+    for (const [ip, i] of inv) if (!seen.has(ip)) out.push(join({ ip, state: "idle", requests: 0, lastRequest: null, responders: [] }, i));
+    return out.sort((a, b) => compareIP(a.ip, b.ip));
+  }
+
+  ip(ip: string): HubIpView | null {
+    return this.ips().find((v) => v.ip === ip) ?? null;
   }
 
   agents(): AgentView[] {

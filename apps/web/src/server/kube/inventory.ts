@@ -1,0 +1,148 @@
+import {
+  ApisApi,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  makeInformer,
+  type KubernetesObject,
+  type V1ConfigMap,
+  type V1EndpointSlice,
+  type V1Node,
+  type V1Service,
+} from "@kubernetes/client-node";
+import type { ClusterInput, LabelSelector, LoadBalancerService, Logger } from "@whohas/core";
+
+/** BACKOFF_MS bounds the restart delay of an informer after an error (403, connection refused...). */
+const BACKOFF_MIN_MS = 1000;
+const BACKOFF_MAX_MS = 30_000;
+
+interface Watched<T extends KubernetesObject> {
+  list(): readonly T[];
+  stop(): Promise<void>;
+}
+
+/**
+ * watchResource runs one informer (list, then watch from the list's resourceVersion; relist on 410 Gone, as the
+ * client does) and restarts it with backoff after any other error, logging a message a person can act on.
+ */
+function watchResource<T extends KubernetesObject>(kc: KubeConfig, path: string, list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>, onChange: () => void, logger: Logger): Watched<T> {
+  const informer = makeInformer<T>(kc, path, list);
+  let stopped = false;
+  let delay = BACKOFF_MIN_MS;
+  for (const ev of ["add", "update", "delete"] as const) informer.on(ev, () => onChange());
+  informer.on("connect", () => (delay = BACKOFF_MIN_MS));
+  informer.on("error", (err: unknown) => {
+    if (stopped) return;
+    const e = err as { code?: number; statusCode?: number; body?: string; message?: string };
+    const code = e.code ?? e.statusCode;
+    logger.warn("kube.watch_failed", {
+      path,
+      code,
+      message: e.message ?? String(err),
+      hint: code === 403 ? "the hub's ServiceAccount lacks list/watch on this resource: see deploy/ RBAC" : `retrying in ${delay} ms`,
+    });
+    setTimeout(() => {
+      if (!stopped) void informer.start().catch(() => undefined);
+    }, delay).unref();
+    delay = Math.min(BACKOFF_MAX_MS, delay * 2);
+  });
+  void informer.start().catch(() => undefined);
+  return {
+    list: () => informer.list(),
+    stop: async () => {
+      stopped = true;
+      await informer.stop();
+    },
+  };
+}
+
+interface MetallbObject extends KubernetesObject {
+  spec?: { nodeSelectors?: LabelSelector[] };
+  status?: { node?: string; serviceName?: string; serviceNamespace?: string };
+}
+
+/** An Inventory keeps the cluster objects whohas needs and renders them as core's ClusterInput. */
+export interface Inventory {
+  snapshot(): ClusterInput;
+  /** Whether MetalLB's CRDs were found by discovery. */
+  readonly metallb: boolean;
+  /** kube-proxy's config.conf from ConfigMap kube-system/kube-proxy, null when absent. */
+  kubeProxyConfig(): string | null;
+  stop(): Promise<void>;
+}
+
+function toService(s: V1Service, slices: readonly V1EndpointSlice[]): LoadBalancerService {
+  const ns = s.metadata?.namespace ?? "";
+  const name = s.metadata?.name ?? "";
+  const mine = slices.filter((sl) => sl.metadata?.namespace === ns && sl.metadata.labels?.["kubernetes.io/service-name"] === name);
+  return {
+    namespace: ns,
+    name,
+    externalTrafficPolicy: s.spec?.externalTrafficPolicy === "Local" ? "Local" : "Cluster",
+    ingressIPs: (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? "").filter((ip) => ip !== ""),
+    ports: (s.spec?.ports ?? []).map((p) => ({ port: p.port, protocol: p.protocol ?? "TCP" })),
+    endpoints: mine.flatMap((sl) => sl.endpoints.map((e) => ({ nodeName: e.nodeName ?? null, ready: e.conditions?.ready ?? null, serving: e.conditions?.serving ?? null }))),
+  };
+}
+
+/**
+ * startInventory lists and watches Services, EndpointSlices, Nodes, kube-system ConfigMaps and, when discovery shows
+ * the metallb.io group, L2Advertisements and ServiceL2Statuses. An absent CRD is normal, not an error.
+ */
+export async function startInventory(kc: KubeConfig, onChange: () => void, logger: Logger): Promise<Inventory> {
+  const core = kc.makeApiClient(CoreV1Api);
+  const disco = kc.makeApiClient(DiscoveryV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  let metallb = false;
+  try {
+    const groups = await kc.makeApiClient(ApisApi).getAPIVersions();
+    metallb = groups.groups.some((g) => g.name === "metallb.io");
+  } catch (e) {
+    logger.warn("kube.discovery_failed", { message: (e as Error).message, hint: "check the kubeconfig and that the API server is reachable" });
+  }
+  const services = watchResource<V1Service>(kc, "/api/v1/services", () => core.listServiceForAllNamespaces(), onChange, logger);
+  const slices = watchResource<V1EndpointSlice>(kc, "/apis/discovery.k8s.io/v1/endpointslices", () => disco.listEndpointSliceForAllNamespaces(), onChange, logger);
+  const nodes = watchResource<V1Node>(kc, "/api/v1/nodes", () => core.listNode(), onChange, logger);
+  const configmaps = watchResource<V1ConfigMap>(kc, "/api/v1/namespaces/kube-system/configmaps", () => core.listNamespacedConfigMap({ namespace: "kube-system" }), onChange, logger);
+  const crd = (plural: string) =>
+    watchResource<MetallbObject>(kc, `/apis/metallb.io/v1beta1/${plural}`, () => custom.listClusterCustomObject({ group: "metallb.io", version: "v1beta1", plural }) as never, onChange, logger);
+  const l2ads = metallb ? crd("l2advertisements") : null;
+  const l2statuses = metallb ? crd("servicel2statuses") : null;
+  const all = [services, slices, nodes, configmaps, l2ads, l2statuses].filter((w) => w !== null);
+  return {
+    metallb,
+    kubeProxyConfig: () => {
+      const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy");
+      return cm?.data?.["config.conf"] ?? null;
+    },
+    snapshot: () => {
+      const sl = slices.list();
+      return {
+        services: services.list().filter((s) => s.spec?.type === "LoadBalancer").map((s) => toService(s, sl)),
+        nodes: nodes.list().map((n) => ({
+          name: n.metadata?.name ?? "",
+          labels: n.metadata?.labels ?? {},
+          networkUnavailable: (n.status?.conditions ?? []).some((c) => c.type === "NetworkUnavailable" && c.status === "True"),
+        })),
+        l2Advertisements: (l2ads?.list() ?? []).map((a) => ({ nodeSelectors: a.spec?.nodeSelectors ?? [] })),
+        l2Statuses: (l2statuses?.list() ?? []).flatMap((s) =>
+          s.status?.node && s.status.serviceName ? [{ node: s.status.node, serviceName: s.status.serviceName, serviceNamespace: s.status.serviceNamespace ?? "" }] : [],
+        ),
+        nodeAssigned: new Map(),
+        metallbInstalled: metallb,
+      };
+    },
+    stop: async () => {
+      await Promise.all(all.map((w) => w.stop()));
+    },
+  };
+}
+
+/** loadKubeConfig reads a kubeconfig file, or the in-cluster ServiceAccount when `path` is null. */
+export function loadKubeConfig(path: string | null): KubeConfig {
+  const kc = new KubeConfig();
+  if (path === null) kc.loadFromCluster();
+  else kc.loadFromFile(path);
+  return kc;
+}

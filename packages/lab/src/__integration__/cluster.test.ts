@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { orderCandidates } from "@whohas/core";
+import { startStack, type Stack } from "../stack.js";
+import { resourceNamed } from "../kube/resources.js";
+import { KUBE_PROXY_CONFIG } from "../kube/seed.js";
+import type { KubeObject } from "../kube/store.js";
+import { eventually, query } from "./hub-client.js";
+
+interface IpRow {
+  ip: string;
+  state: string;
+  services: { namespace: string; name: string; externalTrafficPolicy: string }[];
+  expectedOwner: { node: string; source: string } | null;
+  responders: { node: string | null; answering: boolean }[];
+}
+interface Summary { kubernetes: string; metallb: boolean; kubeProxy: { mode: string; strictARP: boolean } | null }
+
+// The hub with real agents and the test API server, through the real @kubernetes/client-node informers.
+describe("the hub joins traffic with the cluster", () => {
+  let stack: Stack;
+  const ips = () => query<IpRow[]>(stack.url, "ips.list");
+
+  beforeAll(async () => {
+    stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500 });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  it("reads kube-proxy's mode and strictARP from the ConfigMap, and sees MetalLB", async () => {
+    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => x.kubeProxy !== null, 20_000);
+    expect(s).toMatchObject({ kubernetes: "connected", metallb: true, kubeProxy: { mode: "ipvs", strictARP: false } });
+  });
+
+  it("shows each VIP's Service and the owner MetalLB's election gives, labelled computed", async () => {
+    const [vip0, vip1] = stack.lab.vips;
+    const rows = await eventually(ips, (r) => r.filter((x) => x.expectedOwner !== null).length === 2 && r.every((x) => x.responders.length === 3), 20_000);
+    const r0 = rows.find((r) => r.ip === vip0);
+    expect(r0?.services).toEqual([{ namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster" }]);
+    expect(r0?.expectedOwner).toEqual({ node: orderCandidates(["node-1", "node-2", "node-3"], vip0 ?? "")[0], source: "computed" });
+    // ETP Local: only the node with the endpoint (node-3) may own the IP.
+    expect(rows.find((r) => r.ip === vip1)?.expectedOwner).toEqual({ node: "node-3", source: "computed" });
+  });
+
+  it("prefers MetalLB's ServiceL2Status when there is one", async () => {
+    api().store.create(resourceNamed("servicel2statuses"), "metallb-system", { metadata: { name: "l2-web-0" }, status: { node: "node-1", serviceName: "web-0", serviceNamespace: "demo" } } as unknown as KubeObject);
+    const rows = await eventually(ips, (r) => r.find((x) => x.ip === stack.lab.vips[0])?.expectedOwner?.source === "servicel2status", 15_000);
+    expect(rows.find((r) => r.ip === stack.lab.vips[0])?.expectedOwner).toEqual({ node: "node-1", source: "servicel2status" });
+  });
+
+  it("follows the ConfigMap through the watch when strictARP is switched on", async () => {
+    const cm = resourceNamed("configmaps");
+    const cur = api().store.get(cm, "kube-system", "kube-proxy");
+    api().store.update(cm, "kube-system", "kube-proxy", { ...cur, data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") } });
+    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => x.kubeProxy?.strictARP === true, 15_000);
+    expect(s.kubeProxy).toMatchObject({ mode: "ipvs", strictARP: true });
+  });
+
+  function api() {
+    if (stack.api === null) throw new Error("no API server");
+    return stack.api;
+  }
+});

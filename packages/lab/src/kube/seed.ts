@@ -1,0 +1,59 @@
+import { resourceNamed } from "./resources.js";
+import type { KubeObject } from "./store.js";
+import type { TestApiServer } from "./server.js";
+
+/** KUBE_PROXY_CONFIG is config.conf as kubeadm writes it, in IPVS mode with strictARP false (the default). */
+export const KUBE_PROXY_CONFIG = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+bindAddress: 0.0.0.0
+clusterCIDR: 10.244.0.0/16
+ipvs:
+  excludeCIDRs: null
+  minSyncPeriod: 0s
+  scheduler: ""
+  strictARP: false
+  syncPeriod: 0s
+kind: KubeProxyConfiguration
+mode: ipvs
+`;
+
+export interface SeedService {
+  readonly namespace: string;
+  readonly name: string;
+  readonly ip: string;
+  readonly externalTrafficPolicy: "Cluster" | "Local";
+  /** Nodes with a ready endpoint. */
+  readonly endpointNodes: readonly string[];
+}
+
+const create = (api: TestApiServer, resource: string, ns: string | null, body: object) => api.store.create(resourceNamed(resource), ns, body as KubeObject);
+
+/**
+ * seedCluster gives the test API server what a kubeadm cluster with MetalLB layer 2 has: Nodes, LoadBalancer Services
+ * with their ingress IPs and EndpointSlices, kube-proxy's ConfigMap and DaemonSet, and an L2Advertisement.
+ */
+export function seedCluster(api: TestApiServer, nodes: readonly string[], services: readonly SeedService[]): void {
+  for (const n of nodes) {
+    create(api, "nodes", null, { metadata: { name: n, labels: { "kubernetes.io/hostname": n, "kubernetes.io/os": "linux" } }, status: { conditions: [{ type: "Ready", status: "True" }] } });
+  }
+  create(api, "configmaps", "kube-system", { metadata: { name: "kube-proxy", labels: { app: "kube-proxy" } }, data: { "config.conf": KUBE_PROXY_CONFIG } });
+  create(api, "daemonsets", "kube-system", {
+    metadata: { name: "kube-proxy", labels: { "k8s-app": "kube-proxy" } },
+    spec: { selector: { matchLabels: { "k8s-app": "kube-proxy" } }, template: { metadata: { labels: { "k8s-app": "kube-proxy" } }, spec: { containers: [{ name: "kube-proxy", image: "registry.k8s.io/kube-proxy:v1.32.0" }] } } },
+  });
+  create(api, "namespaces", null, { metadata: { name: "metallb-system" } });
+  create(api, "l2advertisements", "metallb-system", { metadata: { name: "l2" }, spec: {} });
+  for (const s of services) {
+    if (!api.store.list(resourceNamed("namespaces"), null).some((n) => n.metadata.name === s.namespace)) create(api, "namespaces", null, { metadata: { name: s.namespace } });
+    create(api, "services", s.namespace, {
+      metadata: { name: s.name },
+      spec: { type: "LoadBalancer", externalTrafficPolicy: s.externalTrafficPolicy, ports: [{ port: 80, protocol: "TCP", targetPort: 8080 }], selector: { app: s.name } },
+      status: { loadBalancer: { ingress: [{ ip: s.ip, ipMode: "VIP" }] } },
+    });
+    create(api, "endpointslices", s.namespace, {
+      metadata: { name: `${s.name}-abc12`, labels: { "kubernetes.io/service-name": s.name } },
+      addressType: "IPv4",
+      endpoints: s.endpointNodes.map((n, i) => ({ addresses: [`10.244.${i}.10`], conditions: { ready: true, serving: true, terminating: false }, nodeName: n })),
+      ports: [{ port: 8080, protocol: "TCP" }],
+    });
+  }
+}
