@@ -43,7 +43,7 @@ describe("the hub joins traffic with the cluster", () => {
   });
 
   it("prefers MetalLB's ServiceL2Status when there is one", async () => {
-    api().store.create(resourceNamed("servicel2statuses"), "metallb-system", { metadata: { name: "l2-web-0" }, status: { node: "node-1", serviceName: "web-0", serviceNamespace: "demo" } } as unknown as KubeObject);
+    api().store.create(resourceNamed("servicel2statuses"), "metallb-system", { metadata: { name: "l2-web-0" }, status: { node: "node-1", serviceName: "web-0", serviceNamespace: "demo" } });
     const rows = await eventually(ips, (r) => r.find((x) => x.ip === stack.lab.vips[0])?.expectedOwner?.source === "servicel2status", 15_000);
     expect(rows.find((r) => r.ip === stack.lab.vips[0])?.expectedOwner).toEqual({ node: "node-1", source: "servicel2status" });
   });
