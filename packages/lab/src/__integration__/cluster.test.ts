@@ -3,7 +3,6 @@ import { orderCandidates } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { resourceNamed } from "../kube/resources.js";
 import { KUBE_PROXY_CONFIG } from "../kube/seed.js";
-import type { KubeObject } from "../kube/store.js";
 import { eventually, query } from "./hub-client.js";
 
 interface IpRow {
