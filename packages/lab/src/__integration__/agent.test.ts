@@ -89,8 +89,17 @@ describe("the agent in the lab", () => {
     const vip = stack.lab.vips[1] ?? "";
     if (node === undefined) throw new Error("no node");
     const file = join(dir, "announce.pcap");
-    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`], { stdio: "ignore" });
-    await new Promise((r) => setTimeout(r, 1500));
+    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`], { stdio: ["ignore", "ignore", "pipe"] });
+    // Start announcing only once tcpdump says it listens (a loaded machine can take seconds).
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 10_000);
+      dump.stderr.on("data", (d: Buffer) => {
+        if (d.toString().includes("listening on")) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+    });
     const r = whohas(node.ns, ["announce", vip, "--force", "--duration", "1s"]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/: 5 bursts/);

@@ -9,9 +9,21 @@ import { AGENT_MAIN, startStack, type Stack } from "../stack.js";
 // traffic, analysed by the real `whohas analyze` binary.
 const dir = mkdtempSync(join(tmpdir(), "whohas-captures-"));
 
-/** capture runs a capture command inside a namespace for `seconds` and waits for it to write its file. */
+/**
+ * capture runs a capture command inside a namespace for `seconds` after it says it is listening (tcpdump: "listening
+ * on", tshark: "Capturing on"), so a slow start on a loaded machine does not shorten the capture.
+ */
 async function capture(ns: string, cmd: string[], seconds: number): Promise<void> {
-  const child = spawn("ip", ["netns", "exec", ns, ...cmd], { stdio: "ignore" });
+  const child = spawn("ip", ["netns", "exec", ns, ...cmd], { stdio: ["ignore", "ignore", "pipe"] });
+  await new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, 10_000);
+    child.stderr.on("data", (d: Buffer) => {
+      if (/listening on|Capturing on/.test(d.toString())) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+  });
   await new Promise((r) => setTimeout(r, seconds * 1000));
   child.kill("SIGINT");
   await new Promise((r) => child.once("exit", r));
