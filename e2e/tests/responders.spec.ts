@@ -17,6 +17,8 @@ test("the dashboard shows the three nodes answering for a VIP, live", async ({ p
   await expect(row.getByTestId("services")).toHaveText("demo/web-0");
   await expect(row.getByTestId("owner")).toHaveAttribute("data-source", "computed");
   await expect(page.getByTestId("cluster")).toContainText("kube-proxy mode ipvs, strictARP false (configured), MetalLB installed");
+  // The ETP Local VIP: the two nodes without an endpoint answer too, and their traffic would be dropped.
+  await expect(page.locator(`tr[data-ip="${vips[1]}"]`).getByTestId("silent-drop")).toContainText("silent drop: node-1, node-2");
   await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
 });
 

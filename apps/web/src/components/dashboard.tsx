@@ -88,7 +88,14 @@ export function Dashboard() {
                 <td data-testid="owner" data-owner={ip.expectedOwner?.node ?? ""} data-source={ip.expectedOwner?.source ?? ""}>
                   {ip.expectedOwner === null ? <span className="muted">unknown</span> : <>{ip.expectedOwner.node} <span className="muted">({ip.expectedOwner.source})</span></>}
                 </td>
-                <td className={`state state-${ip.state}`}>{STATE_TEXT[ip.state]}</td>
+                <td className={`state state-${ip.state}`}>
+                  {STATE_TEXT[ip.state]}
+                  {ip.silentDropNodes.length > 0 ? (
+                    <span className="responder state-multi-responder" data-testid="silent-drop">
+                      silent drop: {ip.silentDropNodes.join(", ")} answer{ip.silentDropNodes.length === 1 ? "s" : ""} but host{ip.silentDropNodes.length === 1 ? "s" : ""} no endpoint (ETP Local)
+                    </span>
+                  ) : null}
+                </td>
                 <td>
                   {ip.responders.length === 0 ? <span className="muted">none</span> : null}
                   {ip.responders.map((r) => (

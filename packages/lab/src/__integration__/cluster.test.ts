@@ -11,6 +11,7 @@ interface IpRow {
   services: { namespace: string; name: string; externalTrafficPolicy: string }[];
   expectedOwner: { node: string; source: string } | null;
   responders: { node: string | null; answering: boolean }[];
+  silentDropNodes: string[];
 }
 interface Summary { kubernetes: string; metallb: boolean; kubeProxy: { mode: string; strictARP: boolean } | null }
 
@@ -37,8 +38,11 @@ describe("the hub joins traffic with the cluster", () => {
     const r0 = rows.find((r) => r.ip === vip0);
     expect(r0?.services).toEqual([{ namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster" }]);
     expect(r0?.expectedOwner).toEqual({ node: orderCandidates(["node-1", "node-2", "node-3"], vip0 ?? "")[0], source: "computed" });
-    // ETP Local: only the node with the endpoint (node-3) may own the IP.
+    // ETP Local: only the node with the endpoint (node-3) may own the IP...
     expect(rows.find((r) => r.ip === vip1)?.expectedOwner).toEqual({ node: "node-3", source: "computed" });
+    // ...and the other two answer anyway: traffic that reaches them is dropped without a word.
+    expect(rows.find((r) => r.ip === vip1)?.silentDropNodes).toEqual(["node-1", "node-2"]);
+    expect(r0?.silentDropNodes).toEqual([]);
   });
 
   it("prefers MetalLB's ServiceL2Status when there is one", async () => {

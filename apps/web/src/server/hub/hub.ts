@@ -2,7 +2,12 @@ import { EventEmitter } from "node:events";
 import { compareIP } from "@whohas/core";
 
 function join(v: IpView, i: IpInventory | undefined): HubIpView {
-  return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes: i?.endpointNodes ?? [] };
+  const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
+  const endpointNodes = i?.endpointNodes ?? [];
+  const silentDropNodes = local
+    ? [...new Set(v.responders.filter((r) => r.answering && r.node !== null && !endpointNodes.includes(r.node)).map((r) => r.node ?? ""))].sort()
+    : [];
+  return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes, silentDropNodes };
 }
 import { IpTable, inventoryByIp, parseKubeProxyConfig, type AgentMessage, type ClusterInput, type InterfaceInfo, type IpInventory, type IpView, type KubeProxyConfig, type NodeFacts } from "@whohas/core";
 
@@ -19,6 +24,11 @@ export interface HubIpView extends IpView {
   readonly expectedOwner: IpInventory["expectedOwner"];
   /** Nodes hosting a serving endpoint (ETP Local: a responder elsewhere silently drops traffic). */
   readonly endpointNodes: readonly string[];
+  /**
+   * Answering nodes with no local endpoint of an externalTrafficPolicy Local Service: a client whose cache holds
+   * their MAC sends traffic that kube-proxy drops without a word ("it worked for a minute, then timeouts").
+   */
+  readonly silentDropNodes: readonly string[];
 }
 
 /** ClusterSummary answers "am I affected?" at the cluster level. */
