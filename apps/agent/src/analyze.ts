@@ -1,6 +1,6 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { CaptureAnalysis, analyzeExitCode, isIP, isMac, toJson, toTable } from "@whohas/core";
+import { CaptureAnalysis, analyzeExitCode, isIP, isMac, toJson, toTable } from "@whohas/core/analyze";
 
 export const ANALYZE_HELP = `Usage: whohas analyze [--json] [--owner IP=MAC]... FILE... | -
 
