@@ -4,6 +4,7 @@ import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { appRouter } from "./api/root.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
+import { HubMetrics } from "./metrics.js";
 import type { Logger } from "@whohas/core";
 
 /** TRPC_PREFIX is where the dashboard's API lives (the client's links point here). */
@@ -22,6 +23,7 @@ export interface HubServerOptions {
 /** A HubServer routes one process's HTTP: health, tRPC, the agent WebSocket, and Next.js for the rest. */
 export interface HubServer {
   readonly gateway: AgentGateway;
+  readonly metrics: HubMetrics;
   /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
   readonly listener: RequestListener;
   readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -31,11 +33,16 @@ export interface HubServer {
 
 export function createHubServer(opts: HubServerOptions): HubServer {
   const trpc = createHTTPHandler({ router: appRouter, basePath: TRPC_PREFIX, createContext: () => ({ hub: opts.hub }) });
-  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger);
+  const metrics = new HubMetrics(opts.hub);
+  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
   const listener: RequestListener = (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (path === "/healthz") {
+    if (path === "/healthz" || path === "/readyz") {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      return;
+    }
+    if (path === "/metrics") {
+      void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
       return;
     }
     if (path.startsWith(TRPC_PREFIX)) {
@@ -52,6 +59,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   };
   return {
     gateway,
+    metrics,
     listener,
     upgrade,
     createServer() {

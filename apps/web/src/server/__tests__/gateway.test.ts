@@ -6,7 +6,7 @@ import WebSocket from "ws";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { silentLogger } from "@whohas/core";
-import { tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
+import { TokenBucket, tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
 
 const gatewayOf = (r: Running | undefined): AgentGateway => {
   if (r === undefined) throw new Error("no server");
@@ -137,11 +137,49 @@ describe("agent gateway", () => {
     expect([code, why.toString()]).toEqual([1008, "facts for node-b on node-a's connection"]);
   });
 
+  it("closes an agent that floods the hub with 1008 and counts it in /metrics", async () => {
+    const { ws, base } = await start();
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    for (let i = 0; i < 1000; i++) c.send(JSON.stringify({ v: 1, type: "heartbeat", t: i }));
+    const [code, why] = (await once(c, "close")) as [number, Buffer];
+    expect([code, why.toString()]).toEqual([1008, "rate limit: more than 200 messages/s"]);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect(metrics).toMatch(/whohas_hub_agent_rejected_total\{reason="rate-limit"\} 1/);
+    expect(metrics).toMatch(/whohas_hub_agent_messages_total\{type="heartbeat"\} \d+/);
+  });
+
+  it("serves Prometheus metrics of agents and IPs", async () => {
+    const { ws, base } = await start(() => 1000);
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    await expect.poll(async () => (await fetch(`${base}/metrics`)).text()).toMatch(/whohas_hub_ips\{state="single"\} 1/);
+    const m = await (await fetch(`${base}/metrics`)).text();
+    expect(m).toMatch(/whohas_hub_agents\{state="up"\} 1/);
+    expect(m).toMatch(/whohas_hub_answering_responders\{ip="192.0.2.200"\} 1/);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    c.close();
+  });
+
   it("destroys upgrades on paths that are not ours", async () => {
     const { base } = await start();
     const c = new WebSocket(base.replace("http", "ws") + "/elsewhere");
     const [err] = (await once(c, "error")) as [Error];
     expect(err.message).toMatch(/socket hang up|ECONNRESET/);
+  });
+});
+
+describe("TokenBucket", () => {
+  it("allows the burst, then the rate", () => {
+    const b = new TokenBucket(10, 3, 0);
+    expect([b.take(0), b.take(0), b.take(0), b.take(0)]).toEqual([true, true, true, false]);
+    expect(b.take(100)).toBe(true); // 0.1 s at 10/s refills one
+    expect(b.take(100)).toBe(false);
   });
 });
 

@@ -4,6 +4,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
 /** AGENT_PATH is where agents connect. */
@@ -12,6 +13,31 @@ export const AGENT_PATH = "/agent";
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 /** PING_MS: the hub pings and heartbeats each agent this often; one that misses a pong is dropped. */
 export const PING_MS = 10_000;
+
+/**
+ * RATE_PER_SECOND / RATE_BURST bound what one agent may send: it flushes at most every 100 ms and heartbeats every
+ * 10 s, so 200 messages a second with bursts of 400 leave room for probes and reconnect catch-up, and stop a broken
+ * or hostile agent from starving the others.
+ */
+export const RATE_PER_SECOND = 200;
+export const RATE_BURST = 400;
+
+/** A TokenBucket allows `rate` events per second with bursts of `burst`. */
+export class TokenBucket {
+  #tokens: number;
+  #at: number;
+  constructor(readonly rate: number, readonly burst: number, now: number) {
+    this.#tokens = burst;
+    this.#at = now;
+  }
+  take(now: number): boolean {
+    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
+    this.#at = now;
+    if (this.#tokens < 1) return false;
+    this.#tokens -= 1;
+    return true;
+  }
+}
 
 /** tokenMatches compares bearer tokens in constant time. */
 export function tokenMatches(header: string | undefined, token: string): boolean {
@@ -36,7 +62,7 @@ export class AgentGateway {
   /** Listeners of command results (probe-result, command-done), by command id. */
   readonly #results = new Map<string, (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void>();
 
-  constructor(readonly hub: Hub, readonly token: string, readonly logger: Logger) {
+  constructor(readonly hub: Hub, readonly token: string, readonly logger: Logger, readonly metrics?: HubMetrics) {
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
         if (this.#alive.get(ws) === false) {
@@ -57,6 +83,7 @@ export class AgentGateway {
     const peer = req.socket.remoteAddress ?? "unix";
     if (!tokenMatches(req.headers.authorization, this.token)) {
       this.logger.warn("agent.unauthorized", { peer });
+      this.metrics?.rejected.inc({ reason: "unauthorized" });
       socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
@@ -65,13 +92,18 @@ export class AgentGateway {
 
   #accept(ws: WebSocket, peer: string): void {
     let node: string | null = null;
+    const bucket = new TokenBucket(RATE_PER_SECOND, RATE_BURST, Date.now());
     this.#alive.set(ws, true);
     ws.on("pong", () => this.#alive.set(ws, true));
     ws.on("message", (data: Buffer, isBinary) => {
+      // Frames already on the wire after a refusal are dropped, not judged (and counted) again.
+      if (ws.readyState !== ws.OPEN) return;
+      if (!bucket.take(Date.now())) return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`);
       if (isBinary) return this.#refuse(ws, node, peer, "binary frames are not part of wire v1");
       const msg = parseAgentMessage(data.toString("utf8"));
       if (!msg.ok) return this.#refuse(ws, node, peer, msg.message);
       const m = msg.value;
+      this.metrics?.messages.inc({ type: m.type });
       if (node === null && m.type !== "hello") return this.#refuse(ws, node, peer, "first message must be hello");
       switch (m.type) {
         case "hello":
@@ -109,6 +141,7 @@ export class AgentGateway {
 
   #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {
     this.logger.warn("agent.bad_message", { node, peer, reason });
+    this.metrics?.rejected.inc({ reason: reason.startsWith("rate limit") ? "rate-limit" : "bad-message" });
     ws.close(1008, reason.slice(0, 120));
   }
 
