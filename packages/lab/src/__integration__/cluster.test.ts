@@ -51,6 +51,19 @@ describe("the hub joins traffic with the cluster", () => {
     expect(rows.find((r) => r.ip === stack.lab.vips[0])?.expectedOwner).toEqual({ node: "node-1", source: "servicel2status" });
   });
 
+  it("takes the owner from MetalLB's nodeAssigned Event when there is no ServiceL2Status", async () => {
+    api().store.create(resourceNamed("events"), "demo", {
+      metadata: { name: "web-1.17a3" },
+      involvedObject: { kind: "Service", namespace: "demo", name: "web-1", apiVersion: "v1" },
+      reason: "nodeAssigned",
+      message: 'announcing from node "node-2" with protocol "layer2"',
+      type: "Normal",
+      lastTimestamp: new Date().toISOString(),
+    });
+    const rows = await eventually(ips, (r) => r.find((x) => x.ip === stack.lab.vips[1])?.expectedOwner?.source === "event", 15_000);
+    expect(rows.find((r) => r.ip === stack.lab.vips[1])?.expectedOwner).toEqual({ node: "node-2", source: "event" });
+  });
+
   it("follows the ConfigMap through the watch when strictARP is switched on", async () => {
     const cm = resourceNamed("configmaps");
     const cur = api().store.get(cm, "kube-system", "kube-proxy");

@@ -4,11 +4,13 @@ import {
   CustomObjectsApi,
   DiscoveryV1Api,
   KubeConfig,
-  makeInformer,
+  ListWatch,
+  Watch,
   type KubernetesObject,
   type V1ConfigMap,
   type V1EndpointSlice,
   type V1Node,
+  type CoreV1Event,
   type V1Service,
 } from "@kubernetes/client-node";
 import type { ClusterInput, LabelSelector, LoadBalancerService, Logger } from "@whohas/core";
@@ -26,8 +28,15 @@ interface Watched<T extends KubernetesObject> {
  * watchResource runs one informer (list, then watch from the list's resourceVersion; relist on 410 Gone, as the
  * client does) and restarts it with backoff after any other error, logging a message a person can act on.
  */
-function watchResource<T extends KubernetesObject>(kc: KubeConfig, path: string, list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>, onChange: () => void, logger: Logger): Watched<T> {
-  const informer = makeInformer<T>(kc, path, list);
+function watchResource<T extends KubernetesObject>(
+  kc: KubeConfig,
+  path: string,
+  list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>,
+  onChange: () => void,
+  logger: Logger,
+  fieldSelector?: string,
+): Watched<T> {
+  const informer = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
   let stopped = false;
   let delay = BACKOFF_MIN_MS;
   for (const ev of ["add", "update", "delete"] as const) informer.on(ev, () => onChange());
@@ -107,9 +116,11 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const configmaps = watchResource<V1ConfigMap>(kc, "/api/v1/namespaces/kube-system/configmaps", () => core.listNamespacedConfigMap({ namespace: "kube-system" }), onChange, logger);
   const crd = (plural: string) =>
     watchResource<MetallbObject>(kc, `/apis/metallb.io/v1beta1/${plural}`, () => custom.listClusterCustomObject({ group: "metallb.io", version: "v1beta1", plural }) as never, onChange, logger);
+  // MetalLB's speaker records "announcing from node X" as an Event on the Service each time it reconciles.
+  const assigned = watchResource<CoreV1Event>(kc, "/api/v1/events", () => core.listEventForAllNamespaces({ fieldSelector: NODE_ASSIGNED }), onChange, logger, NODE_ASSIGNED);
   const l2ads = metallb ? crd("l2advertisements") : null;
   const l2statuses = metallb ? crd("servicel2statuses") : null;
-  const all = [services, slices, nodes, configmaps, l2ads, l2statuses].filter((w) => w !== null);
+  const all = [services, slices, nodes, configmaps, assigned, l2ads, l2statuses].filter((w) => w !== null);
   return {
     metallb,
     kubeProxyConfig: () => {
@@ -129,7 +140,7 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
         l2Statuses: (l2statuses?.list() ?? []).flatMap((s) =>
           s.status?.node && s.status.serviceName ? [{ node: s.status.node, serviceName: s.status.serviceName, serviceNamespace: s.status.serviceNamespace ?? "" }] : [],
         ),
-        nodeAssigned: new Map(),
+        nodeAssigned: latestAssignments(assigned.list()),
         metallbInstalled: metallb,
       };
     },
@@ -137,6 +148,27 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
       await Promise.all(all.map((w) => w.stop()));
     },
   };
+}
+
+/** NODE_ASSIGNED selects MetalLB's announcement Events server-side. */
+const NODE_ASSIGNED = "reason=nodeAssigned";
+const ANNOUNCING = /announcing from node "([^"]+)"/;
+
+/** latestAssignments maps each Service ("namespace/name") to the node of its newest nodeAssigned Event. */
+export function latestAssignments(events: readonly CoreV1Event[]): Map<string, string> {
+  const newest = new Map<string, { t: number; node: string }>();
+  for (const e of events) {
+    const o = e.involvedObject;
+    if (o.kind !== "Service" || e.reason !== "nodeAssigned") continue;
+    const node = ANNOUNCING.exec(e.message ?? "")?.[1];
+    if (node === undefined) continue;
+    const when = e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp;
+    const t = when === undefined ? 0 : new Date(when).getTime();
+    const key = `${o.namespace ?? ""}/${o.name ?? ""}`;
+    const cur = newest.get(key);
+    if (cur === undefined || t >= cur.t) newest.set(key, { t, node });
+  }
+  return new Map([...newest].map(([k, v]) => [k, v.node]));
 }
 
 /** loadKubeConfig reads a kubeconfig file, or the in-cluster ServiceAccount when `path` is null. */
