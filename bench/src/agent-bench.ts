@@ -1,7 +1,7 @@
 // Benchmark of the agent (issue 4): a node of the lab receives 20,000 ARP frames/s for 60 s while its agent captures;
 // tcpdump -w /dev/null captures the same interface in the same run as the reference. Prints CPU (share of one core),
 // peak RSS and libpcap's kernel drops; then the agent's idle CPU. Asserts nothing.
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
@@ -17,10 +17,9 @@ function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
   const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Number(m?.[1] ?? 0) / 1024;
 }
-async function pidsIn(ns: string, comm: string): Promise<number[]> {
-  const out = await inNs(ns, "sh", "-c", "ip netns identify $$ >/dev/null; true").catch(() => "");
-  void out;
-  const pids = (await import("node:child_process")).execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).split("\n").map(Number).filter((p) => p > 0);
+/** pidsIn lists the processes named `comm` running inside a namespace. */
+function pidsIn(ns: string, comm: string): number[] {
+  const pids = execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).split("\n").map(Number).filter((p) => p > 0);
   return pids.filter((p) => readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm);
 }
 async function metric(ns: string, name: string): Promise<number> {
@@ -39,7 +38,7 @@ async function main(): Promise<void> {
     const node = stack.lab.nodes[0];
     if (node === undefined) throw new Error("no node");
     await new Promise((r) => setTimeout(r, 3000));
-    const [agent] = await pidsIn(node.ns, "node");
+    const [agent] = pidsIn(node.ns, "node");
     if (agent === undefined) throw new Error("agent process not found");
 
     // Idle: nothing but the lab's background.
@@ -51,7 +50,7 @@ async function main(): Promise<void> {
     let dumpErr = "";
     dump.stderr.on("data", (d: Buffer) => (dumpErr += d.toString()));
     await new Promise((r) => setTimeout(r, 1000));
-    const [tcpdump] = await pidsIn(node.ns, "tcpdump");
+    const [tcpdump] = pidsIn(node.ns, "tcpdump");
     if (tcpdump === undefined) throw new Error("tcpdump did not start");
     const drops0 = await metric(node.ns, "whohas_agent_kernel_dropped_packets");
     const frames0 = await metric(node.ns, "whohas_agent_frames_total");

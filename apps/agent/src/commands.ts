@@ -69,11 +69,16 @@ export const realClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
-      signal?.addEventListener("abort", () => {
+      // Whichever comes first, the timer or the abort, removes the other: a 60 s probe sleeps 60 times.
+      const onAbort = () => {
         clearTimeout(t);
         resolve();
-      });
+      };
+      const t = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener("abort", onAbort, { once: true });
     }),
 };
 

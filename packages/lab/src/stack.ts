@@ -152,13 +152,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       return child;
     };
     let hub = await startHub();
-    const restartHub = async () => {
-      await stopChild(hub);
-      hub = await startHub();
-    };
     const stopHub = () => stopChild(hub);
     const startHubAgain = async () => {
       hub = await startHub();
+    };
+    const restartHub = async () => {
+      await stopHub();
+      await startHubAgain();
     };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
     for (const n of lab.nodes) {

@@ -109,7 +109,6 @@ export class Store {
     const next: KubeObject = opts.status
       ? { ...cur, status: body.status ?? null }
       : { ...body, ...(cur.status === undefined ? {} : { status: cur.status }), metadata: { ...meta(body) } };
-    if (!opts.status && body.status === undefined && cur.status !== undefined) next.status = cur.status;
     for (const k of ["uid", "creationTimestamp", "namespace", "name"] as const) if (meta(cur)[k] !== undefined) next.metadata[k] = meta(cur)[k] ?? null;
     next.apiVersion = cur.apiVersion ?? null;
     next.kind = cur.kind ?? null;
