@@ -1,65 +1,128 @@
-// The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js, tRPC and the agent WebSocket (STYLE 8).
+// The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js,
+// tRPC, the read API and the agent WebSocket (STYLE 8). Started as `whohas-hub --config FILE`.
 import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import next from "next";
-import { parseEnv } from "./src/server/env.js";
+import { ENV_OVERRIDES, loadConfig } from "./src/server/config.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
+import { openSqlite } from "./src/server/store/db.js";
+import { Store } from "./src/server/store/store.js";
 import { jsonLogger } from "@whohas/core";
 
+const HELP = `whohas-hub: the whohas hub and dashboard
+
+Usage: whohas-hub [--config FILE]
+
+  --config FILE   YAML configuration (see apps/web/config.example.yaml); every key is optional except the agent token
+  --help          this text
+
+Environment overrides (they win over the file):
+${Object.entries(ENV_OVERRIDES).map(([k, v]) => `  ${k.padEnd(26)} ${v}`).join("\n")}
+
+Endpoints: / (dashboard), /agent (agents' WebSocket), /api/v1/{ips,ips/IP,nodes,incidents} (read API, Bearer viewer
+token), /api/trpc (dashboard API), /metrics, /healthz, /readyz.
+`;
+
+/** TICK_MS: how often the hub judges IPs and writes what it buffered. */
+const TICK_MS = 1000;
+/** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
+const PRUNE_EVERY_MS = 10 * 60_000;
+
 async function main(): Promise<void> {
-  const env = parseEnv();
-  const logger = jsonLogger("hub", (line) => process.stderr.write(line));
-  const app = next({ dev: env.dev, dir: fileURLToPath(new URL("..", import.meta.url)) });
+  const args = parseArgs({ options: { config: { type: "string" }, help: { type: "boolean" } }, strict: true });
+  if (args.values.help === true) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const config = loadConfig(args.values.config ?? null);
+  const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
+  const store = new Store(openSqlite(config.storage.path), Date.now());
+  const hub = new Hub({ store, restoreMs: config.storage.retentionMs });
+  logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents().length, openIncidents: hub.incidents({ open: true }).length });
+
+  const app = next({ dev: config.dev, dir: fileURLToPath(new URL("..", import.meta.url)) });
   await app.prepare();
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
-  const hub = new Hub();
-  if (env.kubernetes !== null) {
-    const kc = loadKubeConfig(env.kubernetes === "in-cluster" ? null : env.kubernetes);
+  if (config.kubernetes !== null) {
+    const kc = loadKubeConfig(config.kubernetes === "in-cluster" ? null : config.kubernetes);
     const inventory = await startInventory(kc, () => hub.clusterChanged(), logger);
     hub.setCluster(inventory);
-    logger.info("kube.connected", { source: env.kubernetes, server: kc.getCurrentCluster()?.server, metallb: inventory.metallb });
+    logger.info("kube.connected", { source: config.kubernetes, server: kc.getCurrentCluster()?.server, metallb: inventory.metallb });
   } else {
-    logger.info("kube.off", { hint: "set WHOHAS_KUBECONFIG, or run in a pod, to join traffic with Services and expected owners" });
+    logger.info("kube.off", { hint: "set kubernetes.kubeconfig (or WHOHAS_KUBECONFIG), or run in a pod, to join traffic with Services and expected owners" });
   }
+  hub.onTransition((t, id) => logger.info(`incident.${t.kind}`, { id, ip: t.finding.ip, type: t.finding.type, macs: t.finding.macs, detail: t.finding.detail }));
   const server = createHubServer({
     hub,
-    agentToken: env.agentToken,
+    agentToken: config.agentToken,
+    viewerToken: config.viewerToken,
     logger,
     pages: (req, res) => void handle(req, res),
-    otherUpgrade: env.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
+    otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
+
+  const tick = setInterval(() => {
+    try {
+      hub.tick();
+      hub.flush();
+    } catch (e) {
+      // A full disk or a locked database must not stop ingest: the live view goes on, the error says what to fix.
+      logger.error("store.write_failed", { message: (e as Error).message, hint: `check free space and permissions of ${config.storage.path}` });
+    }
+  }, TICK_MS);
+  const prune = async () => {
+    let removed = 0;
+    for (let n = -1; n !== 0; ) {
+      n = store.pruneStep(Date.now(), config.storage.retentionMs);
+      removed += n;
+      await new Promise((r) => setImmediate(r));
+    }
+    if (removed > 0) logger.info("store.pruned", { rows: removed });
+  };
+  const pruner = setInterval(() => void prune().catch((e: unknown) => logger.error("store.prune_failed", { message: (e as Error).message })), PRUNE_EVERY_MS);
+  void prune();
+
   const tcp = server.createServer();
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
-    tcp.listen(env.port, env.host, resolve);
+    tcp.listen(config.listen.port, config.listen.host, resolve);
   });
-  logger.info("hub.listening", { url: `http://localhost:${env.port}`, host: env.host });
-  const unix = env.agentSocket === null ? null : server.createServer();
-  if (unix !== null && env.agentSocket !== null) {
-    rmSync(env.agentSocket, { force: true });
+  const address = tcp.address();
+  const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
+  logger.info("hub.listening", { url: `http://localhost:${port}`, host: config.listen.host, readApi: config.viewerToken !== null });
+  const unix = config.agentSocket === null ? null : server.createServer();
+  if (unix !== null && config.agentSocket !== null) {
+    rmSync(config.agentSocket, { force: true });
     await new Promise<void>((resolve, reject) => {
       unix.once("error", reject);
-      unix.listen(env.agentSocket ?? "", resolve);
+      unix.listen(config.agentSocket ?? "", resolve);
     });
-    logger.info("hub.listening_unix", { path: env.agentSocket });
+    logger.info("hub.listening_unix", { path: config.agentSocket });
   }
   const stop = (signal: string) => {
     logger.info("hub.stopping", { signal });
+    clearInterval(tick);
+    clearInterval(pruner);
     server.gateway.close();
     tcp.close();
     unix?.close();
     tcp.closeAllConnections();
     unix?.closeAllConnections();
-    setTimeout(() => process.exit(0), 500).unref();
+    // Everything buffered reaches the disk before the process goes.
+    hub.tick();
+    hub.flush();
+    store.close();
+    setTimeout(() => process.exit(0), 200).unref();
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`whohas hub: ${(e as Error).message}\n`);
+  process.stderr.write(`whohas-hub: ${(e as Error).message}\n`);
   process.exit(1);
 });

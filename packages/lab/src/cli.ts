@@ -42,6 +42,8 @@ async function demo(argv: string[]): Promise<void> {
       `  client ${lab.client.ip} asks for each VIP every second. Logs: ${stack.logDir}`,
       `  Kubernetes: a test API server at ${stack.api?.url ?? "-"} holds a LoadBalancer Service per VIP (demo/web-N),`,
       "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",
+      `  Hub: whohas-hub --config ${stack.hubConfig} (SQLite ${stack.dbPath}).`,
+      `  Read API: curl -H 'Authorization: Bearer ${stack.viewerToken}' ${stack.url}/api/v1/ips`,
       "",
       "Press Ctrl-C to stop and remove the lab.",
       "",

@@ -5,6 +5,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
+import { stringify as stringifyYaml } from "yaml";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
 import { seedCluster } from "./kube/seed.js";
@@ -12,7 +13,8 @@ import { startTestApiServer, type TestApiServer } from "./kube/server.js";
 
 /** REPO_ROOT: the lab starts the built hub and agent from the checkout it belongs to. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-export const HUB_SERVER = `${REPO_ROOT}apps/web/dist/server.js`;
+/** HUB_BIN is the hub's production entry, `whohas-hub` (the same one a deployment runs). */
+export const HUB_BIN = `${REPO_ROOT}apps/web/bin/whohas-hub.js`;
 export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
 export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
 
@@ -38,6 +40,11 @@ export interface Stack {
   readonly url: string;
   readonly port: number;
   readonly token: string;
+  /** Bearer token of the hub's read API (/api/v1). */
+  readonly viewerToken: string;
+  /** The hub's config file and SQLite database. */
+  readonly hubConfig: string;
+  readonly dbPath: string;
   readonly logDir: string;
   /** The test API server, when `kube` was asked for. */
   readonly api: TestApiServer | null;
@@ -46,6 +53,9 @@ export interface Stack {
   /** stopHub and startHub split a restart, for outages of a chosen length. */
   stopHub(): Promise<void>;
   startHub(): Promise<void>;
+  /** stopAgent kills one node's agent (SIGKILL: the hub learns only from the silence); startAgent starts it again. */
+  stopAgent(node: string): Promise<void>;
+  startAgent(node: string): void;
   stop(): Promise<void>;
 }
 
@@ -105,6 +115,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   try {
     await mkdir(logDir, { recursive: true });
+    const killed = new WeakSet<ChildProcess>();
     const spawnLogged = (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
       const log = createWriteStream(`${logDir}/${name}.log`, { flags: "a" });
       // Children inherit this process's environment (PATH, CI) plus their own settings.
@@ -115,7 +126,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       children.push(child);
       child.once("exit", (code, signal) => {
         // A clean exit or one asked for (Ctrl-C reaches the whole process group) is not news; a crash is.
-        const asked = code === 0 || signal === "SIGINT" || signal === "SIGTERM";
+        const asked = code === 0 || signal === "SIGINT" || signal === "SIGTERM" || killed.has(child);
         if (!stopping && !asked) process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
       });
       return child;
@@ -124,8 +135,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const token = randomBytes(24).toString("hex");
     const tokenFile = `${lab.names.stateDir}/agent-token`;
     await writeFile(tokenFile, token, { mode: 0o600 });
+    const viewerToken = randomBytes(24).toString("hex");
+    const viewerTokenFile = `${lab.names.stateDir}/viewer-token`;
+    await writeFile(viewerTokenFile, viewerToken, { mode: 0o600 });
     const url = `http://localhost:${port}`;
-    const kubeEnv: NodeJS.ProcessEnv = {};
+    let kubeconfig: string | null = null;
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
       api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"]]) });
@@ -134,20 +148,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         lab.nodes.map((n) => n.name),
         lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] })),
       );
-      const kubeconfig = `${lab.names.stateDir}/kubeconfig`;
+      kubeconfig = `${lab.names.stateDir}/kubeconfig`;
       await writeFile(kubeconfig, api.kubeconfig(admin), { mode: 0o600 });
-      kubeEnv.WHOHAS_KUBECONFIG = kubeconfig;
     }
+    // The hub runs from a config file, as a deployment does (apps/web/config.example.yaml).
+    const dbPath = `${lab.names.stateDir}/whohas.db`;
+    const hubConfig = `${lab.names.stateDir}/hub.yaml`;
+    await writeFile(
+      hubConfig,
+      stringifyYaml({
+        listen: `127.0.0.1:${port}`,
+        storage: { path: dbPath, retention: "1d" },
+        agents: { tokenFile, socket: lab.names.hubSocket },
+        api: { viewerTokenFile },
+        kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
+      }),
+    );
     const startHub = async () => {
-      const child = spawnLogged("hub", process.execPath, [HUB_SERVER], {
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        NODE_ENV: "production",
-        NEXT_TELEMETRY_DISABLED: "1",
-        WHOHAS_AGENT_TOKEN: token,
-        WHOHAS_AGENT_SOCKET: lab.names.hubSocket,
-        ...kubeEnv,
-      });
+      const child = spawnLogged("hub", process.execPath, [HUB_BIN, "--config", hubConfig], { NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" });
       await waitHealthy(url, child, 30_000);
       return child;
     };
@@ -161,11 +179,24 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await startHubAgain();
     };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
-    for (const n of lab.nodes) {
-      spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", tokenFile]);
-    }
+    const agents = new Map<string, ChildProcess>();
+    const startAgent = (name: string) => {
+      const n = lab.nodes.find((x) => x.name === name);
+      if (n === undefined) throw new Error(`no node ${name} in this lab`);
+      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", tokenFile]));
+    };
+    const stopAgent = async (name: string) => {
+      const child = agents.get(name);
+      if (child?.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      // `ip netns exec` execs the agent, so the child is the agent itself.
+      killed.add(child);
+      child.kill("SIGKILL");
+      await exited;
+    };
+    for (const n of lab.nodes) startAgent(n.name);
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain };
+    return { lab, url, port, token, viewerToken, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { appRouter } from "./api/root.js";
+import { REST_PREFIX, handleRest } from "./api/rest.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
 import { HubMetrics } from "./metrics.js";
@@ -13,6 +14,8 @@ export const TRPC_PREFIX = "/api/trpc/";
 export interface HubServerOptions {
   readonly hub: Hub;
   readonly agentToken: string;
+  /** Bearer token of the read API; null: /api/v1 answers 401 saying how to enable it. */
+  readonly viewerToken: string | null;
   readonly logger: Logger;
   /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
   readonly pages: RequestListener;
@@ -43,6 +46,10 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     }
     if (path === "/metrics") {
       void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+      return;
+    }
+    if (path.startsWith(REST_PREFIX)) {
+      handleRest(opts.hub, opts.viewerToken, req, res);
       return;
     }
     if (path.startsWith(TRPC_PREFIX)) {

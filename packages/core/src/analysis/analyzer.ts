@@ -305,6 +305,10 @@ export class Analyzer {
         return `Ethernet source ${b} sends ARP as ${a}`;
       case "wrong-owner":
         return `${a} answered, the expected owner is ${[...(this.#owners.get(key) ?? [])].map(formatMacNumber).join(" or ")}`;
+      case "silent-drop":
+      case "capture-lost":
+        // Judged by the hub from the cluster and its agents (live-findings.ts); frames alone cannot show them.
+        return type;
     }
   }
 

@@ -8,8 +8,20 @@
  * - `split-brain`: two MACs announced the IP (gratuitous ARP / unsolicited NA) within SPLIT_BRAIN_MS.
  * - `ethernet-mismatch`: a frame's Ethernet source is not its ARP sender MAC (Microsoft NLB does it on purpose).
  * - `wrong-owner`: a MAC that is not the expected owner's answered or announced.
+ * - `silent-drop`: under externalTrafficPolicy Local, a node with no local endpoint answers: clients that cache its
+ *   MAC send traffic kube-proxy drops without a word (the hub only: it needs the cluster's EndpointSlices).
+ * - `capture-lost`: every agent that captured this IP is down, so whohas is blind to it (the hub only).
  */
-export type FindingType = "multi-responder" | "no-responder" | "changed" | "flip-flop" | "split-brain" | "ethernet-mismatch" | "wrong-owner";
+export type FindingType =
+  | "multi-responder"
+  | "no-responder"
+  | "changed"
+  | "flip-flop"
+  | "split-brain"
+  | "ethernet-mismatch"
+  | "wrong-owner"
+  | "silent-drop"
+  | "capture-lost";
 
 /** The windows of the findings (issue 3). */
 export const REQUEST_WINDOW_MS = 1000;

@@ -27,6 +27,8 @@ export interface ResponderView {
   readonly replies: number;
   /** Gratuitous announcements (requests and replies). */
   readonly gratuitous: number;
+  /** Time of the last gratuitous announcement, null when none was seen. */
+  readonly lastGratuitous: number | null;
   readonly firstSeen: number;
   readonly lastSeen: number;
   readonly answering: boolean;
@@ -41,6 +43,8 @@ export interface IpView {
   readonly requests: number;
   readonly lastRequest: number | null;
   readonly responders: readonly ResponderView[];
+  /** Nodes whose agents captured anything for this IP (requests or answers): its capture points. */
+  readonly capturedBy: readonly string[];
 }
 
 interface Counter {
@@ -131,6 +135,7 @@ export class IpTable {
         node: nodeOfMac(mac),
         replies: replies?.count ?? 0,
         gratuitous: grat?.count ?? 0,
+        lastGratuitous: grat?.lastSeen ?? null,
         firstSeen,
         lastSeen,
         answering: now - lastSeen <= ANSWER_WINDOW_MS,
@@ -143,7 +148,19 @@ export class IpTable {
     const answering = responders.filter((r) => r.answering).length;
     const asked = req !== null && now - req.lastSeen <= ANSWER_WINDOW_MS;
     const state: IpState = answering >= 2 ? "multi-responder" : answering === 1 ? "single" : asked ? "no-responder" : "idle";
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, responders };
+    const capturedBy = new Set(rec.requests.keys());
+    for (const r of responders) for (const n of r.seenBy) capturedBy.add(n);
+    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, responders, capturedBy: [...capturedBy].sort() };
+  }
+
+  /** ips lists every IP seen, unordered. */
+  ips(): IterableIterator<string> {
+    return this.#ips.keys();
+  }
+
+  /** size is the number of IPs tracked. */
+  get size(): number {
+    return this.#ips.size;
   }
 
   /** views renders every IP, sorted numerically. */

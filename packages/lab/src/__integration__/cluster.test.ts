@@ -13,7 +13,13 @@ interface IpRow {
   responders: { node: string | null; answering: boolean }[];
   silentDropNodes: string[];
 }
-interface Summary { kubernetes: string; metallb: boolean; kubeProxy: { mode: string; strictARP: boolean } | null }
+interface Summary {
+  kubernetes: string;
+  metallb: boolean;
+  kubeProxy: { mode: string; strictARP: boolean } | null;
+  kubeProxyRollout: { desired: number; complete: boolean } | null;
+  strictArp: { verdict: string; drift: { node: string; reason: string }[]; looseIpvsNodes: string[] };
+}
 
 // The hub with real agents and the test API server, through the real @kubernetes/client-node informers.
 describe("the hub joins traffic with the cluster", () => {
@@ -70,6 +76,19 @@ describe("the hub joins traffic with the cluster", () => {
     api().store.update(cm, "kube-system", "kube-proxy", { ...cur, data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") } });
     const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => x.kubeProxy?.strictARP === true, 15_000);
     expect(s.kubeProxy).toMatchObject({ mode: "ipvs", strictARP: true });
+    // The nodes have not restarted kube-proxy: every one of them drifts from the configuration.
+    expect(s.strictArp.drift.map((d) => [d.node, d.reason])).toEqual([["node-1", "not-restarted"], ["node-2", "not-restarted"], ["node-3", "not-restarted"]]);
+    expect(s.strictArp.verdict).toBe("exposed");
+    expect(s.kubeProxyRollout).toMatchObject({ desired: 3 });
+  });
+
+  it("sees a node's drift end when its kernel turns strict, from the agent's next facts report", async () => {
+    const node = stack.lab.nodes[0];
+    if (node === undefined) throw new Error("no node");
+    await stack.lab.setStrictArp(node, true);
+    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => !x.strictArp.drift.some((d) => d.node === "node-1"), 15_000);
+    expect(s.strictArp.looseIpvsNodes).toEqual(["node-2", "node-3"]);
+    await stack.lab.setStrictArp(node, false);
   });
 
   function api() {

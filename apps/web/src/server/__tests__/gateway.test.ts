@@ -21,8 +21,8 @@ interface Running { server: Server; hub: Hub; base: string; ws: string; gateway:
 const open: Running[] = [];
 
 async function start(clock: () => number = Date.now): Promise<Running> {
-  const hub = new Hub(clock);
-  const hs = createHubServer({ hub, agentToken: TOKEN, logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+  const hub = new Hub({ clock });
+  const hs = createHubServer({ hub, agentToken: TOKEN, viewerToken: null, logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
   const server = hs.createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");

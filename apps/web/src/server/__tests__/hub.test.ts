@@ -6,7 +6,7 @@ const hello = { v: 1 as const, type: "hello" as const, node: "node-a", agentVers
 describe("Hub", () => {
   it("shows a silent agent as down after 30 s, and a disconnected one at once", () => {
     let now = 0;
-    const hub = new Hub(() => now);
+    const hub = new Hub({ clock: () => now });
     hub.connect(hello);
     expect(hub.agents()[0]?.up).toBe(true);
     now = AGENT_SILENCE_MS + 1;
@@ -18,7 +18,7 @@ describe("Hub", () => {
   });
 
   it("keeps an agent connected while an older socket of the same node closes late", () => {
-    const hub = new Hub(() => 0);
+    const hub = new Hub({ clock: () => 0 });
     hub.connect(hello);
     hub.connect(hello);
     hub.disconnect("node-a");
@@ -26,7 +26,7 @@ describe("Hub", () => {
   });
 
   it("wakes subscribers on change, coalescing bursts, and ends on abort", async () => {
-    const hub = new Hub(() => 0);
+    const hub = new Hub({ clock: () => 0 });
     const ac = new AbortController();
     const it = hub.changes(ac.signal, 60_000);
     expect((await it.next()).done).toBe(false); // immediate first yield

@@ -1,20 +1,43 @@
 import { EventEmitter } from "node:events";
-import { compareIP } from "@whohas/core";
+import {
+  FindingTracker,
+  IpTable,
+  compareIP,
+  inventoryByIp,
+  liveFindings,
+  parseKubeProxyConfig,
+  strictArpStatus,
+  type AgentMessage,
+  type ClusterInput,
+  type InterfaceInfo,
+  type IpInventory,
+  type IpView,
+  type KubeProxyConfig,
+  type NodeFacts,
+  type OpenFinding,
+  type StrictArpStatus,
+  type Transition,
+} from "@whohas/core";
+import { openSqlite } from "../store/db.js";
+import { Store, type Incident, type TimelinePoint } from "../store/store.js";
 
-function join(v: IpView, i: IpInventory | undefined): HubIpView {
-  const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
-  const endpointNodes = i?.endpointNodes ?? [];
-  const silentDropNodes = local
-    ? [...new Set(v.responders.filter((r) => r.answering && r.node !== null && !endpointNodes.includes(r.node)).map((r) => r.node ?? ""))].sort()
-    : [];
-  return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes, silentDropNodes };
+/** KubeProxyRollout is the state of DaemonSet kube-system/kube-proxy, as `kubectl rollout status` judges it. */
+export interface KubeProxyRollout {
+  readonly generation: number;
+  readonly observedGeneration: number;
+  readonly desired: number;
+  readonly updated: number;
+  readonly available: number;
+  /** The last `kubectl rollout restart` (RFC 3339), null when never restarted that way. */
+  readonly restartedAt: string | null;
+  readonly complete: boolean;
 }
-import { IpTable, inventoryByIp, parseKubeProxyConfig, type AgentMessage, type ClusterInput, type InterfaceInfo, type IpInventory, type IpView, type KubeProxyConfig, type NodeFacts } from "@whohas/core";
 
 /** ClusterSource is what the hub reads of Kubernetes (the informers), or nothing in traffic-only mode. */
 export interface ClusterSource {
   snapshot(): ClusterInput;
   kubeProxyConfig(): string | null;
+  kubeProxyRollout(): KubeProxyRollout | null;
   readonly metallb: boolean;
 }
 
@@ -29,6 +52,8 @@ export interface HubIpView extends IpView {
    * their MAC sends traffic that kube-proxy drops without a word ("it worked for a minute, then timeouts").
    */
   readonly silentDropNodes: readonly string[];
+  /** Open findings (incidents) on this IP. */
+  readonly findings: readonly (OpenFinding & { readonly incidentId: number })[];
 }
 
 /** ClusterSummary answers "am I affected?" at the cluster level. */
@@ -37,10 +62,15 @@ export interface ClusterSummary {
   readonly metallb: boolean;
   /** kube-proxy as configured in ConfigMap kube-system/kube-proxy; null when absent or unreadable. */
   readonly kubeProxy: (KubeProxyConfig & { readonly error: null }) | { readonly error: string } | null;
+  readonly kubeProxyRollout: KubeProxyRollout | null;
+  /** strictARP as configured against what each node's kernel does (agents' facts), with the drift between them. */
+  readonly strictArp: StrictArpStatus;
 }
 
 /** AGENT_SILENCE_MS: an agent silent this long is shown as down (issue 4: within 30 s). */
 export const AGENT_SILENCE_MS = 30_000;
+/** FULL_SWEEP_MS: how often every IP is judged again (IPs with new traffic or open findings are judged each tick). */
+const FULL_SWEEP_MS = 5000;
 
 type Hello = Extract<AgentMessage, { type: "hello" }>;
 type Observations = Extract<AgentMessage, { type: "observations" }>;
@@ -62,6 +92,7 @@ export interface AgentView {
 interface AgentRecord {
   node: string;
   version: string;
+  firstSeen: number;
   interfaces: InterfaceInfo[];
   connections: number;
   lastSeen: number;
@@ -69,42 +100,90 @@ interface AgentRecord {
   facts: NodeFacts | null;
 }
 
+export interface HubOptions {
+  readonly clock?: () => number;
+  /** Where history lives; an in-memory database when absent (tests). */
+  readonly store?: Store;
+  /** How far back the live view is restored from the store at start. */
+  readonly restoreMs?: number;
+}
+
+const incidentKey = (ip: string, type: string) => `${ip}|${type}`;
+
 /**
- * A Hub holds what every agent reported and turns it into per-IP views. It does no I/O: the gateway feeds it
- * messages, the API reads it, and `changes()` tells subscribers when to look again.
+ * A Hub holds what every agent reported and turns it into per-IP views, findings and incidents. Its only I/O is the
+ * store; the gateway feeds it messages, the API reads it, `tick()` judges the IPs, and `changes()` tells subscribers
+ * when to look again.
  */
 export class Hub {
+  readonly clock: () => number;
+  readonly store: Store;
   readonly #table = new IpTable();
   readonly #agents = new Map<string, AgentRecord>();
   readonly #macToNode = new Map<string, string>();
-  readonly #events = new EventEmitter<{ change: [] }>();
-
+  readonly #events = new EventEmitter<{ change: []; transition: [Transition, number] }>();
+  readonly #tracker = new FindingTracker();
+  readonly #incidentIds = new Map<string, number>();
+  /** IPs with traffic since the last tick. */
+  #dirty = new Set<string>();
+  #lastSweep = 0;
+  readonly #startedAt: number;
   #cluster: ClusterSource | null = null;
+  #clusterVersion = 0;
+  #inventory: { key: string; map: Map<string, IpInventory> } | null = null;
 
-  constructor(readonly clock: () => number = Date.now) {
+  constructor(opts: HubOptions = {}) {
+    this.clock = opts.clock ?? Date.now;
+    const now = this.clock();
+    this.#startedAt = now;
+    this.store = opts.store ?? new Store(openSqlite(":memory:"), now);
     this.#events.setMaxListeners(0);
+    this.#restore(now - (opts.restoreMs ?? 3_600_000));
+  }
+
+  /** #restore rebuilds the live picture from the store: agents (down until they reconnect), traffic, open incidents. */
+  #restore(since: number): void {
+    for (const a of this.store.agents()) {
+      this.#agents.set(a.node, { ...a, connections: 0 });
+      for (const i of a.interfaces) this.#macToNode.set(i.mac, a.node);
+      for (const i of a.facts?.interfaces ?? []) this.#macToNode.set(i.mac, a.node);
+    }
+    const byNode = new Map<string, Observations["entries"]>();
+    for (const { node, entry } of this.store.aggregates(since)) {
+      const list = byNode.get(node) ?? [];
+      list.push(entry);
+      byNode.set(node, list);
+    }
+    for (const [node, entries] of byNode) this.#table.apply(node, entries);
+    const open = this.store.incidents({ open: true, limit: 5000 });
+    this.#tracker.restore(open.map((i) => ({ ip: i.ip, type: i.type, macs: i.macs, detail: i.detail, firstSeen: i.firstSeen, lastSeen: i.lastSeen, count: i.count, samples: i.samples })));
+    for (const i of open) this.#incidentIds.set(incidentKey(i.ip, i.type), i.id);
   }
 
   /** setCluster attaches the Kubernetes inventory (null: traffic-only mode). */
   setCluster(source: ClusterSource | null): void {
     this.#cluster = source;
-    this.#emit();
+    this.clusterChanged();
   }
 
-  /** clusterChanged tells subscribers that the inventory moved. */
+  /** clusterChanged tells the hub and its subscribers that the inventory moved. */
   clusterChanged(): void {
+    this.#clusterVersion++;
     this.#emit();
   }
 
   cluster(): ClusterSummary {
     const c = this.#cluster;
-    if (c === null) return { kubernetes: "off", metallb: false, kubeProxy: null };
+    const facts = this.agents().flatMap((a) => (a.up && a.facts !== null ? [a.facts] : []));
+    if (c === null) return { kubernetes: "off", metallb: false, kubeProxy: null, kubeProxyRollout: null, strictArp: strictArpStatus(null, facts) };
     const text = c.kubeProxyConfig();
     const parsed = text === null ? null : parseKubeProxyConfig(text);
     return {
       kubernetes: "connected",
       metallb: c.metallb,
       kubeProxy: parsed === null ? null : parsed.ok ? { ...parsed.value, error: null } : { error: parsed.message },
+      kubeProxyRollout: c.kubeProxyRollout(),
+      strictArp: strictArpStatus(parsed?.ok === true ? parsed.value : null, facts),
     };
   }
 
@@ -113,12 +192,13 @@ export class Hub {
     const now = this.clock();
     const rec = this.#agents.get(hello.node);
     if (rec === undefined) {
-      this.#agents.set(hello.node, { node: hello.node, version: hello.agentVersion, interfaces: hello.interfaces, connections: 1, lastSeen: now, dropped: 0, facts: null });
+      this.#agents.set(hello.node, { node: hello.node, version: hello.agentVersion, firstSeen: now, interfaces: hello.interfaces, connections: 1, lastSeen: now, dropped: 0, facts: null });
     } else {
       Object.assign(rec, { version: hello.agentVersion, interfaces: hello.interfaces, lastSeen: now });
       rec.connections++;
     }
     for (const i of hello.interfaces) this.#macToNode.set(i.mac, hello.node);
+    this.#save(hello.node);
     this.#emit();
   }
 
@@ -127,6 +207,7 @@ export class Hub {
     const rec = this.#agents.get(node);
     if (rec === undefined) return;
     rec.connections = Math.max(0, rec.connections - 1);
+    this.#save(node);
     this.#emit();
   }
 
@@ -143,20 +224,93 @@ export class Hub {
     rec.lastSeen = this.clock();
     rec.facts = facts;
     for (const i of facts.interfaces) this.#macToNode.set(i.mac, node);
+    this.#save(node);
     this.#emit();
   }
 
-  /** observe folds one observations message from `node`. */
+  /** observe folds one observations message from `node` into the live view and the store. */
   observe(node: string, msg: Observations): void {
     const rec = this.#agents.get(node);
     if (rec !== undefined) {
       rec.lastSeen = this.clock();
-      rec.dropped += msg.dropped;
+      if (msg.dropped > 0) {
+        rec.dropped += msg.dropped;
+        this.#save(node);
+      }
     }
-    if (this.#table.apply(node, msg.entries).size > 0) this.#emit();
+    this.store.record(node, msg.entries);
+    const touched = this.#table.apply(node, msg.entries);
+    if (touched.size === 0) return;
+    for (const ip of touched) this.#dirty.add(ip);
+    this.#emit();
   }
 
   nodeOfMac = (mac: string): string | null => this.#macToNode.get(mac) ?? null;
+
+  /**
+   * tick judges the IPs that had traffic since the last tick, those holding an open finding, and every IP each
+   * FULL_SWEEP_MS (views age: a MAC stops answering, an agent goes down), records the transitions as incidents, and
+   * returns them. The server calls it every second.
+   */
+  tick(): Transition[] {
+    const now = this.clock();
+    const full = now - this.#lastSweep >= FULL_SWEEP_MS;
+    if (full) this.#lastSweep = now;
+    const ips = full ? [...this.#allIps()] : [...new Set([...this.#dirty, ...this.#tracker.ips()])];
+    this.#dirty = new Set();
+    const inv = this.#inventoryMap();
+    // Dead, for findings: silent for AGENT_SILENCE_MS, counted from this hub's start (agents reconnect after a restart).
+    const down = new Set(this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node));
+    const out: Transition[] = [];
+    for (const ip of ips) {
+      const v = this.#view(ip, now, inv);
+      if (v === null) continue;
+      const present = liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
+      for (const t of this.#tracker.update(ip, now, present)) {
+        this.#record(t, v);
+        out.push(t);
+      }
+    }
+    if (out.length > 0) this.#emit();
+    return out;
+  }
+
+  /** onTransition calls `fn` for each incident opened, updated or resolved (alerting hangs here). */
+  onTransition(fn: (t: Transition, incidentId: number) => void): () => void {
+    this.#events.on("transition", fn);
+    return () => this.#events.off("transition", fn);
+  }
+
+  #record(t: Transition, v: HubIpView): void {
+    const f = t.finding;
+    const key = incidentKey(f.ip, f.type);
+    let id = this.#incidentIds.get(key) ?? 0;
+    if (t.kind === "opened") {
+      const evidence = {
+        services: v.services,
+        expectedOwner: v.expectedOwner,
+        responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
+        capturedBy: v.capturedBy,
+      };
+      id = this.store.openIncident(f, evidence);
+      this.#incidentIds.set(key, id);
+    } else if (t.kind === "updated") {
+      this.store.touchIncident(id, f, `now ${f.macs.join(", ")}`);
+    } else {
+      this.store.resolveIncident(id, f, t.at);
+      this.#incidentIds.delete(key);
+    }
+    this.#events.emit("transition", t, id);
+  }
+
+  /** flush writes buffered traffic, agents and open incidents' latest evidence to the store. */
+  flush(): void {
+    for (const f of this.#tracker.open()) {
+      const id = this.#incidentIds.get(incidentKey(f.ip, f.type));
+      if (id !== undefined) this.store.touchIncident(id, f, null);
+    }
+    this.store.flush();
+  }
 
   /** speakers are the nodes whose agent is up: whohas's stand-in for MetalLB's live speakers in the election. */
   #speakers(): Set<string> {
@@ -165,17 +319,54 @@ export class Hub {
     return new Set(this.#cluster.snapshot().nodes.map((n) => n.name));
   }
 
+  /** #inventoryMap is the cluster's per-IP inventory, recomputed only when the cluster or the live speakers change. */
+  #inventoryMap(): Map<string, IpInventory> {
+    if (this.#cluster === null) return new Map();
+    const speakers = this.#speakers();
+    const key = `${this.#clusterVersion}|${[...speakers].sort().join(",")}`;
+    if (this.#inventory?.key !== key) this.#inventory = { key, map: inventoryByIp(this.#cluster.snapshot(), speakers) };
+    return this.#inventory.map;
+  }
+
+  #allIps(): Set<string> {
+    const all = new Set(this.#inventoryMap().keys());
+    for (const ip of this.#table.ips()) all.add(ip);
+    return all;
+  }
+
+  #view(ip: string, now: number, inv: Map<string, IpInventory>): HubIpView | null {
+    const i = inv.get(ip);
+    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, responders: [], capturedBy: [] });
+    if (v === null) return null;
+    const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
+    const endpointNodes = i?.endpointNodes ?? [];
+    const silentDropNodes = local
+      ? [...new Set(v.responders.filter((r) => r.answering && r.node !== null && !endpointNodes.includes(r.node)).map((r) => r.node ?? ""))].sort()
+      : [];
+    const findings = this.#tracker.open(ip).map((f) => ({ ...f, incidentId: this.#incidentIds.get(incidentKey(ip, f.type)) ?? 0 }));
+    return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes, silentDropNodes, findings };
+  }
+
   ips(): HubIpView[] {
-    const inv = this.#cluster === null ? new Map<string, IpInventory>() : inventoryByIp(this.#cluster.snapshot(), this.#speakers());
-    const out: HubIpView[] = this.#table.views(this.clock(), this.nodeOfMac).map((v) => join(v, inv.get(v.ip)));
-    const seen = new Set(out.map((v) => v.ip));
-    // LoadBalancer IPs nobody asked for yet still belong on the list.
-    for (const [ip, i] of inv) if (!seen.has(ip)) out.push(join({ ip, state: "idle", requests: 0, lastRequest: null, responders: [] }, i));
-    return out.sort((a, b) => compareIP(a.ip, b.ip));
+    const now = this.clock();
+    const inv = this.#inventoryMap();
+    return [...this.#allIps()]
+      .sort(compareIP)
+      .map((ip) => this.#view(ip, now, inv))
+      .filter((v): v is HubIpView => v !== null);
   }
 
   ip(ip: string): HubIpView | null {
-    return this.ips().find((v) => v.ip === ip) ?? null;
+    return this.#view(ip, this.clock(), this.#inventoryMap());
+  }
+
+  /** timeline is one IP's per-minute frames per MAC over [from, to] (from the store; the current minute once flushed). */
+  timeline(ip: string, from: number, to: number): TimelinePoint[] {
+    return this.store.timeline(ip, from, to);
+  }
+
+  incidents(q: { open?: boolean; ip?: string; limit?: number } = {}): Incident[] {
+    return this.store.incidents(q);
   }
 
   agents(): AgentView[] {
@@ -192,6 +383,11 @@ export class Hub {
         dropped: r.dropped,
         facts: r.facts,
       }));
+  }
+
+  #save(node: string): void {
+    const r = this.#agents.get(node);
+    if (r !== undefined) this.store.saveAgent({ node: r.node, version: r.version, firstSeen: r.firstSeen, lastSeen: r.lastSeen, interfaces: r.interfaces, facts: r.facts, dropped: r.dropped });
   }
 
   /**

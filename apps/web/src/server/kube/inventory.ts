@@ -1,5 +1,6 @@
 import {
   ApisApi,
+  AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
@@ -8,12 +9,14 @@ import {
   Watch,
   type KubernetesObject,
   type V1ConfigMap,
+  type V1DaemonSet,
   type V1EndpointSlice,
   type V1Node,
   type CoreV1Event,
   type V1Service,
 } from "@kubernetes/client-node";
 import type { ClusterInput, LabelSelector, LoadBalancerService, Logger } from "@whohas/core";
+import type { KubeProxyRollout } from "../hub/hub.js";
 
 /** BACKOFF_MS bounds the restart delay of an informer after an error (403, connection refused...). */
 const BACKOFF_MIN_MS = 1000;
@@ -78,6 +81,8 @@ export interface Inventory {
   readonly metallb: boolean;
   /** kube-proxy's config.conf from ConfigMap kube-system/kube-proxy, null when absent. */
   kubeProxyConfig(): string | null;
+  /** DaemonSet kube-system/kube-proxy's rollout, null when absent. */
+  kubeProxyRollout(): KubeProxyRollout | null;
   stop(): Promise<void>;
 }
 
@@ -113,19 +118,26 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const services = watchResource<V1Service>(kc, "/api/v1/services", () => core.listServiceForAllNamespaces(), onChange, logger);
   const slices = watchResource<V1EndpointSlice>(kc, "/apis/discovery.k8s.io/v1/endpointslices", () => disco.listEndpointSliceForAllNamespaces(), onChange, logger);
   const nodes = watchResource<V1Node>(kc, "/api/v1/nodes", () => core.listNode(), onChange, logger);
-  const configmaps = watchResource<V1ConfigMap>(kc, "/api/v1/namespaces/kube-system/configmaps", () => core.listNamespacedConfigMap({ namespace: "kube-system" }), onChange, logger);
+  // Only the objects named kube-proxy: RBAC can then grant list/watch on that one name (resourceNames) and nothing else.
+  const configmaps = watchResource<V1ConfigMap>(kc, "/api/v1/namespaces/kube-system/configmaps", () => core.listNamespacedConfigMap({ namespace: "kube-system", fieldSelector: KUBE_PROXY }), onChange, logger, KUBE_PROXY);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const daemonsets = watchResource<V1DaemonSet>(kc, "/apis/apps/v1/namespaces/kube-system/daemonsets", () => apps.listNamespacedDaemonSet({ namespace: "kube-system", fieldSelector: KUBE_PROXY }), onChange, logger, KUBE_PROXY);
   const crd = (plural: string) =>
     watchResource<MetallbObject>(kc, `/apis/metallb.io/v1beta1/${plural}`, () => custom.listClusterCustomObject({ group: "metallb.io", version: "v1beta1", plural }) as never, onChange, logger);
   // MetalLB's speaker records "announcing from node X" as an Event on the Service each time it reconciles.
   const assigned = watchResource<CoreV1Event>(kc, "/api/v1/events", () => core.listEventForAllNamespaces({ fieldSelector: NODE_ASSIGNED }), onChange, logger, NODE_ASSIGNED);
   const l2ads = metallb ? crd("l2advertisements") : null;
   const l2statuses = metallb ? crd("servicel2statuses") : null;
-  const all = [services, slices, nodes, configmaps, assigned, l2ads, l2statuses].filter((w) => w !== null);
+  const all = [services, slices, nodes, configmaps, daemonsets, assigned, l2ads, l2statuses].filter((w) => w !== null);
   return {
     metallb,
     kubeProxyConfig: () => {
       const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy");
       return cm?.data?.["config.conf"] ?? null;
+    },
+    kubeProxyRollout: () => {
+      const ds = daemonsets.list().find((d) => d.metadata?.name === "kube-proxy");
+      return ds === undefined ? null : rolloutOf(ds);
     },
     snapshot: () => {
       const sl = slices.list();
@@ -147,6 +159,28 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
     stop: async () => {
       await Promise.all(all.map((w) => w.stop()));
     },
+  };
+}
+
+/** KUBE_PROXY selects the kube-proxy ConfigMap and DaemonSet by name, server-side. */
+const KUBE_PROXY = "metadata.name=kube-proxy";
+
+/** rolloutOf reads a DaemonSet's rollout with kubectl's completion rule (DESIGN 2.4). */
+export function rolloutOf(ds: V1DaemonSet): KubeProxyRollout {
+  const generation = ds.metadata?.generation ?? 0;
+  const st = ds.status;
+  const observedGeneration = st?.observedGeneration ?? 0;
+  const desired = st?.desiredNumberScheduled ?? 0;
+  const updated = st?.updatedNumberScheduled ?? 0;
+  const available = st?.numberAvailable ?? 0;
+  return {
+    generation,
+    observedGeneration,
+    desired,
+    updated,
+    available,
+    restartedAt: ds.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] ?? null,
+    complete: generation <= observedGeneration && updated >= desired && available >= desired,
   };
 }
 

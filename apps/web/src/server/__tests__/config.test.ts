@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConfigError, loadConfig, parseDuration } from "../config.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function files(entries: Record<string, string>): string {
+  const d = mkdtempSync(join(tmpdir(), "whohas-config-"));
+  dirs.push(d);
+  for (const [name, text] of Object.entries(entries)) writeFileSync(join(d, name), text.replaceAll("DIR", d));
+  return d;
+}
+const TOKEN = "0123456789abcdef0123";
+
+function failure(path: string | null, env: Record<string, string> = {}): string {
+  try {
+    loadConfig(path, env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  throw new Error("loadConfig accepted it");
+}
+
+describe("loadConfig", () => {
+  it("reads every documented key", () => {
+    const d = files({
+      "hub.yaml": `listen: "127.0.0.1:8080"\nstorage: { path: DIR/w.db, retention: 12h }\nagents: { tokenFile: DIR/agent }\napi: { viewerTokenFile: DIR/viewer }\nkubernetes: { kubeconfig: DIR/kc }\nlog: { level: warn }\n`,
+      agent: `${TOKEN}\n`,
+      viewer: `viewer-${TOKEN}`,
+    });
+    expect(loadConfig(join(d, "hub.yaml"), {})).toEqual({
+      listen: { host: "127.0.0.1", port: 8080 },
+      dev: false,
+      storage: { path: join(d, "w.db"), retentionMs: 12 * 3_600_000 },
+      agentToken: TOKEN,
+      agentSocket: null,
+      viewerToken: `viewer-${TOKEN}`,
+      kubernetes: join(d, "kc"),
+      logLevel: "warn",
+    });
+  });
+
+  it("lets the environment win over the file", () => {
+    const d = files({ "hub.yaml": `listen: "127.0.0.1:8080"\nagents: { tokenFile: DIR/missing }\n` });
+    const c = loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, PORT: "9000", WHOHAS_KUBECONFIG: "off", KUBERNETES_SERVICE_HOST: "10.0.0.1", WHOHAS_RETENTION: "30m" });
+    expect(c).toMatchObject({ listen: { host: "127.0.0.1", port: 9000 }, kubernetes: null, storage: { retentionMs: 30 * 60_000 } });
+  });
+
+  it("uses the ServiceAccount in a pod when no kubeconfig is given, traffic-only outside", () => {
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, KUBERNETES_SERVICE_HOST: "10.0.0.1" }).kubernetes).toBe("in-cluster");
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN }).kubernetes).toBeNull();
+  });
+
+  it("fails with the key and the reason", () => {
+    const d = files({ bad: "listen: [1, 2]\n", unknown: "storage: { pth: /x }\n", retention: "storage: { retention: soon }\n", yaml: "listen: \"a\n", short: "agents: { tokenFile: DIR/t }\n", t: "short" });
+    expect(failure(join(d, "bad"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^listen: /);
+    expect(failure(join(d, "unknown"), { WHOHAS_AGENT_TOKEN: TOKEN })).toBe("storage.pth: unknown key (see config.example.yaml)");
+    expect(failure(join(d, "retention"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^storage.retention: a duration/);
+    expect(failure(join(d, "yaml"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/not valid YAML/);
+    expect(failure(join(d, "short"))).toMatch(/^agents.tokenFile: the token in .* must be at least 16 characters/);
+    expect(failure(join(d, "missing.yaml"))).toMatch(/^--config: cannot read .*ENOENT/);
+    expect(failure(null)).toMatch(/^agents.tokenFile: required/);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
+  });
+
+  it("accepts the shipped example once its files exist", () => {
+    const example = fileURLToPath(new URL("../../../config.example.yaml", import.meta.url));
+    const c = loadConfig(example, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_VIEWER_TOKEN: `v-${TOKEN}` });
+    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 } });
+  });
+
+  it("parses durations", () => {
+    expect([parseDuration("7d"), parseDuration("500ms"), parseDuration("2h"), parseDuration("x")]).toEqual([7 * 86_400_000, 500, 7_200_000, null]);
+  });
+});

@@ -1,0 +1,81 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { Hub } from "../hub/hub.js";
+import { createHubServer } from "../http.js";
+import { silentLogger } from "@whohas/core";
+
+const AGENT = "agent-token-0123456789";
+const VIEWER = "viewer-token-0123456789";
+const VIP = "192.0.2.200";
+const hello = (node: string, mac: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
+const entry = (kind: "request" | "reply", mac: string, t: number) => ({ ip: VIP, mac, kind, iface: "eth0", count: 2, firstSeen: t, lastSeen: t, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+async function start(viewerToken: string | null) {
+  let now = 10_000;
+  const hub = new Hub({ clock: () => now });
+  const server = createHubServer({ hub, agentToken: AGENT, viewerToken, logger: silentLogger, pages: (_q, res) => res.writeHead(404).end() }).createServer();
+  servers.push(server);
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`;
+  const get = async (path: string, token: string | null = VIEWER) => {
+    const res = await fetch(base + path, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+  return { hub, get, advance: (ms: number) => (now += ms) };
+}
+
+describe("read API", () => {
+  it("serves IPs with responders and findings, one IP with its timeline and incidents, nodes and incidents", async () => {
+    const { hub, get } = await start(VIEWER);
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01", 9000), entry("reply", "02:00:5e:00:00:0a", 9000), entry("reply", "02:00:5e:00:00:0b", 9001)] });
+    hub.tick();
+    hub.flush();
+
+    const ips = await get("/ips");
+    expect(ips.status).toBe(200);
+    expect(ips.body).toEqual([
+      expect.objectContaining({
+        ip: VIP,
+        state: "multi-responder",
+        services: [],
+        expectedOwner: null,
+        responders: [expect.objectContaining({ mac: "02:00:5e:00:00:0a", node: "node-a" }), expect.objectContaining({ mac: "02:00:5e:00:00:0b", node: "node-b" })],
+        findings: [expect.objectContaining({ type: "multi-responder", incidentId: 1 })],
+      }),
+    ]);
+    const one = (await get(`/ips/${VIP}`)).body as { timeline: unknown[]; incidents: unknown[] };
+    expect(one.timeline).toEqual(expect.arrayContaining([expect.objectContaining({ mac: "02:00:5e:00:00:0b", kind: "reply", count: 2 })]));
+    expect(one.incidents).toEqual([expect.objectContaining({ id: 1, type: "multi-responder", resolvedAt: null })]);
+    expect((await get("/nodes")).body).toEqual([expect.objectContaining({ node: "node-a", agent: expect.objectContaining({ up: true }) }), expect.objectContaining({ node: "node-b" })]);
+    expect((await get("/incidents?state=open")).body).toHaveLength(1);
+    expect((await get("/incidents?state=resolved")).body).toHaveLength(0);
+  });
+
+  it("answers 401 without or with a wrong token, 404 and 400 with what to do, 405 for writes", async () => {
+    const { get } = await start(VIEWER);
+    expect((await get("/ips", null)).status).toBe(401);
+    expect((await get("/ips", "wrong-token-0123456789")).status).toBe(401);
+    expect(await get("/ips/192.0.2.77")).toMatchObject({ status: 404, body: { error: expect.stringContaining("192.0.2.77") } });
+    expect(await get("/ips/not-an-ip")).toMatchObject({ status: 400 });
+    expect(await get("/incidents?state=maybe")).toMatchObject({ status: 400 });
+    expect(await get("/nope")).toMatchObject({ status: 404, body: { error: expect.stringContaining("/api/v1/ips") } });
+  });
+
+  it("is off, saying how to turn it on, when no viewer token is configured", async () => {
+    const { get } = await start(null);
+    expect(await get("/ips")).toMatchObject({ status: 401, body: { error: expect.stringContaining("api.viewerTokenFile") } });
+  });
+});

@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openSqlite } from "../store/db.js";
+import { MIGRATIONS, migrate } from "../store/migrations.js";
+import { AUDIT_RETENTION_MS, Store } from "../store/store.js";
+import { AGENT_SILENCE_MS, Hub } from "../hub/hub.js";
+import { CLEAR_AFTER_MS } from "@whohas/core";
+
+const VIP = "192.0.2.200";
+const MIN = 60_000;
+const entry = (kind: "request" | "reply" | "gratuitous-request", mac: string, t: number, count = 1) => ({ ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+const hello = (node: string, mac: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
+
+const dirs: string[] = [];
+function tmpDb(): string {
+  const d = mkdtempSync(join(tmpdir(), "whohas-store-"));
+  dirs.push(d);
+  return join(d, "sub", "whohas.db");
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe("migrations", () => {
+  it("apply once, in order, and refuse a database newer than the code", () => {
+    const db = openSqlite(":memory:");
+    expect(migrate(db, 1)).toEqual(MIGRATIONS.map((m) => m.version));
+    expect(migrate(db, 2)).toEqual([]);
+    db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [999, "future", 3]);
+    expect(() => migrate(db, 4)).toThrow(/newer than this hub/);
+  });
+
+  it("put the database in WAL mode", () => {
+    const path = tmpDb();
+    const db = openSqlite(path);
+    expect(db.get<{ journal_mode: string }>("PRAGMA journal_mode")?.journal_mode).toBe("wal");
+    db.close();
+  });
+});
+
+describe("Store", () => {
+  it("sums per minute and capture point, and counts a MAC once across capture points in the timeline", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    s.record("node-a", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 1, 3), entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 2, 2)]);
+    s.record("node-b", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 3, 5)]);
+    expect(s.pendingRows).toBe(2);
+    expect(s.flush()).toBe(2);
+    s.record("node-a", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 4, 1), entry("reply", "02:00:5e:00:00:0a", 11 * MIN, 7)]);
+    s.flush();
+    expect(s.timeline(VIP, 0, 20 * MIN)).toEqual([
+      { minute: 10 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 6 },
+      { minute: 11 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 7 },
+    ]);
+    const agg = s.aggregates(0).find((a) => a.node === "node-a");
+    expect(agg?.entry).toMatchObject({ count: 13, firstSeen: 10 * MIN + 1, lastSeen: 11 * MIN });
+  });
+
+  it("prunes traffic and resolved incidents past retention in bounded steps, keeps open incidents and recent audit", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    for (let m = 0; m < 12_000; m++) s.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", m * MIN), ip: `10.0.${m >> 8}.${m & 255}` }]);
+    s.flush();
+    const f = { ip: VIP, type: "multi-responder" as const, macs: [], detail: "d", firstSeen: 0, lastSeen: 0, count: 1, samples: [0] };
+    const resolved = s.openIncident(f, {});
+    s.resolveIncident(resolved, f, 1);
+    s.openIncident({ ...f, ip: "192.0.2.201" }, {});
+    s.audit({ t: 5, actor: "alice", action: "announce", input: { ip: VIP }, outcome: "ok", detail: "" });
+    const now = 12_000 * MIN;
+    const steps: number[] = [];
+    for (let n = -1; n !== 0; ) steps.push((n = s.pruneStep(now, 1000 * MIN)));
+    expect(Math.max(...steps)).toBeLessThanOrEqual(5000);
+    expect(s.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM minute_stats")?.n).toBe(1000);
+    expect(s.incidents().map((i) => i.ip)).toEqual(["192.0.2.201"]);
+    expect(s.auditLog()).toHaveLength(1); // audit outlives traffic
+    s.pruneStep(5 + AUDIT_RETENTION_MS + 1, 1000 * MIN);
+    expect(s.auditLog()).toHaveLength(0);
+  });
+
+  it("keeps incidents with their events, acknowledgements and settings", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    const f = { ip: VIP, type: "wrong-owner" as const, macs: ["02:00:5e:00:00:0b"], detail: "node-b answers", firstSeen: 100, lastSeen: 100, count: 1, samples: [100] };
+    const id = s.openIncident(f, { expectedOwner: { node: "node-a" } });
+    s.touchIncident(id, { ...f, lastSeen: 200, count: 2 }, "now 2 MACs");
+    expect(s.acknowledge(id, "alice", 250)).toBe(true);
+    expect(s.acknowledge(999, "alice", 250)).toBe(false);
+    s.resolveIncident(id, { ...f, lastSeen: 200, count: 2 }, 300);
+    const i = s.incident(id);
+    expect(i).toMatchObject({ resolvedAt: 300, acknowledgedBy: "alice", lastSeen: 200, evidence: { expectedOwner: { node: "node-a" } } });
+    expect(i?.events.map((e) => e.kind)).toEqual(["opened", "updated", "acknowledged", "resolved"]);
+    s.setSetting("retention", { days: 7 }, 1);
+    expect(s.setting("retention")).toEqual({ days: 7 });
+    expect(s.setting("nothing")).toBeNull();
+  });
+});
+
+describe("Hub with a store", () => {
+  it("opens an incident for several responders, resolves it after the hysteresis, and keeps both across a restart", () => {
+    const path = tmpDb();
+    let now = 100 * MIN;
+    const clock = () => now;
+    const hub = new Hub({ clock, store: new Store(openSqlite(path), now) });
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01", now, 4), entry("reply", "02:00:5e:00:00:0a", now, 4), entry("reply", "02:00:5e:00:00:0b", now, 4)] });
+    expect(hub.tick().map((t) => [t.kind, t.finding.type])).toEqual([["opened", "multi-responder"]]);
+    hub.flush();
+    hub.store.close();
+
+    // Restart: same file; the agents come back as down, the traffic and the open incident are there.
+    now += 2000;
+    const again = new Hub({ clock, store: new Store(openSqlite(path), now) });
+    expect(again.agents().map((a) => [a.node, a.up])).toEqual([["node-a", false], ["node-b", false]]);
+    const v = again.ip(VIP);
+    expect(v?.responders.map((r) => [r.node, r.replies])).toEqual([["node-a", 4], ["node-b", 4]]);
+    expect(v?.findings.map((f) => [f.type, f.incidentId])).toEqual([["multi-responder", 1]]);
+    expect(again.tick().filter((t) => t.kind === "opened")).toEqual([]); // not opened a second time
+
+    now += CLEAR_AFTER_MS + 1000;
+    const cleared = again.tick();
+    expect(cleared.map((t) => [t.kind, t.finding.type])).toContainEqual(["cleared", "multi-responder"]);
+    expect(again.incidents({ open: false })).toEqual([expect.objectContaining({ id: 1, resolvedAt: now })]);
+    again.store.close();
+  });
+
+  it("raises capture-lost when the only agent that saw an IP goes down", () => {
+    let now = 100 * MIN;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01", now), entry("reply", "02:00:5e:00:00:0a", now)] });
+    expect(hub.tick()).toEqual([]);
+    hub.disconnect("node-a");
+    now += 6000; // past the full-sweep interval, not yet the silence limit
+    expect(hub.tick()).toEqual([]);
+    expect(hub.agents()[0]?.up).toBe(false);
+    now += AGENT_SILENCE_MS;
+    expect(hub.tick().map((t) => [t.kind, t.finding.type])).toContainEqual(["opened", "capture-lost"]);
+  });
+});

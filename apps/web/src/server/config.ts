@@ -1,0 +1,172 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+
+/**
+ * HubConfig is the hub's whole configuration: a YAML file (`whohas-hub --config FILE`) with environment overrides,
+ * read here and nowhere else (STYLE 3). See `config.example.yaml` for every key.
+ */
+export interface HubConfig {
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly dev: boolean;
+  readonly storage: { readonly path: string; readonly retentionMs: number };
+  /** Bearer token every agent must present on /agent. */
+  readonly agentToken: string;
+  /** Extra Unix socket for agents (the lab's agents live in other network namespaces). */
+  readonly agentSocket: string | null;
+  /** Bearer token accepted by the read API (/api/v1/*); null: the read API answers 401 with how to enable it. */
+  readonly viewerToken: string | null;
+  /** Kubernetes: a kubeconfig path, "in-cluster", or null for traffic-only mode. */
+  readonly kubernetes: string | null;
+  readonly logLevel: "info" | "warn" | "error";
+}
+
+/** MIN_TOKEN_LEN refuses guessable tokens: `openssl rand -hex 32` gives 64. */
+export const MIN_TOKEN_LEN = 16;
+
+const DURATION = /^(\d+)(ms|s|m|h|d)$/;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** parseDuration reads "7d", "12h", "30m", "10s", "500ms"; null when it is none of these. */
+export function parseDuration(text: string): number | null {
+  const m = DURATION.exec(text.trim());
+  if (m === null) return null;
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
+const duration = z.string().refine((s) => parseDuration(s) !== null, 'a duration such as "7d", "12h" or "30m"');
+const listen = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. "0.0.0.0:3000"');
+
+const FileSchema = z.strictObject({
+  listen: listen.optional(),
+  storage: z.strictObject({ path: z.string().min(1).optional(), retention: duration.optional() }).optional(),
+  agents: z.strictObject({ tokenFile: z.string().min(1).optional(), socket: z.string().min(1).optional() }).optional(),
+  api: z.strictObject({ viewerTokenFile: z.string().min(1).optional() }).optional(),
+  kubernetes: z.strictObject({ kubeconfig: z.string().min(1).optional(), enabled: z.boolean().optional() }).nullable().optional(),
+  log: z.strictObject({ level: z.enum(["info", "warn", "error"]).optional() }).optional(),
+});
+type FileConfig = z.infer<typeof FileSchema>;
+
+/** ENV documents each environment override and the config key it replaces (README "Configuration"). */
+export const ENV_OVERRIDES = {
+  WHOHAS_LISTEN: "listen",
+  PORT: "listen (port only)",
+  HOST: "listen (host only)",
+  WHOHAS_STORAGE_PATH: "storage.path",
+  WHOHAS_RETENTION: "storage.retention",
+  WHOHAS_AGENT_TOKEN: "agents.tokenFile (the token itself)",
+  WHOHAS_AGENT_TOKEN_FILE: "agents.tokenFile",
+  WHOHAS_AGENT_SOCKET: "agents.socket",
+  WHOHAS_VIEWER_TOKEN: "api.viewerTokenFile (the token itself)",
+  WHOHAS_VIEWER_TOKEN_FILE: "api.viewerTokenFile",
+  WHOHAS_KUBECONFIG: 'kubernetes.kubeconfig ("off": traffic-only)',
+  WHOHAS_LOG_LEVEL: "log.level",
+} as const;
+
+/** A ConfigError names the key at fault and why, so start-up can fail with one line a person can act on. */
+export class ConfigError extends Error {
+  constructor(readonly key: string, reason: string) {
+    super(`${key}: ${reason}`);
+  }
+}
+
+function readToken(key: string, path: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8").trim();
+  } catch (e) {
+    throw new ConfigError(key, `cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  if (text.length < MIN_TOKEN_LEN) throw new ConfigError(key, `the token in ${path} must be at least ${MIN_TOKEN_LEN} characters (try: openssl rand -hex 32 > ${path})`);
+  return text;
+}
+
+function checkToken(key: string, token: string): string {
+  if (token.length < MIN_TOKEN_LEN) throw new ConfigError(key, `must be at least ${MIN_TOKEN_LEN} characters (try: openssl rand -hex 32)`);
+  return token;
+}
+
+function readFile(path: string): FileConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError("--config", `cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text) ?? {};
+  } catch (e) {
+    throw new ConfigError(path, `not valid YAML: ${(e as Error).message.split("\n")[0] ?? ""}`);
+  }
+  const r = FileSchema.safeParse(doc);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    const key = [...(i?.path ?? []).map(String), ...(i?.code === "unrecognized_keys" ? i.keys : [])].join(".");
+    const reason = i?.code === "unrecognized_keys" ? "unknown key (see config.example.yaml)" : (i?.message ?? "invalid");
+    throw new ConfigError(key === "" ? path : key, reason);
+  }
+  return r.data;
+}
+
+function splitListen(text: string, key: string): { host: string; port: number } {
+  const i = text.lastIndexOf(":");
+  const port = Number(text.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(key, `port ${text.slice(i + 1)} is not 0-65535`);
+  return { host: text.slice(0, i).replace(/^\[|\]$/g, ""), port };
+}
+
+/** The defaults of every key: what a deployment gets with an empty file. */
+export const DEFAULTS = {
+  listen: "0.0.0.0:3000",
+  storagePath: "/var/lib/whohas/whohas.db",
+  retention: "7d",
+} as const;
+
+/**
+ * loadConfig reads `--config FILE` (optional) and the environment, environment winning, and validates the result.
+ * Throws a ConfigError naming the key and the reason.
+ */
+export function loadConfig(configPath: string | null, env: Readonly<Record<string, string | undefined>> = process.env): HubConfig {
+  const f = configPath === null ? {} : readFile(configPath);
+  let listenAt = splitListen(f.listen ?? DEFAULTS.listen, "listen");
+  if (env.WHOHAS_LISTEN !== undefined) {
+    if (!listen.safeParse(env.WHOHAS_LISTEN).success) throw new ConfigError("WHOHAS_LISTEN", 'host:port, e.g. "0.0.0.0:3000"');
+    listenAt = splitListen(env.WHOHAS_LISTEN, "WHOHAS_LISTEN");
+  }
+  if (env.PORT !== undefined) listenAt = { ...listenAt, port: splitListen(`x:${env.PORT}`, "PORT").port };
+  if (env.HOST !== undefined) listenAt = { ...listenAt, host: env.HOST };
+
+  const retentionText = env.WHOHAS_RETENTION ?? f.storage?.retention ?? DEFAULTS.retention;
+  const retentionMs = parseDuration(retentionText);
+  if (retentionMs === null || retentionMs < 60_000) throw new ConfigError(env.WHOHAS_RETENTION !== undefined ? "WHOHAS_RETENTION" : "storage.retention", `"${retentionText}" must be a duration of at least 1m, such as "7d"`);
+
+  let agentToken: string | undefined;
+  if (env.WHOHAS_AGENT_TOKEN !== undefined) agentToken = checkToken("WHOHAS_AGENT_TOKEN", env.WHOHAS_AGENT_TOKEN);
+  else if (env.WHOHAS_AGENT_TOKEN_FILE !== undefined) agentToken = readToken("WHOHAS_AGENT_TOKEN_FILE", env.WHOHAS_AGENT_TOKEN_FILE);
+  else if (f.agents?.tokenFile !== undefined) agentToken = readToken("agents.tokenFile", f.agents.tokenFile);
+  if (agentToken === undefined) throw new ConfigError("agents.tokenFile", "required: agents authenticate with this token (or set WHOHAS_AGENT_TOKEN_FILE)");
+
+  let viewerToken: string | null = null;
+  if (env.WHOHAS_VIEWER_TOKEN !== undefined) viewerToken = checkToken("WHOHAS_VIEWER_TOKEN", env.WHOHAS_VIEWER_TOKEN);
+  else if (env.WHOHAS_VIEWER_TOKEN_FILE !== undefined) viewerToken = readToken("WHOHAS_VIEWER_TOKEN_FILE", env.WHOHAS_VIEWER_TOKEN_FILE);
+  else if (f.api?.viewerTokenFile !== undefined) viewerToken = readToken("api.viewerTokenFile", f.api.viewerTokenFile);
+
+  // A kubeconfig when given; in a pod, the ServiceAccount; "off", `enabled: false` or nothing at all is traffic-only.
+  const kubeconfig = env.WHOHAS_KUBECONFIG ?? (f.kubernetes?.enabled === false ? "off" : f.kubernetes?.kubeconfig);
+  const kubernetes = kubeconfig === "off" ? null : (kubeconfig ?? (env.KUBERNETES_SERVICE_HOST !== undefined ? "in-cluster" : null));
+
+  const level = env.WHOHAS_LOG_LEVEL ?? f.log?.level ?? "info";
+  if (!["info", "warn", "error"].includes(level)) throw new ConfigError("WHOHAS_LOG_LEVEL", "one of info, warn, error");
+
+  return {
+    listen: listenAt,
+    dev: env.NODE_ENV === "development",
+    storage: { path: env.WHOHAS_STORAGE_PATH ?? f.storage?.path ?? DEFAULTS.storagePath, retentionMs },
+    agentToken,
+    agentSocket: env.WHOHAS_AGENT_SOCKET ?? f.agents?.socket ?? null,
+    viewerToken,
+    kubernetes,
+    logLevel: level as HubConfig["logLevel"],
+  };
+}

@@ -1,0 +1,107 @@
+import type { Db } from "./db.js";
+
+/** A Migration moves the schema one version up. Never edit a released one: add the next. */
+interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "traffic, incidents, agents, audit, settings",
+    sql: `
+      -- Per-minute aggregates per (ip, mac, kind) and capture point: the timeline and the history a restart restores.
+      CREATE TABLE minute_stats (
+        minute     INTEGER NOT NULL, -- ms since the epoch, floored to the minute
+        ip         TEXT    NOT NULL,
+        mac        TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,
+        node       TEXT    NOT NULL, -- the agent that captured it
+        count      INTEGER NOT NULL,
+        first_seen INTEGER NOT NULL,
+        last_seen  INTEGER NOT NULL,
+        PRIMARY KEY (ip, minute, mac, kind, node)
+      );
+      CREATE INDEX minute_stats_minute ON minute_stats (minute);
+
+      -- Findings as incidents: opened, updated with new evidence, resolved when the finding clears.
+      CREATE TABLE incidents (
+        id              INTEGER PRIMARY KEY,
+        ip              TEXT    NOT NULL,
+        type            TEXT    NOT NULL,
+        macs            TEXT    NOT NULL, -- JSON array
+        detail          TEXT    NOT NULL,
+        evidence        TEXT    NOT NULL, -- JSON: services, expected owner, responders when opened
+        first_seen      INTEGER NOT NULL,
+        last_seen       INTEGER NOT NULL,
+        count           INTEGER NOT NULL,
+        samples         TEXT    NOT NULL, -- JSON array of times
+        resolved_at     INTEGER,
+        acknowledged_by TEXT,
+        acknowledged_at INTEGER
+      );
+      CREATE INDEX incidents_open ON incidents (resolved_at, ip, type);
+      CREATE INDEX incidents_first_seen ON incidents (first_seen);
+
+      CREATE TABLE incident_events (
+        id          INTEGER PRIMARY KEY,
+        incident_id INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
+        t           INTEGER NOT NULL,
+        kind        TEXT    NOT NULL, -- opened, updated, resolved, acknowledged
+        detail      TEXT    NOT NULL
+      );
+      CREATE INDEX incident_events_incident ON incident_events (incident_id, t);
+
+      CREATE TABLE agents (
+        node       TEXT    PRIMARY KEY,
+        version    TEXT    NOT NULL,
+        first_seen INTEGER NOT NULL,
+        last_seen  INTEGER NOT NULL,
+        interfaces TEXT    NOT NULL, -- JSON
+        facts      TEXT,             -- JSON, null until the first report
+        dropped    INTEGER NOT NULL DEFAULT 0
+      );
+
+      -- Every action that changes anything: who, when, what was asked, what came of it. Kept longer than traffic.
+      CREATE TABLE audit_log (
+        id      INTEGER PRIMARY KEY,
+        t       INTEGER NOT NULL,
+        actor   TEXT    NOT NULL,
+        action  TEXT    NOT NULL,
+        input   TEXT    NOT NULL, -- JSON
+        outcome TEXT    NOT NULL,
+        detail  TEXT    NOT NULL
+      );
+      CREATE INDEX audit_log_t ON audit_log (t);
+
+      CREATE TABLE settings (
+        key        TEXT    PRIMARY KEY,
+        value      TEXT    NOT NULL, -- JSON
+        updated_at INTEGER NOT NULL
+      );
+    `,
+  },
+];
+
+/**
+ * migrate brings the schema to the newest version, each migration in its own transaction, and returns the versions
+ * it applied. A database newer than this build is refused rather than guessed at.
+ */
+export function migrate(db: Db, now: number): number[] {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
+  const current = db.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_migrations")?.v ?? 0;
+  const newest = MIGRATIONS.at(-1)?.version ?? 0;
+  if (current > newest) throw new Error(`the database is at schema version ${current}, newer than this hub (${newest}): run a newer whohas-hub, or restore a backup`);
+  const applied: number[] = [];
+  for (const m of MIGRATIONS) {
+    if (m.version <= current) continue;
+    db.tx(() => {
+      db.exec(m.sql);
+      db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, now]);
+    });
+    applied.push(m.version);
+  }
+  return applied;
+}
