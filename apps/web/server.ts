@@ -9,7 +9,7 @@ import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
 import { openSqlite } from "./src/server/store/db.js";
-import { Store } from "./src/server/store/store.js";
+import { MAX_ROWS_PER_FLUSH, Store } from "./src/server/store/store.js";
 import { jsonLogger } from "@whohas/core";
 
 const HELP = `whohas-hub: the whohas hub and dashboard
@@ -28,10 +28,15 @@ token), /api/trpc (dashboard API), /metrics, /healthz, /readyz.
 
 /** TICK_MS: how often the hub judges IPs and writes what it buffered. */
 const TICK_MS = 1000;
+/** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
+const JUDGE_SLICE = 5000;
+const WRITE_SLICE = 2500;
 /** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
 const PRUNE_EVERY_MS = 10 * 60_000;
 
 async function main(): Promise<void> {
+  // Started by bin/whohas-hub.js with a heap bound: if that parent is killed, the hub goes as abruptly (no flush).
+  if (process.send !== undefined) process.once("disconnect", () => process.kill(process.pid, "SIGKILL"));
   const args = parseArgs({ options: { config: { type: "string" }, help: { type: "boolean" } }, strict: true });
   if (args.values.help === true) {
     process.stdout.write(HELP);
@@ -65,15 +70,47 @@ async function main(): Promise<void> {
     otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
 
-  const tick = setInterval(() => {
+  // Once a second the hub judges its IPs, and half a second later writes what it buffered; both in slices with
+  // network I/O served between them, so that tens of thousands of IPs never pause the event loop for long.
+  const slice = () => new Promise((r) => setImmediate(r));
+  let judging = false;
+  let writing = false;
+  const judge = async () => {
+    if (judging) return; // the previous round is still going: this second is skipped
+    judging = true;
+    const end = server.metrics.tickSeconds.startTimer({ pass: "judge" });
     try {
-      hub.tick();
-      hub.flush();
+      do {
+        hub.tick(JUDGE_SLICE);
+        await slice();
+      } while (hub.ticking);
+    } catch (e) {
+      logger.error("hub.tick_failed", { message: (e as Error).message });
+    }
+    end();
+    judging = false;
+  };
+  const write = async () => {
+    if (writing) return;
+    writing = true;
+    const end = server.metrics.tickSeconds.startTimer({ pass: "write" });
+    try {
+      for (let written = 0; written < MAX_ROWS_PER_FLUSH; ) {
+        const n = hub.flush(false, WRITE_SLICE);
+        written += n;
+        if (n < WRITE_SLICE) break;
+        await slice();
+      }
     } catch (e) {
       // A full disk or a locked database must not stop ingest: the live view goes on, the error says what to fix.
       logger.error("store.write_failed", { message: (e as Error).message, hint: `check free space and permissions of ${config.storage.path}` });
     }
-  }, TICK_MS);
+    end();
+    writing = false;
+  };
+  const tick = setInterval(() => void judge(), TICK_MS);
+  let writer: NodeJS.Timeout | null = null;
+  const offset = setTimeout(() => (writer = setInterval(() => void write(), TICK_MS)), TICK_MS / 2);
   const prune = async () => {
     let removed = 0;
     for (let n = -1; n !== 0; ) {
@@ -106,6 +143,8 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     logger.info("hub.stopping", { signal });
     clearInterval(tick);
+    clearTimeout(offset);
+    if (writer !== null) clearInterval(writer);
     clearInterval(pruner);
     server.gateway.close();
     tcp.close();
@@ -113,8 +152,9 @@ async function main(): Promise<void> {
     tcp.closeAllConnections();
     unix?.closeAllConnections();
     // Everything buffered reaches the disk before the process goes.
+    while (hub.ticking) hub.tick();
     hub.tick();
-    hub.flush();
+    hub.flush(true);
     store.close();
     setTimeout(() => process.exit(0), 200).unref();
   };

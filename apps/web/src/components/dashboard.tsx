@@ -28,11 +28,15 @@ export function Dashboard() {
   const live = useSubscription(trpc.ips.live.subscriptionOptions());
   const firstAgents = useQuery(trpc.agents.list.queryOptions());
   const liveAgents = useSubscription(trpc.agents.live.subscriptionOptions());
-  const ips: Ip[] = live.data ?? first.data ?? [];
+  // Subscriptions carry tracked events ({ id, data }): the id lets a reconnecting client resume without a resend.
+  const ips: Ip[] = live.data?.data ?? first.data ?? [];
   const firstCluster = useQuery(trpc.cluster.summary.queryOptions());
   const liveCluster = useSubscription(trpc.cluster.live.subscriptionOptions());
-  const cluster = liveCluster.data ?? firstCluster.data;
-  const agents: AgentRow[] = liveAgents.data ?? firstAgents.data ?? [];
+  const cluster = liveCluster.data?.data ?? firstCluster.data;
+  const agents: AgentRow[] = liveAgents.data?.data ?? firstAgents.data ?? [];
+  const firstIncidents = useQuery(trpc.incidents.list.queryOptions({ state: "open" }));
+  const liveIncidents = useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "open" } }));
+  const openIncidents = liveIncidents.data?.data ?? firstIncidents.data ?? [];
   const multi = ips.filter((i) => i.state === "multi-responder");
 
   return (
@@ -56,9 +60,31 @@ export function Dashboard() {
               ? "Kubernetes: connected. kube-proxy ConfigMap not found."
               : cluster.kubeProxy.error !== null
                 ? `Kubernetes: connected. kube-proxy config unreadable: ${cluster.kubeProxy.error}`
-                : `Kubernetes: connected. kube-proxy mode ${cluster.kubeProxy.mode}, strictARP ${cluster.kubeProxy.strictARP ? "true" : "false"} (configured)${cluster.metallb ? ", MetalLB installed" : ""}.`}
+                : `Kubernetes: connected. kube-proxy mode ${cluster.kubeProxy.mode}, strictARP ${cluster.kubeProxy.strictARP ? "true" : "false"} (configured)${cluster.metallb ? ", MetalLB installed" : ""}.`}{" "}
+          <span data-testid="strictarp-effective" data-verdict={cluster.strictArp.verdict}>
+            {cluster.strictArp.verdict === "unknown"
+              ? "Effective: no agent has reported yet."
+              : cluster.strictArp.looseIpvsNodes.length === 0
+                ? `Effective: every node (${cluster.strictArp.nodes.length}) answers ARP only for its own addresses.`
+                : `Effective: ${cluster.strictArp.looseIpvsNodes.join(", ")} answer${cluster.strictArp.looseIpvsNodes.length === 1 ? "s" : ""} ARP for every kube-ipvs0 address.`}
+          </span>
+          {cluster.kubeProxyRollout === null ? null : (
+            <span className="muted"> kube-proxy DaemonSet: {cluster.kubeProxyRollout.available}/{cluster.kubeProxyRollout.desired} available{cluster.kubeProxyRollout.complete ? "" : ", rollout in progress"}.</span>
+          )}
         </p>
       )}
+      {cluster !== undefined && cluster.strictArp.drift.length > 0 ? (
+        <ul className="drift" data-testid="drift">
+          {cluster.strictArp.drift.map((d) => (
+            <li key={d.node} data-node={d.node} data-reason={d.reason}>
+              {d.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      <p className="muted" data-testid="incidents-open">
+        {openIncidents.length === 0 ? "No open incidents." : `${openIncidents.length} open incident${openIncidents.length === 1 ? "" : "s"}: ${[...new Set(openIncidents.map((i) => i.type))].join(", ")}.`}
+      </p>
 
       <h2>LoadBalancer IPs</h2>
       {ips.length === 0 ? (
@@ -75,6 +101,7 @@ export function Dashboard() {
               <th>Expected owner</th>
               <th>State</th>
               <th>Responders (node, MAC, replies, last answer)</th>
+              <th>Findings</th>
               <th>Requests</th>
             </tr>
           </thead>
@@ -102,6 +129,14 @@ export function Dashboard() {
                     <span key={r.mac} className={`responder ${r.answering ? "answering" : "stale"}${ip.expectedOwner !== null && r.answering && r.node !== ip.expectedOwner.node ? " wrong" : ""}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering}>
                       <strong>{r.node ?? "unknown node"}</strong> <span className="mono">{r.mac}</span> · {r.replies} replies
                       {r.gratuitous > 0 ? ` · ${r.gratuitous} gratuitous` : ""} · {ago(r.lastSeen)}
+                    </span>
+                  ))}
+                </td>
+                <td data-testid="findings">
+                  {ip.findings.length === 0 ? <span className="muted">none</span> : null}
+                  {ip.findings.map((f) => (
+                    <span key={f.type} className="responder" data-finding={f.type} title={f.detail}>
+                      {f.type} <span className="muted">since {ago(f.firstSeen)}</span>
                     </span>
                   ))}
                 </td>

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Hub } from "./hub/hub.js";
 
 /** HubMetrics are the hub's Prometheus series; the gauges are read from the hub at scrape time. */
@@ -7,7 +7,35 @@ export class HubMetrics {
   readonly messages = new Counter({ name: "whohas_hub_agent_messages_total", help: "Agent messages accepted, by type.", labelNames: ["type"], registers: [this.registry] });
   readonly rejected = new Counter({ name: "whohas_hub_agent_rejected_total", help: "Agent connections refused or closed, by reason.", labelNames: ["reason"], registers: [this.registry] });
 
+  readonly tickSeconds = new Histogram({
+    name: "whohas_hub_tick_seconds",
+    help: "Time of the hub's periodic passes (each once a second): judging the IPs, writing to the store.",
+    labelNames: ["pass"],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+
   constructor(hub: Hub) {
+    // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: "whohas_hub_store_pending_rows",
+      help: "Per-minute rows waiting for the next write (growing means the disk is behind).",
+      registers: [this.registry],
+      collect() {
+        this.set(hub.store.pendingRows);
+      },
+    });
+    const incidents = new Gauge({
+      name: "whohas_hub_incidents_open",
+      help: "Open incidents, by finding type.",
+      labelNames: ["type"],
+      registers: [this.registry],
+      collect: () => {
+        incidents.reset();
+        for (const i of hub.incidents({ open: true, limit: 5000 })) incidents.inc({ type: i.type });
+      },
+    });
     const agents = new Gauge({
       name: "whohas_hub_agents",
       help: "Agents known to the hub, by state.",
@@ -27,7 +55,7 @@ export class HubMetrics {
       collect: () => {
         ips.reset();
         for (const s of ["single", "multi-responder", "no-responder", "idle"]) ips.set({ state: s }, 0);
-        for (const v of hub.ips()) ips.inc({ state: v.state });
+        for (const [state, n] of Object.entries(hub.stateCounts())) ips.set({ state }, n);
       },
     });
     const responders = new Gauge({
@@ -37,7 +65,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const v of hub.ips()) responders.set({ ip: v.ip }, v.responders.filter((r) => r.answering).length);
+        for (const [ip, n] of hub.answering()) responders.set({ ip }, n);
       },
     });
   }

@@ -47,4 +47,33 @@ describe("IpTable", () => {
   it("sorts IPs numerically", () => {
     expect(["10.0.0.10", "10.0.0.9", "9.0.0.1"].sort(compareIP)).toEqual(["9.0.0.1", "10.0.0.9", "10.0.0.10"]);
   });
+
+  it("adds restored history to the live counts without making it a capture point", () => {
+    const t = new IpTable();
+    t.restore([agg("request", CLIENT_MAC, 500, 10), agg("reply", NODE_A_MAC, 500, 10)]);
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1000, 2), agg("reply", NODE_A_MAC, 1000, 2)]);
+    t.apply("node-b", [agg("request", CLIENT_MAC, 1000, 2)]);
+    const v = t.view(VIP, 1500, nodeOf);
+    expect(v?.requests).toBe(12);
+    expect(v?.responders[0]).toMatchObject({ replies: 12, firstSeen: 500, lastSeen: 1000, seenBy: ["node-a"] });
+    expect(v?.capturedBy).toEqual(["node-a", "node-b"]);
+  });
+
+  it("changes its signature when the answering set changes, not when counts grow", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1000), agg("reply", NODE_A_MAC, 1000)]);
+    const one = t.signature(VIP, 1000, 10_000);
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1100), agg("reply", NODE_A_MAC, 1100)]);
+    expect(t.signature(VIP, 1100, 10_000)).toBe(one);
+    t.apply("node-a", [agg("reply", NODE_B_MAC, 1200)]);
+    const two = t.signature(VIP, 1200, 10_000);
+    expect(two).not.toBe(one);
+    expect(t.stateOf(VIP, 1200)).toBe("multi-responder");
+    expect(t.answeringCount(VIP, 1200)).toBe(2);
+    // Quiet long enough: nobody answers any more.
+    const quiet = 1200 + ANSWER_WINDOW_MS + 1;
+    expect(t.signature(VIP, quiet, 10_000)).not.toBe(two);
+    expect(t.stateOf(VIP, quiet)).toBe("idle");
+    expect(t.signature("192.0.2.99", quiet, 10_000)).toBe(0);
+  });
 });

@@ -1,6 +1,7 @@
 import type { ObservationAggregate } from "../wire.js";
 import { roleOf } from "../packet/frame.js";
 import { parseIPv6 } from "../packet/addr.js";
+import { NO_RESPONDER_MS } from "./findings.js";
 
 /**
  * ANSWER_WINDOW_MS is how recent a reply or announcement must be for its MAC to count as answering now. Clients in
@@ -42,6 +43,8 @@ export interface IpView {
   readonly state: IpState;
   readonly requests: number;
   readonly lastRequest: number | null;
+  /** While nobody answers: since when the IP has been asked for without an answer (else null). */
+  readonly unansweredSince: number | null;
   readonly responders: readonly ResponderView[];
   /** Nodes whose agents captured anything for this IP (requests or answers): its capture points. */
   readonly capturedBy: readonly string[];
@@ -53,38 +56,87 @@ interface Counter {
   lastSeen: number;
 }
 
+/**
+ * NodeCounters keeps one counter per capture point (node). Most IPs are seen by one agent, or by all of them for
+ * broadcasts, so the first node's counter is kept inline and a map is made only when a second node reports: tens of
+ * thousands of IPs then cost a few hundred bytes each.
+ */
+class NodeCounters {
+  node = "";
+  count = 0;
+  firstSeen = 0;
+  lastSeen = 0;
+  more: Map<string, Counter> | null = null;
+
+  bump(node: string, e: ObservationAggregate): void {
+    if (this.node === "" || this.node === node) {
+      if (this.node === "") {
+        this.node = node;
+        this.firstSeen = e.firstSeen;
+      }
+      this.count += e.count;
+      this.firstSeen = Math.min(this.firstSeen, e.firstSeen);
+      this.lastSeen = Math.max(this.lastSeen, e.lastSeen);
+      return;
+    }
+    this.more ??= new Map();
+    const c = this.more.get(node);
+    if (c === undefined) this.more.set(node, { count: e.count, firstSeen: e.firstSeen, lastSeen: e.lastSeen });
+    else {
+      c.count += e.count;
+      c.firstSeen = Math.min(c.firstSeen, e.firstSeen);
+      c.lastSeen = Math.max(c.lastSeen, e.lastSeen);
+    }
+  }
+
+  /**
+   * fold combines the capture points (the largest count: each saw the same frames; the widest span) with the
+   * history restored from storage, if any.
+   */
+  fold(base: Counter | null): Counter | null {
+    let out: Counter | null = this.node === "" ? null : { count: this.count, firstSeen: this.firstSeen, lastSeen: this.lastSeen };
+    for (const c of this.more?.values() ?? []) {
+      out = out === null ? { ...c } : { count: Math.max(out.count, c.count), firstSeen: Math.min(out.firstSeen, c.firstSeen), lastSeen: Math.max(out.lastSeen, c.lastSeen) };
+    }
+    if (base === null) return out;
+    if (out === null) return { ...base };
+    return { count: out.count + base.count, firstSeen: Math.min(out.firstSeen, base.firstSeen), lastSeen: Math.max(out.lastSeen, base.lastSeen) };
+  }
+
+  nodes(): string[] {
+    return this.node === "" ? [] : [this.node, ...(this.more?.keys() ?? [])];
+  }
+}
+
 interface Responder {
-  replies: Map<string, Counter>;
-  gratuitous: Map<string, Counter>;
+  /** A number unique to this responder in this table, for cheap signatures. */
+  id: number;
+  replies: NodeCounters | null;
+  gratuitous: NodeCounters | null;
+  /** History restored from storage (already counted once across capture points), added to the live counts. */
+  baseReplies: Counter | null;
+  baseGratuitous: Counter | null;
+  /** Newest answer or announcement, and newest announcement, over every capture point (kept for cheap signatures). */
+  lastSeen: number;
+  lastGratuitous: number;
 }
 
 interface IpRecord {
-  requests: Map<string, Counter>;
+  requests: NodeCounters;
+  baseRequests: Counter | null;
+  firstRequest: number;
+  lastRequest: number;
   responders: Map<string, Responder>;
 }
 
-function bump(m: Map<string, Counter>, node: string, e: ObservationAggregate): void {
-  const c = m.get(node);
-  if (c === undefined) {
-    m.set(node, { count: e.count, firstSeen: e.firstSeen, lastSeen: e.lastSeen });
-    return;
-  }
-  c.count += e.count;
-  c.firstSeen = Math.min(c.firstSeen, e.firstSeen);
-  c.lastSeen = Math.max(c.lastSeen, e.lastSeen);
-}
+let nextResponderId = 1;
+const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0 });
+const STATE_CODE = { i: 0, s: 1, m: 2, n: 3, N: 4 } as const;
+const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map() });
 
-/** fold combines one counter per capture point: the largest count (each saw the same frames) and the widest span. */
-function fold(m: Map<string, Counter>): Counter | null {
-  let out: Counter | null = null;
-  for (const c of m.values()) {
-    out = out === null ? { ...c } : {
-      count: Math.max(out.count, c.count),
-      firstSeen: Math.min(out.firstSeen, c.firstSeen),
-      lastSeen: Math.max(out.lastSeen, c.lastSeen),
-    };
-  }
-  return out;
+function addBase(c: Counter | null, e: ObservationAggregate): Counter {
+  if (c === null) return { count: e.count, firstSeen: e.firstSeen, lastSeen: e.lastSeen };
+  return { count: c.count + e.count, firstSeen: Math.min(c.firstSeen, e.firstSeen), lastSeen: Math.max(c.lastSeen, e.lastSeen) };
 }
 
 /**
@@ -100,24 +152,106 @@ export class IpTable {
     for (const e of entries) {
       let rec = this.#ips.get(e.ip);
       if (rec === undefined) {
-        rec = { requests: new Map(), responders: new Map() };
+        rec = newRecord();
         this.#ips.set(e.ip, rec);
       }
       touched.add(e.ip);
       const role = roleOf(e.kind);
       if (role === "ask") {
         // Probes (RFC 5227) and DAD solicitations check that an address is free; they are not clients asking.
-        if (e.kind === "request" || e.kind === "ns") bump(rec.requests, node, e);
+        if (e.kind === "request" || e.kind === "ns") {
+          rec.requests.bump(node, e);
+          if (e.lastSeen > rec.lastRequest) rec.lastRequest = e.lastSeen;
+          if (e.firstSeen < rec.firstRequest) rec.firstRequest = e.firstSeen;
+        }
         continue;
       }
       let r = rec.responders.get(e.mac);
       if (r === undefined) {
-        r = { replies: new Map(), gratuitous: new Map() };
+        r = newResponder();
         rec.responders.set(e.mac, r);
       }
-      bump(role === "answer" ? r.replies : r.gratuitous, node, e);
+      if (role === "answer") (r.replies ??= new NodeCounters()).bump(node, e);
+      else (r.gratuitous ??= new NodeCounters()).bump(node, e);
+      if (e.lastSeen > r.lastSeen) r.lastSeen = e.lastSeen;
+      if (role !== "answer" && e.lastSeen > r.lastGratuitous) r.lastGratuitous = e.lastSeen;
     }
     return touched;
+  }
+
+  /**
+   * restore adds history read back from storage: aggregates already counted once across capture points. They add to
+   * the counts and times but belong to no capture point.
+   */
+  restore(entries: readonly ObservationAggregate[]): void {
+    for (const e of entries) {
+      let rec = this.#ips.get(e.ip);
+      if (rec === undefined) {
+        rec = newRecord();
+        this.#ips.set(e.ip, rec);
+      }
+      const role = roleOf(e.kind);
+      if (role === "ask") {
+        if (e.kind === "request" || e.kind === "ns") {
+          rec.baseRequests = addBase(rec.baseRequests, e);
+          rec.lastRequest = Math.max(rec.lastRequest, e.lastSeen);
+          rec.firstRequest = Math.min(rec.firstRequest, e.firstSeen);
+        }
+        continue;
+      }
+      let r = rec.responders.get(e.mac);
+      if (r === undefined) {
+        r = newResponder();
+        rec.responders.set(e.mac, r);
+      }
+      if (role === "answer") r.baseReplies = addBase(r.baseReplies, e);
+      else {
+        r.baseGratuitous = addBase(r.baseGratuitous, e);
+        r.lastGratuitous = Math.max(r.lastGratuitous, e.lastSeen);
+      }
+      r.lastSeen = Math.max(r.lastSeen, e.lastSeen);
+    }
+  }
+
+  /**
+   * signature is a number that changes whenever what the IP's findings depend on changes at `now`: its state, the
+   * MACs answering, and the MACs that announced within `announceWindowMs` (hashes of the responders' ids, in the
+   * order they appeared). Cheap (no view, no allocation), so the hub can look at every IP every second and judge
+   * only those whose signature moved. 0 for an unknown IP.
+   */
+  signature(ip: string, now: number, announceWindowMs: number): number {
+    const rec = this.#ips.get(ip);
+    if (rec === undefined) return 0;
+    let answering = 0;
+    let announcing = 0;
+    let n = 0;
+    let lastAnswer = 0;
+    for (const r of rec.responders.values()) {
+      if (r.lastSeen > lastAnswer) lastAnswer = r.lastSeen;
+      if (now - r.lastSeen <= ANSWER_WINDOW_MS) {
+        answering = (Math.imul(answering, 31) + r.id) | 0;
+        n++;
+      }
+      if (r.lastGratuitous > 0 && now - r.lastGratuitous <= announceWindowMs) announcing = (Math.imul(announcing, 37) + r.id) | 0;
+    }
+    const asked = rec.lastRequest > 0 && now - rec.lastRequest <= ANSWER_WINDOW_MS;
+    // An unanswered IP turns from "n" to "N" once nobody answered for NO_RESPONDER_MS (the finding's threshold).
+    const state = n >= 2 ? "m" : n === 1 ? "s" : asked ? (now - Math.max(rec.firstRequest, lastAnswer) >= NO_RESPONDER_MS ? "N" : "n") : "i";
+    // 3 bits of state, 4 of the answering count, then the two hashes folded: distinct for every realistic change.
+    return 1 + STATE_CODE[state] + 8 * Math.min(n, 15) + 128 * ((answering >>> 0) + (announcing >>> 0) * 4_294_967_311 % 2 ** 20);
+  }
+
+  /** answeringCount is how many MACs answer for `ip` at `now` (for metrics; no view is built). */
+  answeringCount(ip: string, now: number): number {
+    let n = 0;
+    for (const r of this.#ips.get(ip)?.responders.values() ?? []) if (now - r.lastSeen <= ANSWER_WINDOW_MS) n++;
+    return n;
+  }
+
+  /** stateOf is the IP's state at `now` without building a view. */
+  stateOf(ip: string, now: number): IpState {
+    const code = (this.signature(ip, now, 0) - 1) % 8;
+    return code === 1 ? "single" : code === 2 ? "multi-responder" : code === 3 || code === 4 ? "no-responder" : "idle";
   }
 
   /** view renders one IP at `now`; `nodeOfMac` maps a MAC to the node that owns it. */
@@ -126,8 +260,8 @@ export class IpTable {
     if (rec === undefined) return null;
     const responders: ResponderView[] = [];
     for (const [mac, r] of rec.responders) {
-      const replies = fold(r.replies);
-      const grat = fold(r.gratuitous);
+      const replies = r.replies?.fold(r.baseReplies) ?? r.baseReplies;
+      const grat = r.gratuitous?.fold(r.baseGratuitous) ?? r.baseGratuitous;
       const firstSeen = Math.min(replies?.firstSeen ?? Infinity, grat?.firstSeen ?? Infinity);
       const lastSeen = Math.max(replies?.lastSeen ?? 0, grat?.lastSeen ?? 0);
       responders.push({
@@ -139,18 +273,20 @@ export class IpTable {
         firstSeen,
         lastSeen,
         answering: now - lastSeen <= ANSWER_WINDOW_MS,
-        seenBy: [...new Set([...r.replies.keys(), ...r.gratuitous.keys()])].sort(),
+        seenBy: [...new Set([...(r.replies?.nodes() ?? []), ...(r.gratuitous?.nodes() ?? [])])].sort(),
       });
     }
     // Stable order for people reading a live table: answering first, then by node, then MAC.
     responders.sort((a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac));
-    const req = fold(rec.requests);
+    const req = rec.requests.fold(rec.baseRequests);
     const answering = responders.filter((r) => r.answering).length;
     const asked = req !== null && now - req.lastSeen <= ANSWER_WINDOW_MS;
     const state: IpState = answering >= 2 ? "multi-responder" : answering === 1 ? "single" : asked ? "no-responder" : "idle";
-    const capturedBy = new Set(rec.requests.keys());
+    const capturedBy = new Set(rec.requests.nodes());
     for (const r of responders) for (const n of r.seenBy) capturedBy.add(n);
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, responders, capturedBy: [...capturedBy].sort() };
+    const lastAnswer = Math.max(0, ...responders.map((r) => r.lastSeen));
+    const unansweredSince = state === "no-responder" ? Math.max(rec.firstRequest, lastAnswer) : null;
+    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort() };
   }
 
   /** ips lists every IP seen, unordered. */

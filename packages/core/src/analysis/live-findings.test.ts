@@ -34,6 +34,13 @@ describe("liveFindings", () => {
     expect(liveFindings(v, ctx({ expectedOwner: "node-a" }), 2000)).toEqual([]);
   });
 
+  it("waits NO_RESPONDER_MS before calling a first unanswered request no-responder", () => {
+    const young = view([["node-a", [agg("request", CLIENT_MAC, 1000)]]], 1100);
+    expect(liveFindings(young, ctx(), 1100)).toEqual([]);
+    const old = view([["node-a", [agg("request", CLIENT_MAC, 1000), agg("request", CLIENT_MAC, 4500)]]], 4500);
+    expect(liveFindings(old, ctx(), 4500).map((x) => x.type)).toEqual(["no-responder"]);
+  });
+
   it("finds split-brain when two MACs announce within the window, not when they are far apart", () => {
     const close = view([["node-a", [agg("gratuitous-request", NODE_A_MAC, 1000), agg("gratuitous-request", NODE_B_MAC, 3000)]]], 4000);
     expect(liveFindings(close, ctx(), 4000).map((x) => x.type)).toContain("split-brain");

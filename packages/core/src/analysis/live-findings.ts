@@ -1,4 +1,4 @@
-import { SPLIT_BRAIN_MS, CLEAR_AFTER_MS, MAX_EVIDENCE_TIMES, type FindingType } from "./findings.js";
+import { SPLIT_BRAIN_MS, CLEAR_AFTER_MS, MAX_EVIDENCE_TIMES, NO_RESPONDER_MS, type FindingType } from "./findings.js";
 import type { IpView } from "./ip-table.js";
 
 /** LiveContext is what the hub knows of one IP besides its traffic. */
@@ -35,8 +35,9 @@ export function liveFindings(v: IpView, ctx: LiveContext, now: number): LiveFind
       detail: `${answering.length} nodes answer for ${v.ip} (${answering.map(nodeOrMac).join(", ")}): clients cache whichever wins the race`,
     });
   }
-  if (v.state === "no-responder") {
-    out.push({ type: "no-responder", macs: [], detail: `${v.ip} is asked for and nobody answers` });
+  // A first request waits NO_RESPONDER_MS for its answer before the IP counts as unanswered (as in the Analyzer).
+  if (v.state === "no-responder" && v.unansweredSince !== null && now - v.unansweredSince >= NO_RESPONDER_MS) {
+    out.push({ type: "no-responder", macs: [], detail: `${v.ip} is asked for and nobody has answered for ${Math.round((now - v.unansweredSince) / 1000)} s` });
   }
   if (ctx.expectedOwner !== null) {
     const wrong = answering.filter((r) => r.node !== null && r.node !== ctx.expectedOwner);
@@ -156,6 +157,11 @@ export class FindingTracker {
     }
     if (held.size === 0) this.#held.delete(ip);
     return out;
+  }
+
+  /** has tells whether `ip` holds an open finding. */
+  has(ip: string): boolean {
+    return this.#held.has(ip);
   }
 
   /** ips lists the IPs holding an open finding (to re-evaluate them when their traffic has gone quiet). */

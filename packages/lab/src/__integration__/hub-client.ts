@@ -1,6 +1,6 @@
 // A minimal reader of the hub's public API for tests: plain HTTP GET on tRPC queries, as any client may do.
 
-export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean }
+export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean; lastSeen: number }
 export interface IpView { ip: string; state: string; requests: number; responders: ResponderView[] }
 export interface AgentView { node: string; up: boolean; interfaces: { name: string; mac: string }[] }
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqlite } from "../store/db.js";
 import { MIGRATIONS, migrate } from "../store/migrations.js";
-import { AUDIT_RETENTION_MS, Store } from "../store/store.js";
+import { AUDIT_RETENTION_MS, MAX_ROWS_PER_FLUSH, Store } from "../store/store.js";
 import { AGENT_SILENCE_MS, Hub } from "../hub/hub.js";
 import { CLEAR_AFTER_MS } from "@whohas/core";
 
@@ -41,26 +41,50 @@ describe("migrations", () => {
 });
 
 describe("Store", () => {
-  it("sums per minute and capture point, and counts a MAC once across capture points in the timeline", () => {
+  it("counts a minute once across capture points (the most any saw), adds what follows a write, and shows unwritten minutes", () => {
     const s = new Store(openSqlite(":memory:"), 0);
     s.record("node-a", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 1, 3), entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 2, 2)]);
-    s.record("node-b", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 3, 5)]);
-    expect(s.pendingRows).toBe(2);
-    expect(s.flush()).toBe(2);
+    s.record("node-b", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 3, 4)]);
+    expect(s.pendingRows).toBe(1);
+    // Not written yet, and already in the timeline.
+    expect(s.timeline(VIP, 0, 20 * MIN)).toEqual([{ minute: 10 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 5 }]);
+    expect(s.flush(10 * MIN + 5, true)).toBe(1);
     s.record("node-a", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 4, 1), entry("reply", "02:00:5e:00:00:0a", 11 * MIN, 7)]);
-    s.flush();
+    expect(s.flush(10 * MIN + 6)).toBe(2);
+    expect(s.flush(10 * MIN + 7)).toBe(0);
     expect(s.timeline(VIP, 0, 20 * MIN)).toEqual([
       { minute: 10 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 6 },
       { minute: 11 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 7 },
     ]);
-    const agg = s.aggregates(0).find((a) => a.node === "node-a");
-    expect(agg?.entry).toMatchObject({ count: 13, firstSeen: 10 * MIN + 1, lastSeen: 11 * MIN });
+    expect(s.aggregates(0)).toEqual([expect.objectContaining({ ip: VIP, kind: "reply", count: 13, firstSeen: 10 * MIN + 1, lastSeen: 11 * MIN })]);
+  });
+
+  it("writes at most MAX_ROWS_PER_FLUSH rows per flush, oldest first, and everything when forced", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    const n = MAX_ROWS_PER_FLUSH + 10;
+    for (let i = 0; i < n; i++) s.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", MIN), ip: `10.1.${i >> 8}.${i & 255}` }]);
+    expect(s.flush(MIN)).toBe(MAX_ROWS_PER_FLUSH);
+    expect(s.pendingRows).toBe(10);
+    expect(s.timeline("10.1.0.0", 0, 2 * MIN)).toHaveLength(1);
+    expect(s.flush(MIN, true)).toBe(10);
+  });
+
+  it("adds to a minute stored by a previous process instead of overwriting it", () => {
+    const path = tmpDb();
+    const a = new Store(openSqlite(path), 0);
+    a.record("node-a", [entry("request", "02:00:5e:00:00:01", 10 * MIN, 5)]);
+    a.close();
+    const b = new Store(openSqlite(path), 0);
+    b.record("node-a", [entry("request", "02:00:5e:00:00:01", 10 * MIN + 30_000, 2)]);
+    b.flush(10 * MIN + 31_000, true);
+    expect(b.timeline(VIP, 0, 20 * MIN)[0]?.count).toBe(7);
+    b.close();
   });
 
   it("prunes traffic and resolved incidents past retention in bounded steps, keeps open incidents and recent audit", () => {
     const s = new Store(openSqlite(":memory:"), 0);
     for (let m = 0; m < 12_000; m++) s.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", m * MIN), ip: `10.0.${m >> 8}.${m & 255}` }]);
-    s.flush();
+    s.flush(0, true);
     const f = { ip: VIP, type: "multi-responder" as const, macs: [], detail: "d", firstSeen: 0, lastSeen: 0, count: 1, samples: [0] };
     const resolved = s.openIncident(f, {});
     s.resolveIncident(resolved, f, 1);
@@ -104,7 +128,7 @@ describe("Hub with a store", () => {
     hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
     hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01", now, 4), entry("reply", "02:00:5e:00:00:0a", now, 4), entry("reply", "02:00:5e:00:00:0b", now, 4)] });
     expect(hub.tick().map((t) => [t.kind, t.finding.type])).toEqual([["opened", "multi-responder"]]);
-    hub.flush();
+    hub.flush(true);
     hub.store.close();
 
     // Restart: same file; the agents come back as down, the traffic and the open incident are there.
@@ -121,6 +145,25 @@ describe("Hub with a store", () => {
     expect(cleared.map((t) => [t.kind, t.finding.type])).toContainEqual(["cleared", "multi-responder"]);
     expect(again.incidents({ open: false })).toEqual([expect.objectContaining({ id: 1, resolvedAt: now })]);
     again.store.close();
+  });
+
+  it("judges a round in slices when given a budget, with the same outcome", () => {
+    let now = 100 * MIN;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
+    const ips = Array.from({ length: 10 }, (_, i) => `192.0.2.${i + 1}`);
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: ips.flatMap((ip) => [{ ...entry("reply", "02:00:5e:00:00:0a", now), ip }, { ...entry("reply", "02:00:5e:00:00:0b", now), ip }]) });
+    const opened: string[] = [];
+    let slices = 0;
+    do {
+      opened.push(...hub.tick(3).map((t) => t.finding.ip));
+      slices++;
+    } while (hub.ticking);
+    expect(slices).toBe(4);
+    expect(opened.sort()).toEqual([...ips].sort());
+    now += 1000;
+    expect(hub.tick()).toEqual([]);
   });
 
   it("raises capture-lost when the only agent that saw an IP goes down", () => {

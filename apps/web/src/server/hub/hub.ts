@@ -10,6 +10,8 @@ import {
   type AgentMessage,
   type ClusterInput,
   type InterfaceInfo,
+  type LiveFinding,
+  SPLIT_BRAIN_MS,
   type IpInventory,
   type IpView,
   type KubeProxyConfig,
@@ -19,7 +21,7 @@ import {
   type Transition,
 } from "@whohas/core";
 import { openSqlite } from "../store/db.js";
-import { Store, type Incident, type TimelinePoint } from "../store/store.js";
+import { Store, WRITE_EVERY_MS, type Incident, type TimelinePoint } from "../store/store.js";
 
 /** KubeProxyRollout is the state of DaemonSet kube-system/kube-proxy, as `kubectl rollout status` judges it. */
 export interface KubeProxyRollout {
@@ -69,8 +71,6 @@ export interface ClusterSummary {
 
 /** AGENT_SILENCE_MS: an agent silent this long is shown as down (issue 4: within 30 s). */
 export const AGENT_SILENCE_MS = 30_000;
-/** FULL_SWEEP_MS: how often every IP is judged again (IPs with new traffic or open findings are judged each tick). */
-const FULL_SWEEP_MS = 5000;
 
 type Hello = Extract<AgentMessage, { type: "hello" }>;
 type Observations = Extract<AgentMessage, { type: "observations" }>;
@@ -124,9 +124,14 @@ export class Hub {
   readonly #events = new EventEmitter<{ change: []; transition: [Transition, number] }>();
   readonly #tracker = new FindingTracker();
   readonly #incidentIds = new Map<string, number>();
-  /** IPs with traffic since the last tick. */
-  #dirty = new Set<string>();
-  #lastSweep = 0;
+  /** Per IP, the signature it was last judged with, and what was present then (kept only while something is). */
+  readonly #judged = new Map<string, number>();
+  readonly #present = new Map<string, LiveFinding[]>();
+  /** What every judgement also depends on (cluster, live agents, MAC owners); when it moves, every IP is judged. */
+  #contextKey = "";
+  #macVersion = 0;
+  #lastTouch = 0;
+  #round: { now: number; inv: Map<string, IpInventory>; down: Set<string>; all: boolean; ips: Generator<string> } | null = null;
   readonly #startedAt: number;
   #cluster: ClusterSource | null = null;
   #clusterVersion = 0;
@@ -148,13 +153,7 @@ export class Hub {
       for (const i of a.interfaces) this.#macToNode.set(i.mac, a.node);
       for (const i of a.facts?.interfaces ?? []) this.#macToNode.set(i.mac, a.node);
     }
-    const byNode = new Map<string, Observations["entries"]>();
-    for (const { node, entry } of this.store.aggregates(since)) {
-      const list = byNode.get(node) ?? [];
-      list.push(entry);
-      byNode.set(node, list);
-    }
-    for (const [node, entries] of byNode) this.#table.apply(node, entries);
+    this.#table.restore(this.store.aggregates(since));
     const open = this.store.incidents({ open: true, limit: 5000 });
     this.#tracker.restore(open.map((i) => ({ ip: i.ip, type: i.type, macs: i.macs, detail: i.detail, firstSeen: i.firstSeen, lastSeen: i.lastSeen, count: i.count, samples: i.samples })));
     for (const i of open) this.#incidentIds.set(incidentKey(i.ip, i.type), i.id);
@@ -197,7 +196,7 @@ export class Hub {
       Object.assign(rec, { version: hello.agentVersion, interfaces: hello.interfaces, lastSeen: now });
       rec.connections++;
     }
-    for (const i of hello.interfaces) this.#macToNode.set(i.mac, hello.node);
+    this.#learnMacs(hello.node, hello.interfaces);
     this.#save(hello.node);
     this.#emit();
   }
@@ -223,7 +222,7 @@ export class Hub {
     if (rec === undefined) return;
     rec.lastSeen = this.clock();
     rec.facts = facts;
-    for (const i of facts.interfaces) this.#macToNode.set(i.mac, node);
+    this.#learnMacs(node, facts.interfaces);
     this.#save(node);
     this.#emit();
   }
@@ -239,34 +238,61 @@ export class Hub {
       }
     }
     this.store.record(node, msg.entries);
-    const touched = this.#table.apply(node, msg.entries);
-    if (touched.size === 0) return;
-    for (const ip of touched) this.#dirty.add(ip);
-    this.#emit();
+    if (this.#table.apply(node, msg.entries).size > 0) this.#emit();
   }
 
   nodeOfMac = (mac: string): string | null => this.#macToNode.get(mac) ?? null;
 
+  #learnMacs(node: string, interfaces: readonly { readonly mac: string }[]): void {
+    for (const i of interfaces) {
+      if (this.#macToNode.get(i.mac) === node) continue;
+      this.#macToNode.set(i.mac, node);
+      this.#macVersion++;
+    }
+  }
+
   /**
-   * tick judges the IPs that had traffic since the last tick, those holding an open finding, and every IP each
-   * FULL_SWEEP_MS (views age: a MAC stops answering, an agent goes down), records the transitions as incidents, and
-   * returns them. The server calls it every second.
+   * tick judges the IPs and records the transitions as incidents, and returns them; the server runs a round every
+   * second. Every IP's signature (state, answering and announcing MACs: cheap) is compared with the one it was last
+   * judged with; only IPs whose signature moved are judged again (view + findings), and all of them when the context
+   * (the cluster, the live agents, the MACs' owners) moved. IPs holding a finding refresh it with what was present.
+   * `budget` bounds the IPs looked at in this call: a round over tens of thousands of IPs is then cut into slices
+   * between which the server serves the network (`ticking` tells whether the round is still open).
    */
-  tick(): Transition[] {
-    const now = this.clock();
-    const full = now - this.#lastSweep >= FULL_SWEEP_MS;
-    if (full) this.#lastSweep = now;
-    const ips = full ? [...this.#allIps()] : [...new Set([...this.#dirty, ...this.#tracker.ips()])];
-    this.#dirty = new Set();
-    const inv = this.#inventoryMap();
-    // Dead, for findings: silent for AGENT_SILENCE_MS, counted from this hub's start (agents reconnect after a restart).
-    const down = new Set(this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node));
+  tick(budget = Infinity): Transition[] {
+    if (this.#round === null) {
+      const now = this.clock();
+      const inv = this.#inventoryMap();
+      // Dead, for findings: silent for AGENT_SILENCE_MS, counted from this hub's start (agents reconnect after a restart).
+      const downList = this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node);
+      const contextKey = `${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}`;
+      this.#round = { now, inv, down: new Set(downList), all: contextKey !== this.#contextKey, ips: this.#allIps() };
+      this.#contextKey = contextKey;
+    }
+    const { now, inv, down, all, ips } = this.#round;
     const out: Transition[] = [];
-    for (const ip of ips) {
+    for (let n = 0; n < budget; n++) {
+      const next = ips.next();
+      if (next.done === true) {
+        this.#round = null;
+        break;
+      }
+      const ip = next.value;
+      const sig = this.#table.signature(ip, now, SPLIT_BRAIN_MS);
+      let present = this.#present.get(ip);
+      if (all || this.#judged.get(ip) !== sig) {
+        this.#judged.set(ip, sig);
+        const v = this.#view(ip, now, inv);
+        present = v === null ? [] : liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
+        if (present.length > 0) this.#present.set(ip, present);
+        else this.#present.delete(ip);
+      } else if (present === undefined && !this.#tracker.has(ip)) {
+        continue;
+      }
+      const changes = this.#tracker.update(ip, now, present ?? []);
+      if (changes.length === 0) continue;
       const v = this.#view(ip, now, inv);
-      if (v === null) continue;
-      const present = liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
-      for (const t of this.#tracker.update(ip, now, present)) {
+      for (const t of changes) {
         this.#record(t, v);
         out.push(t);
       }
@@ -275,22 +301,27 @@ export class Hub {
     return out;
   }
 
+  /** ticking tells whether a round of `tick` is still open (its budget ran out before the last IP). */
+  get ticking(): boolean {
+    return this.#round !== null;
+  }
+
   /** onTransition calls `fn` for each incident opened, updated or resolved (alerting hangs here). */
   onTransition(fn: (t: Transition, incidentId: number) => void): () => void {
     this.#events.on("transition", fn);
     return () => this.#events.off("transition", fn);
   }
 
-  #record(t: Transition, v: HubIpView): void {
+  #record(t: Transition, v: HubIpView | null): void {
     const f = t.finding;
     const key = incidentKey(f.ip, f.type);
     let id = this.#incidentIds.get(key) ?? 0;
     if (t.kind === "opened") {
       const evidence = {
-        services: v.services,
-        expectedOwner: v.expectedOwner,
-        responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
-        capturedBy: v.capturedBy,
+        services: v?.services ?? [],
+        expectedOwner: v?.expectedOwner ?? null,
+        responders: (v?.responders ?? []).map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
+        capturedBy: v?.capturedBy ?? [],
       };
       id = this.store.openIncident(f, evidence);
       this.#incidentIds.set(key, id);
@@ -303,13 +334,39 @@ export class Hub {
     this.#events.emit("transition", t, id);
   }
 
-  /** flush writes buffered traffic, agents and open incidents' latest evidence to the store. */
-  flush(): void {
-    for (const f of this.#tracker.open()) {
-      const id = this.#incidentIds.get(incidentKey(f.ip, f.type));
-      if (id !== undefined) this.store.touchIncident(id, f, null);
+  /**
+   * flush writes agents and open incidents' latest evidence to the store, and the buffered traffic every
+   * WRITE_EVERY_MS or when `force`d (shutdown).
+   */
+  flush(force = false, maxRows?: number): number {
+    const now = this.clock();
+    if (force || now - this.#lastTouch >= WRITE_EVERY_MS) {
+      this.#lastTouch = now;
+      for (const f of this.#tracker.open()) {
+        const id = this.#incidentIds.get(incidentKey(f.ip, f.type));
+        if (id !== undefined) this.store.touchIncident(id, f, null);
+      }
     }
-    this.store.flush();
+    return this.store.flush(now, force, maxRows);
+  }
+
+  /** answering lists each IP with how many MACs answer for it now, those with at least one (for /metrics). */
+  answering(): [string, number][] {
+    const now = this.clock();
+    const out: [string, number][] = [];
+    for (const ip of this.#table.ips()) {
+      const n = this.#table.answeringCount(ip, now);
+      if (n > 0) out.push([ip, n]);
+    }
+    return out;
+  }
+
+  /** stateCounts counts the IPs per state without building views (for /metrics). */
+  stateCounts(): Record<IpView["state"], number> {
+    const now = this.clock();
+    const out = { single: 0, "multi-responder": 0, "no-responder": 0, idle: 0 };
+    for (const ip of this.#allIps()) out[this.#table.stateOf(ip, now)]++;
+    return out;
   }
 
   /** speakers are the nodes whose agent is up: whohas's stand-in for MetalLB's live speakers in the election. */
@@ -328,15 +385,15 @@ export class Hub {
     return this.#inventory.map;
   }
 
-  #allIps(): Set<string> {
-    const all = new Set(this.#inventoryMap().keys());
-    for (const ip of this.#table.ips()) all.add(ip);
-    return all;
+  /** #allIps yields every IP seen, then the cluster's LoadBalancer IPs nobody asked for yet. */
+  *#allIps(): Generator<string> {
+    yield* this.#table.ips();
+    for (const ip of this.#inventoryMap().keys()) if (this.#table.signature(ip, 0, 0) === 0) yield ip;
   }
 
   #view(ip: string, now: number, inv: Map<string, IpInventory>): HubIpView | null {
     const i = inv.get(ip);
-    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, responders: [], capturedBy: [] });
+    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [] });
     if (v === null) return null;
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
     const endpointNodes = i?.endpointNodes ?? [];

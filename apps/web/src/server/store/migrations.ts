@@ -12,19 +12,19 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 1,
     name: "traffic, incidents, agents, audit, settings",
     sql: `
-      -- Per-minute aggregates per (ip, mac, kind) and capture point: the timeline and the history a restart restores.
+      -- Per-minute aggregates per (ip, mac, kind), counted once across capture points (the most any agent saw):
+      -- the timeline, and the history a restart restores.
       CREATE TABLE minute_stats (
         minute     INTEGER NOT NULL, -- ms since the epoch, floored to the minute
         ip         TEXT    NOT NULL,
         mac        TEXT    NOT NULL,
         kind       TEXT    NOT NULL,
-        node       TEXT    NOT NULL, -- the agent that captured it
         count      INTEGER NOT NULL,
         first_seen INTEGER NOT NULL,
         last_seen  INTEGER NOT NULL,
-        PRIMARY KEY (ip, minute, mac, kind, node)
-      );
-      CREATE INDEX minute_stats_minute ON minute_stats (minute);
+        PRIMARY KEY (minute, ip, mac, kind)
+      ) WITHOUT ROWID; -- one B-tree, and the current minute's rows append at its end
+      CREATE INDEX minute_stats_ip ON minute_stats (ip, minute);
 
       -- Findings as incidents: opened, updated with new evidence, resolved when the finding clears.
       CREATE TABLE incidents (

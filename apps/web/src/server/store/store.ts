@@ -3,16 +3,18 @@ import type { Db, Param } from "./db.js";
 import { migrate } from "./migrations.js";
 
 const MINUTE_MS = 60_000;
+/**
+ * MAX_ROWS_PER_FLUSH bounds the traffic rows one flush writes (about 50 ms of SQLite), so a hub with tens of
+ * thousands of busy IPs never stalls its event loop on the disk: rows wait their turn, oldest first. A cluster of
+ * a few hundred IPs has everything written every second.
+ */
+export const MAX_ROWS_PER_FLUSH = 15_000;
+/** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
+export const WRITE_EVERY_MS = 10_000;
 /** PRUNE_BATCH bounds one delete, so retention never holds the writer long enough to delay ingest. */
 const PRUNE_BATCH = 5000;
 /** AUDIT_RETENTION_MS: the audit log outlives traffic data (issue 9). */
 export const AUDIT_RETENTION_MS = 400 * 86_400_000;
-
-/** A StoredAggregate is one capture point's sum for (ip, mac, kind) over the rows read: what restores the live view. */
-export interface StoredAggregate {
-  readonly node: string;
-  readonly entry: ObservationAggregate;
-}
 
 /** A TimelinePoint is one minute of one MAC's frames of one kind for an IP (counted once across capture points). */
 export interface TimelinePoint {
@@ -65,16 +67,27 @@ export interface AuditEntry {
   readonly detail: string;
 }
 
-interface Pending {
-  node: string;
+/**
+ * A Bucket is one minute of (ip, mac, kind) in memory: each capture point's count (the row's count is the largest:
+ * every agent on the segment sees the same broadcast), and how much of it is already written.
+ */
+interface Bucket {
   minute: number;
   ip: string;
   mac: string;
   kind: string;
+  /** The first capture point's count; the others' in `more` (allocated only when a second one reports). */
+  node: string;
+  nodeCount: number;
+  more: Map<string, number> | null;
   count: number;
+  written: number;
   first: number;
   last: number;
 }
+
+/** EVICT_EVERY_MS: how often buckets of minutes that are over, once written, leave memory. */
+const EVICT_EVERY_MS = 10_000;
 
 interface IncidentRow {
   id: number;
@@ -114,26 +127,36 @@ const toIncident = (r: IncidentRow): Incident => ({
  * on shutdown), so 50,000 observations a second become a few thousand row updates.
  */
 export class Store {
-  readonly #pending = new Map<string, Pending>();
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #dirty = new Set<Bucket>();
   readonly #dirtyAgents = new Map<string, StoredAgent>();
+  #evicted = 0;
 
   constructor(readonly db: Db, now: number) {
     migrate(db, now);
   }
 
-  /** record adds one agent's batch to the current minute buckets (in memory until the next flush). */
+  /** record adds one agent's batch to the minute buckets (in memory until the next flush). */
   record(node: string, entries: readonly ObservationAggregate[]): void {
     for (const e of entries) {
       const minute = e.lastSeen - (e.lastSeen % MINUTE_MS);
-      const key = `${minute}|${e.ip}|${e.mac}|${e.kind}|${node}`;
-      const p = this.#pending.get(key);
-      if (p === undefined) {
-        this.#pending.set(key, { node, minute, ip: e.ip, mac: e.mac, kind: e.kind, count: e.count, first: e.firstSeen, last: e.lastSeen });
-      } else {
-        p.count += e.count;
-        p.first = Math.min(p.first, e.firstSeen);
-        p.last = Math.max(p.last, e.lastSeen);
+      const key = `${minute}|${e.ip}|${e.mac}|${e.kind}`;
+      let b = this.#buckets.get(key);
+      if (b === undefined) {
+        b = { minute, ip: e.ip, mac: e.mac, kind: e.kind, node, nodeCount: 0, more: null, count: 0, written: 0, first: e.firstSeen, last: e.lastSeen };
+        this.#buckets.set(key, b);
       }
+      let n: number;
+      if (b.node === node) n = b.nodeCount += e.count;
+      else {
+        b.more ??= new Map();
+        n = (b.more.get(node) ?? 0) + e.count;
+        b.more.set(node, n);
+      }
+      if (n > b.count) b.count = n;
+      if (e.firstSeen < b.first) b.first = e.firstSeen;
+      if (e.lastSeen > b.last) b.last = e.lastSeen;
+      this.#dirty.add(b);
     }
   }
 
@@ -144,24 +167,35 @@ export class Store {
 
   /** pendingRows is how many minute rows wait for the next flush (a growing number means the disk is behind). */
   get pendingRows(): number {
-    return this.#pending.size;
+    return this.#dirty.size;
   }
 
-  /** flush writes every pending row and agent in one transaction and returns the number of rows written. */
-  flush(): number {
-    if (this.#pending.size === 0 && this.#dirtyAgents.size === 0) return 0;
-    const rows = [...this.#pending.values()];
+  /**
+   * flush writes the agents that changed and the traffic rows that grew since they were last written (at most
+   * MAX_ROWS_PER_FLUSH of them, all when forced at shutdown): each row's growth is added to the stored count, so a
+   * minute continued after a restart keeps what was stored before. One transaction; returns the rows written.
+   */
+  flush(now = Date.now(), force = false, maxRows = MAX_ROWS_PER_FLUSH): number {
+    if (this.#dirty.size === 0 && this.#dirtyAgents.size === 0) return 0;
+    const rows: Bucket[] = [];
+    for (const b of this.#dirty) {
+      if (!force && rows.length >= maxRows) break;
+      rows.push(b);
+    }
+    for (const b of rows) this.#dirty.delete(b);
     const agents = [...this.#dirtyAgents.values()];
-    this.#pending.clear();
     this.#dirtyAgents.clear();
     this.db.tx(() => {
-      for (const r of rows) {
+      for (const b of rows) {
+        const delta = b.count - b.written;
+        if (delta <= 0) continue;
         this.db.run(
-          `INSERT INTO minute_stats (minute, ip, mac, kind, node, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (ip, minute, mac, kind, node) DO UPDATE SET count = minute_stats.count + excluded.count,
+          `INSERT INTO minute_stats (minute, ip, mac, kind, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (minute, ip, mac, kind) DO UPDATE SET count = minute_stats.count + excluded.count,
              first_seen = MIN(minute_stats.first_seen, excluded.first_seen), last_seen = MAX(minute_stats.last_seen, excluded.last_seen)`,
-          [r.minute, r.ip, r.mac, r.kind, r.node, r.count, r.first, r.last],
+          [b.minute, b.ip, b.mac, b.kind, delta, b.first, b.last],
         );
+        b.written = b.count;
       }
       for (const a of agents) {
         this.db.run(
@@ -172,29 +206,39 @@ export class Store {
         );
       }
     });
+    // Minutes that are over leave memory once written; a late batch for one starts a fresh bucket whose counts are
+    // added to the stored row.
+    if (now - this.#evicted >= EVICT_EVERY_MS) {
+      this.#evicted = now;
+      const current = now - (now % MINUTE_MS);
+      for (const [key, b] of this.#buckets) if (b.minute < current && !this.#dirty.has(b)) this.#buckets.delete(key);
+    }
     return rows.length + agents.length;
   }
 
-  /** aggregates sums the stored traffic since `since` per capture point and (ip, mac, kind): the live view's history. */
-  aggregates(since: number): StoredAggregate[] {
-    const rows = this.db.all<{ node: string; ip: string; mac: string; kind: ObservationKind; count: number; first: number; last: number }>(
-      `SELECT node, ip, mac, kind, SUM(count) AS count, MIN(first_seen) AS first, MAX(last_seen) AS last
-       FROM minute_stats WHERE minute >= ? GROUP BY node, ip, mac, kind`,
+  /** aggregates sums the stored traffic since `since` per (ip, mac, kind): the history the live view restores. */
+  aggregates(since: number): ObservationAggregate[] {
+    const rows = this.db.all<{ ip: string; mac: string; kind: ObservationKind; count: number; first: number; last: number }>(
+      `SELECT ip, mac, kind, SUM(count) AS count, MIN(first_seen) AS first, MAX(last_seen) AS last
+       FROM minute_stats WHERE minute >= ? GROUP BY ip, mac, kind`,
       [since - (since % MINUTE_MS)],
     );
-    return rows.map((r) => ({
-      node: r.node,
-      entry: { ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, peerIp: r.ip, targetMac: null, ethernetMismatch: 0 },
-    }));
+    return rows.map((r) => ({ ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, peerIp: r.ip, targetMac: null, ethernetMismatch: 0 }));
   }
 
-  /** timeline returns one IP's minutes in [from, to], each MAC and kind counted once across capture points (the most any one saw). */
+  /** timeline returns one IP's minutes in [from, to] per MAC and kind, the part not yet written included. */
   timeline(ip: string, from: number, to: number): TimelinePoint[] {
-    return this.db.all<TimelinePoint>(
-      `SELECT minute, mac, kind, MAX(count) AS count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?
-       GROUP BY minute, mac, kind ORDER BY minute, mac, kind`,
-      [ip, from - (from % MINUTE_MS), to],
-    );
+    const start = from - (from % MINUTE_MS);
+    const rows = this.db.all<TimelinePoint>("SELECT minute, mac, kind, count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?", [ip, start, to]);
+    const byKey = new Map(rows.map((r) => [`${r.minute}|${r.mac}|${r.kind}`, { ...r }]));
+    for (const b of this.#dirty) {
+      if (b.ip !== ip || b.minute < start || b.minute > to || b.count === b.written) continue;
+      const key = `${b.minute}|${b.mac}|${b.kind}`;
+      const r = byKey.get(key);
+      if (r === undefined) byKey.set(key, { minute: b.minute, mac: b.mac, kind: b.kind as ObservationKind, count: b.count - b.written });
+      else r.count += b.count - b.written;
+    }
+    return [...byKey.values()].sort((a, b) => a.minute - b.minute || a.mac.localeCompare(b.mac) || a.kind.localeCompare(b.kind));
   }
 
   agents(): StoredAgent[] {
@@ -296,15 +340,17 @@ export class Store {
    */
   pruneStep(now: number, retentionMs: number): number {
     const cut = now - retentionMs;
-    // rowid is SQLite's row handle (PostgreSQL: ctid); the one dialect-specific query, kept here.
-    let n = this.db.run("DELETE FROM minute_stats WHERE rowid IN (SELECT rowid FROM minute_stats WHERE minute < ? LIMIT ?)", [cut, PRUNE_BATCH]).changes;
+    let n = this.db.run(
+      "DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)",
+      [cut, PRUNE_BATCH],
+    ).changes;
     if (n < PRUNE_BATCH) n += this.db.run("DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)", [cut, PRUNE_BATCH - n]).changes;
     if (n < PRUNE_BATCH) n += this.db.run("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE t < ? LIMIT ?)", [now - AUDIT_RETENTION_MS, PRUNE_BATCH - n]).changes;
     return n;
   }
 
   close(): void {
-    this.flush();
+    this.flush(Date.now(), true);
     this.db.close();
   }
 }

@@ -1,9 +1,9 @@
 import type { TRPCRouterRecord } from "@trpc/server";
-import { live } from "../live.js";
+import { live, liveInput } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
 export const clusterRouter = {
-  /** summary: Kubernetes connection, MetalLB presence, kube-proxy mode and strictARP as configured. */
+  /** summary: Kubernetes connection, MetalLB, kube-proxy's mode and strictARP as configured and as the nodes apply it. */
   summary: publicProcedure.query(({ ctx }) => ctx.hub.cluster()),
-  live: publicProcedure.subscription(({ ctx, signal }) => live(ctx.hub, signal, () => ctx.hub.cluster())),
+  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => live(ctx.hub, signal, "cluster", input?.lastEventId, () => ctx.hub.cluster())),
 } satisfies TRPCRouterRecord;

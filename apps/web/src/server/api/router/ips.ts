@@ -1,16 +1,31 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { isIPv4 } from "@whohas/core";
-import { live } from "../live.js";
+import { isIP } from "@whohas/core";
+import { live, liveInput } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
+const ip = z.string().refine(isIP, "not an IP address");
+/** RANGES are the timeline windows the dashboard offers. */
+const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000 } as const;
+
 export const ipsRouter = {
-  /** list returns every IP seen, with its responders and state. */
+  /** list returns every IP seen or known from the cluster, with its responders, state and open findings. */
   list: publicProcedure.query(({ ctx }) => ctx.hub.ips()),
 
-  /** byIp returns one IP, or null when nothing was seen for it. */
-  byIp: publicProcedure.input(z.object({ ip: z.string().refine(isIPv4, "not an IPv4 address") })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
+  /** byIp returns one IP, or null when nothing was seen or known for it. */
+  byIp: publicProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
 
-  /** live pushes the whole list whenever it changes (and as views age), over SSE. */
-  live: publicProcedure.subscription(({ ctx, signal }) => live(ctx.hub, signal, () => ctx.hub.ips())),
+  /** timeline: one IP's replies, announcements and requests per minute and MAC over the last 15 min, 1 h or 24 h. */
+  timeline: publicProcedure.input(z.object({ ip, range: z.enum(["15m", "1h", "24h"]).default("1h") })).query(({ ctx, input }) => {
+    const now = ctx.hub.clock();
+    return ctx.hub.timeline(input.ip, now - RANGE_MS[input.range], now);
+  }),
+
+  /** live pushes the whole list whenever it changes (and as views age), over SSE; resumable. */
+  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => live(ctx.hub, signal, "ips", input?.lastEventId, () => ctx.hub.ips())),
+
+  /** byIpLive pushes one IP whenever it changes. */
+  byIpLive: publicProcedure
+    .input(liveInput.extend({ ip }))
+    .subscription(({ ctx, signal, input }) => live(ctx.hub, signal, `ip:${input.ip}`, input.lastEventId, () => ctx.hub.ip(input.ip))),
 } satisfies TRPCRouterRecord;

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "vitest";
+import { Hub } from "../hub/hub.js";
+import { appRouter } from "../api/root.js";
+import { createCallerFactory } from "../api/trpc.js";
+
+const hello = (node: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] });
+interface Tracked<T> { id: string; data: T }
+/** On the server a tracked event is [id, data, marker]; the SSE link turns it into { id, data } for the client. */
+const untrack = <T>(v: unknown): Tracked<T> => {
+  const [id, data] = v as [string, T];
+  return { id, data };
+};
+
+async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T> | "timeout"> {
+  const timer = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms));
+  const r = await Promise.race([it.next(), timer]);
+  return r === "timeout" ? r : untrack<T>((r).value);
+}
+
+describe("live subscriptions", () => {
+  it("send tracked values, and a client resuming with the current id gets only what changes after", async () => {
+    const hub = new Hub();
+    const caller = createCallerFactory(appRouter)({ hub });
+    const a = (await caller.agents.live({})) as AsyncIterable<unknown>;
+    const ita = a[Symbol.asyncIterator]();
+    const first = await next<unknown[]>(ita);
+    expect(first).toMatchObject({ data: [] });
+    const id = (first as Tracked<unknown[]>).id;
+
+    const b = (await caller.agents.live({ lastEventId: id })) as AsyncIterable<unknown>;
+    const itb = b[Symbol.asyncIterator]();
+    const pending = next<{ node: string }[]>(itb, 1500);
+    await new Promise((r) => setTimeout(r, 300));
+    hub.connect(hello("node-a"));
+    const resumed = await pending;
+    // Nothing was resent for the value the client already had: its first event is the change.
+    expect(resumed).toMatchObject({ data: [{ node: "node-a" }] });
+    expect((resumed as Tracked<unknown>).id).not.toBe(id);
+    await ita.return?.();
+    await itb.return?.();
+  });
+});

@@ -1,0 +1,281 @@
+// Benchmark of the hub (issue 5): 200 simulated agents over real WebSockets, 300 IPs each, 50,000 observations/s in
+// total for 60 s, against the production hub (`whohas-hub --config`, SQLite on disk). Measures the hub's CPU and peak
+// RSS, whether it keeps up (every message sent was accepted, nothing left buffered on either side), and the latency
+// from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a
+// bare `ws` server that only parses the same messages: the floor of receiving them in Node. Asserts nothing.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { WebSocket, WebSocketServer } from "ws";
+import { HUB_BIN, freePort } from "@whohas/lab";
+
+const TICKS = 100; // USER_HZ
+const TOKEN = "bench-agent-token-0123456789abcdef";
+const VIEWER = "bench-viewer-token-0123456789abcdef";
+const MAX_ROWS_PER_FLUSH_NOTE = "the hub writes at most 15,000 rows a second, oldest first";
+
+function cpuTicks(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(f[11]) + Number(f[12]);
+}
+function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1] ?? 0) / 1024;
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const hex2 = (n: number) => (n & 255).toString(16).padStart(2, "0");
+
+interface Load {
+  agents: number;
+  ipsPerAgent: number;
+  perSecond: number;
+  seconds: number;
+}
+
+/** SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. */
+class SimAgent {
+  readonly ws: WebSocket;
+  readonly mac: string;
+  readonly ips: string[];
+  sent = 0;
+  entries = 0;
+  #cursor = 0;
+
+  constructor(url: string, readonly index: number, ipsPerAgent: number) {
+    this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
+    this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
+    // Up to 512 IPs per agent, distinct across agents (200 x 300 = 60,000 IPs in the hub's table).
+    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => `10.${16 + (index >> 4)}.${((index & 15) << 4) | (i >> 8)}.${i & 255}`);
+  }
+
+  async open(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.ws.once("open", resolve);
+      this.ws.once("error", reject);
+    });
+    this.ws.send(JSON.stringify({ v: 1, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
+    this.ws.on("message", () => undefined);
+  }
+
+  /** batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin. */
+  batch(n: number, now: number): void {
+    const parts: string[] = [];
+    for (let k = 0; k < n; k++) {
+      const ip = this.ips[Math.floor(this.#cursor / 2) % this.ips.length] ?? "";
+      const reply = (this.#cursor++ & 1) === 1;
+      parts.push(
+        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}`,
+      );
+    }
+    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[${parts.join(",")}]}`);
+    this.sent++;
+    this.entries += n;
+  }
+}
+
+/** drive runs the load: each agent sends every 100 ms; returns the peak of bytes buffered on the client side. */
+async function drive(agents: SimAgent[], load: Load, during?: (elapsed: number, tick: number) => void): Promise<{ seconds: number; maxBuffered: number }> {
+  const perBatch = Math.round(load.perSecond / load.agents / 10);
+  const started = Date.now();
+  let maxBuffered = 0;
+  let tick = 0;
+  while (Date.now() - started < load.seconds * 1000) {
+    // Spread the agents over the 100 ms slot, as real agents are not in phase; each slice at its own deadline.
+    for (let slice = 0; slice < 10; slice++) {
+      const due = started + tick * 100 + slice * 10 - Date.now();
+      if (due > 0) await sleep(due);
+      const now = Date.now();
+      for (let i = slice; i < agents.length; i += 10) agents[i]?.batch(perBatch, now);
+    }
+    tick++;
+    if (tick % 10 === 0) maxBuffered = Math.max(maxBuffered, agents.reduce((n, a) => n + a.ws.bufferedAmount, 0));
+    during?.(Date.now() - started, tick);
+  }
+  return { seconds: (Date.now() - started) / 1000, maxBuffered };
+}
+
+/** sseLatency opens a tRPC subscription for a fresh IP, sends it from one agent, and times the state change. */
+async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<number> {
+  const ac = new AbortController();
+  const input = encodeURIComponent(JSON.stringify({ ip }));
+  const res = await fetch(`${base}/api/trpc/ips.byIpLive?input=${input}`, { signal: ac.signal, headers: { accept: "text/event-stream" } });
+  if (res.body === null) throw new Error("no SSE body");
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
+  const dec = new TextDecoder();
+  let buf = "";
+  let sentAt = 0;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("SSE ended");
+      buf += dec.decode(value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const event = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const data = event.split("\n").find((l) => l.startsWith("data: "))?.slice(6);
+        if (data === undefined) continue;
+        const parsed = JSON.parse(data) as unknown;
+        if (sentAt === 0) {
+          // The first event is the IP as it is now (unknown: null). Send its first reply now.
+          const now = Date.now();
+          agent.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${agent.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}]}`);
+          sentAt = performance.now();
+          continue;
+        }
+        if (parsed !== null) return performance.now() - sentAt;
+      }
+    }
+  } finally {
+    ac.abort();
+  }
+}
+
+async function hubMetric(base: string, name: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return text.split("\n").filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.split(" ").pop()), 0);
+}
+
+async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
+  const agents = Array.from({ length: load.agents }, (_, i) => new SimAgent(url, i, load.ipsPerAgent));
+  for (let i = 0; i < agents.length; i += 20) await Promise.all(agents.slice(i, i + 20).map((a) => a.open()));
+  return agents;
+}
+
+/** reference: a bare ws server parsing every message, in a child process, under the same load. */
+async function reference(load: Load): Promise<{ cpu: number; rss: number; entries: number; sent: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, "--reference-server", String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
+  const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
+  const pid = child.pid ?? 0;
+  const c0 = cpuTicks(pid);
+  const { seconds } = await drive(agents, load);
+  const cpu = (cpuTicks(pid) - c0) / TICKS / seconds;
+  const rss = rssMb(pid, "VmHWM");
+  await sleep(1000);
+  for (const a of agents) a.ws.close();
+  const entries = await new Promise<number>((resolve) => {
+    child.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+    child.kill("SIGUSR2");
+  });
+  child.kill("SIGTERM");
+  return { cpu, rss, entries, sent: agents.reduce((n, a) => n + a.entries, 0) };
+}
+
+function referenceServer(port: number): void {
+  let entries = 0;
+  const http = createServer();
+  const wss = new WebSocketServer({ server: http, maxPayload: 1024 * 1024 });
+  wss.on("connection", (ws) => ws.on("message", (d: Buffer) => (entries += ((JSON.parse(d.toString()) as { entries?: unknown[] }).entries ?? []).length)));
+  process.on("SIGUSR2", () => process.stdout.write(`${entries}\n`));
+  http.listen(port, "127.0.0.1", () => process.stdout.write("ready\n"));
+}
+
+async function main(): Promise<void> {
+  const load: Load = { agents: Number(process.argv[2] ?? 200), ipsPerAgent: 300, perSecond: Number(process.argv[3] ?? 50_000), seconds: Number(process.argv[4] ?? 60) };
+  const dir = mkdtempSync(join(tmpdir(), "whohas-hub-bench-"));
+  let hub: ChildProcess | null = null;
+  try {
+    const port = await freePort();
+    writeFileSync(join(dir, "agent-token"), TOKEN);
+    writeFileSync(join(dir, "viewer-token"), VIEWER);
+    writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
+    hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+      if (i > 150) throw new Error("the hub did not start");
+      await sleep(200);
+    }
+    // bin/whohas-hub.js starts the hub as its child with a bounded heap: measure that child, and count the parent.
+    const wrapper = hub.pid ?? 0;
+    const pid = Number(readFileSync(`/proc/${wrapper}/task/${wrapper}/children`, "utf8").trim().split(" ")[0] ?? wrapper) || wrapper;
+    const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
+    // Warm up: the hub learns every IP once before the clock starts.
+    await drive(agents, { ...load, seconds: 5 });
+    const msgs0 = await hubMetric(base, 'whohas_hub_agent_messages_total{type="observations"}');
+    const sent0 = agents.reduce((n, a) => n + a.sent, 0);
+    const entries0 = agents.reduce((n, a) => n + a.entries, 0);
+    const c0 = cpuTicks(pid);
+    const latencies: number[] = [];
+    let markers = 0;
+    let probing = false;
+    const rssSamples: number[] = [];
+    const pending0 = await hubMetric(base, "whohas_hub_store_pending_rows");
+    const { seconds, maxBuffered } = await drive(agents, load, (elapsed, tick) => {
+      if (tick % 10 === 0) rssSamples.push(rssMb(pid, "VmRSS"));
+      if (probing || elapsed > load.seconds * 1000 - 2000) return;
+      probing = true;
+      // One marker at a time, from a rotating agent, for an IP nobody has seen.
+      const agent = agents[markers % agents.length];
+      const ip = `198.51.${100 + Math.floor(markers / 250)}.${(markers % 250) + 1}`;
+      markers++;
+      if (agent === undefined) return;
+      void sseLatency(base, agent, ip).then(
+        (ms) => latencies.push(ms),
+        () => undefined,
+      ).finally(() => (probing = false));
+    });
+    const cpu = (cpuTicks(pid) - c0) / TICKS / seconds;
+    // The peak over warm-up and load, before the queries below build their own large answers.
+    const peak = rssMb(pid, "VmHWM");
+    const wrapperRss = wrapper === pid ? 0 : rssMb(wrapper, "VmHWM");
+    await sleep(2000);
+    const accepted = (await hubMetric(base, 'whohas_hub_agent_messages_total{type="observations"}')) - msgs0;
+    const sent = agents.reduce((n, a) => n + a.sent, 0) - sent0;
+    const pending = await hubMetric(base, "whohas_hub_store_pending_rows");
+    const ticks = await (await fetch(`${base}/metrics`)).text();
+    const pass = (name: string) => {
+      const count = Number(new RegExp(`whohas_hub_tick_seconds_count\\{pass="${name}"\\} (\\d+)`).exec(ticks)?.[1] ?? 0);
+      const sum = Number(new RegExp(`whohas_hub_tick_seconds_sum\\{pass="${name}"\\} ([\\d.e-]+)`).exec(ticks)?.[1] ?? 0);
+      return `${((sum / Math.max(1, count)) * 1000).toFixed(1)} ms mean over ${count}`;
+    };
+    const ipCount = ((await (await fetch(`${base}/api/v1/ips`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as unknown[]).length;
+    const open = (await (await fetch(`${base}/api/v1/incidents?state=open&limit=5000`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as { type: string }[];
+    const openByType = [...open.reduce((m, i) => m.set(i.type, (m.get(i.type) ?? 0) + 1), new Map<string, number>())].map(([t, n]) => `${t} ${n}`).join(", ");
+    const rssAfterQueries = rssMb(pid, "VmRSS");
+    const heapUsed = (await hubMetric(base, "nodejs_heap_size_used_bytes")) / 1e6;
+    const heapTotal = (await hubMetric(base, "nodejs_heap_size_total_bytes")) / 1e6;
+    for (const a of agents) a.ws.close();
+    hub.kill("SIGTERM");
+    await new Promise((r) => hub?.once("exit", r));
+    hub = null;
+
+    const ref = await reference({ ...load, seconds: Math.min(20, load.seconds) });
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
+    const entriesPerSecond = (agents.reduce((n, a) => n + a.entries, 0) - entries0) / seconds;
+    const keepsUp = accepted >= sent + markers && pending <= Math.max(pending0 * 1.2, 30_000) && maxBuffered < 1024 * 1024;
+    const rows = [
+      `hub benchmark: ${load.agents} agents over WebSockets, ${load.ipsPerAgent} IPs each (${ipCount} IPs in the hub), ${Math.round(entriesPerSecond)} observations/s for ${seconds.toFixed(1)} s`,
+      "",
+      `${"".padEnd(28)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)}`,
+      `${"whohas-hub (SQLite, WAL)".padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,
+      `${"bare ws + JSON.parse (ref)".padEnd(28)} ${`${(ref.cpu * 100).toFixed(1)} %`.padStart(12)} ${`${ref.rss.toFixed(0)} MB`.padStart(10)}   (${ref.entries}/${ref.sent} entries parsed)`,
+      `ratio hub / reference CPU: ${(cpu / ref.cpu).toFixed(2)}x`,
+      "",
+      `keeps up: ${accepted}/${sent} messages accepted (${markers} of them latency markers), rows waiting for the disk ${pending0} at the start and ${pending} at the end (bounded: ${MAX_ROWS_PER_FLUSH_NOTE}), client-side send buffer peak ${maxBuffered} bytes`,
+      `passes (each every 1 s, warm-up included): judging ${pass("judge")}, writing ${pass("write")}`,
+      `V8 heap at the end: ${heapUsed.toFixed(0)} MB used of ${heapTotal.toFixed(0)} MB (the launcher bounds it at 384 MB: WHOHAS_HEAP_MB)`,
+      `open incidents at the end: ${open.length === 0 ? "none" : openByType}`,
+      `the whohas-hub launcher that bounds the heap (parent process): ${wrapperRss.toFixed(0)} MB peak RSS, ~0 CPU`,
+      `RSS over the run: ${rssSamples.length > 0 ? `${Math.min(...rssSamples).toFixed(0)} -> ${Math.max(...rssSamples).toFixed(0)} MB` : "?"}; after answering /api/v1/ips for every IP and the other queries: ${rssAfterQueries.toFixed(0)} MB`,
+      `send -> state change seen over SSE (${latencies.length} markers): p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
+      `targets: keeps up (${keepsUp ? "met" : "NOT met"}), p99 <= 50 ms (${pct(99) <= 50 ? "met" : "NOT met"}), CPU <= 1 core (${cpu <= 1 ? "met" : "NOT met"}), RSS <= 500 MB (${peak + wrapperRss <= 500 ? "met" : "NOT met"}, hub and launcher together)`,
+    ];
+    process.stdout.write(rows.join("\n") + "\n");
+  } finally {
+    hub?.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === "--reference-server") referenceServer(Number(process.argv[3]));
+else
+  main().catch((e: unknown) => {
+    process.stderr.write(`hub-bench: ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(1);
+  });
