@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { Aggregator } from "./aggregate.js";
 import { classifyFrame, type Observation } from "./packet/classify.js";
-import { newArpRequest } from "./packet/arp.js";
+import { newArpReply, newArpRequest } from "./packet/arp.js";
 import { decodeFrame, newFrameFields } from "./packet/frame.js";
 import { LINKTYPE_ETHERNET } from "./packet/link.js";
-import { CLIENT_IP, CLIENT_MAC, VIP } from "./__tests__/fixtures.js";
+import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, VIP } from "./__tests__/fixtures.js";
 
 function requestFor(ip: string): Observation {
   const out = classifyFrame(newArpRequest(CLIENT_MAC, CLIENT_IP, ip));
@@ -63,5 +63,26 @@ describe("Aggregator", () => {
     a.add(requestFor(VIP), "eth0", 20);
     for (const e of batch) a.merge(e);
     expect(a.drain(10).entries).toEqual([expect.objectContaining({ count: 2, firstSeen: 10, lastSeen: 20 })]);
+  });
+
+  it("times each reply from the request seen before it, and carries the timings through putBack", () => {
+    const f = newFrameFields();
+    const a = new Aggregator(10);
+    const frame = (b: Uint8Array) => {
+      expect(decodeFrame(b, LINKTYPE_ETHERNET, f)).toBeNull();
+      return f;
+    };
+    a.addFrame(frame(newArpRequest(CLIENT_MAC, CLIENT_IP, VIP)), "eth0", 1000);
+    a.addFrame(frame(newArpReply(NODE_A_MAC, VIP, CLIENT_MAC, CLIENT_IP)), "eth0", 1000.4);
+    a.addFrame(frame(newArpRequest(CLIENT_MAC, CLIENT_IP, VIP)), "eth0", 2000);
+    a.addFrame(frame(newArpReply(NODE_A_MAC, VIP, CLIENT_MAC, CLIENT_IP)), "eth0", 2000.6);
+    // A reply long after any request is not timed.
+    a.addFrame(frame(newArpReply(NODE_A_MAC, VIP, CLIENT_MAC, CLIENT_IP)), "eth0", 9000);
+    const { entries } = a.drain(10);
+    const reply = entries.find((e) => e.kind === "reply");
+    expect(reply).toMatchObject({ count: 3, latencyCount: 2, latencySumMs: 1 });
+    expect(entries.find((e) => e.kind === "request")?.latencyCount).toBeUndefined();
+    a.putBack(entries, 0);
+    expect(a.drain(10).entries.find((e) => e.kind === "reply")).toMatchObject({ latencyCount: 2, latencySumMs: 1 });
   });
 });

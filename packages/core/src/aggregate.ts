@@ -3,6 +3,7 @@ import type { Observation } from "./packet/classify.js";
 import type { FrameFields, ObservationKind } from "./packet/frame.js";
 import { NO_MAC } from "./packet/link.js";
 import type { ObservationAggregate } from "./wire.js";
+import { REQUEST_WINDOW_MS } from "./analysis/findings.js";
 
 const KINDS: readonly ObservationKind[] = ["request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited"];
 const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<ObservationKind, number>;
@@ -11,6 +12,8 @@ type IpKey = number | string;
 
 interface Slot {
   count: number;
+  latencyCount: number;
+  latencySum: number;
   firstSeen: number;
   lastSeen: number;
   peer: IpKey;
@@ -29,6 +32,8 @@ const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, b) => n
  */
 export class Aggregator {
   readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
+  /** Per interface, per IP: when the last request for it was seen (to time the replies that follow). */
+  readonly #asked = new Map<string, Map<IpKey, number>>();
   #size = 0;
   #dropped = 0;
 
@@ -42,7 +47,17 @@ export class Aggregator {
   /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
   addFrame(f: FrameFields, iface: string, now: number): void {
     const v4 = f.family === 4;
-    this.#fold(iface, v4 ? f.ip4 : f.ip6, f.mac, KIND_INDEX[f.kind], 1, now, now, v4 ? f.peer4 : f.peer6, f.targetMac, v4 && f.src !== NO_MAC && f.src !== f.mac ? 1 : 0);
+    const ip = v4 ? f.ip4 : f.ip6;
+    let latency = -1;
+    if (f.kind === "request" || f.kind === "ns") {
+      let asked = this.#asked.get(iface);
+      if (asked === undefined) this.#asked.set(iface, (asked = new Map<IpKey, number>()));
+      if (asked.has(ip) || asked.size < this.maxEntries) asked.set(ip, now);
+    } else if (f.kind === "reply" || f.kind === "na-solicited") {
+      const t = this.#asked.get(iface)?.get(ip);
+      if (t !== undefined && now >= t && now - t <= REQUEST_WINDOW_MS) latency = now - t;
+    }
+    this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, v4 ? f.peer4 : f.peer6, f.targetMac, v4 && f.src !== NO_MAC && f.src !== f.mac ? 1 : 0, latency < 0 ? 0 : 1, latency < 0 ? 0 : latency);
   }
 
   /** add folds one observation (text form). */
@@ -53,10 +68,10 @@ export class Aggregator {
   /** merge folds an aggregate in: used to put back a batch that could not be sent. */
   merge(e: ObservationAggregate): void {
     const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
-    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, ipKey(e.peerIp), tm, e.ethernetMismatch);
+    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, ipKey(e.peerIp), tm, e.ethernetMismatch, e.latencyCount ?? 0, e.latencySumMs ?? 0);
   }
 
-  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, peer: IpKey, targetMac: number, mismatch: number): void {
+  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, peer: IpKey, targetMac: number, mismatch: number, latencyCount: number, latencySum: number): void {
     let ips = this.#byIface.get(iface);
     if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
     let macs = ips.get(ip);
@@ -69,12 +84,14 @@ export class Aggregator {
         this.#dropped += count;
         return;
       }
-      slots[kind] = { count, firstSeen: first, lastSeen: last, peer, targetMac, mismatch };
+      slots[kind] = { count, latencyCount, latencySum, firstSeen: first, lastSeen: last, peer, targetMac, mismatch };
       this.#size++;
       return;
     }
     s.count += count;
     s.mismatch += mismatch;
+    s.latencyCount += latencyCount;
+    s.latencySum += latencySum;
     if (first < s.firstSeen) s.firstSeen = first;
     if (last >= s.lastSeen) {
       s.lastSeen = last;
@@ -110,6 +127,7 @@ export class Aggregator {
               peerIp: ipText(s.peer),
               targetMac: s.targetMac === NO_MAC ? null : formatMacNumber(s.targetMac),
               ethernetMismatch: s.mismatch,
+              ...(s.latencyCount > 0 ? { latencyCount: s.latencyCount, latencySumMs: Math.round(s.latencySum * 1000) / 1000 } : {}),
             });
             slots[k] = undefined;
             this.#size--;
@@ -119,6 +137,12 @@ export class Aggregator {
         if (macs.size === 0) ips.delete(ip);
       }
       if (ips.size === 0) this.#byIface.delete(iface);
+    }
+    // Requests older than the window can no longer time a reply.
+    const now = entries.reduce((t, e) => Math.max(t, e.lastSeen), 0);
+    for (const [iface, asked] of this.#asked) {
+      for (const [ip, t] of asked) if (now - t > REQUEST_WINDOW_MS) asked.delete(ip);
+      if (asked.size === 0) this.#asked.delete(iface);
     }
     const dropped = this.#dropped;
     this.#dropped = 0;

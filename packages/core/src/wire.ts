@@ -31,6 +31,13 @@ export const ObservationAggregateSchema = z.object({
   targetMac: mac.nullable(),
   /** How many of `count` had an Ethernet source different from the ARP sender MAC. */
   ethernetMismatch: z.number().int().nonnegative(),
+  /**
+   * Replies only: how many of them answered a request this capture point saw within REQUEST_WINDOW_MS, and the sum
+   * of those delays (request seen -> reply seen, one clock). A node sees its own replies, rarely the others' (they
+   * are unicast to the asker): the hub compares these delays across nodes to tell who tends to win the race.
+   */
+  latencyCount: z.number().int().nonnegative().optional(),
+  latencySumMs: z.number().nonnegative().optional(),
 });
 export type ObservationAggregate = z.infer<typeof ObservationAggregateSchema>;
 

@@ -128,6 +128,8 @@ export function Dashboard() {
                   {ip.responders.map((r) => (
                     <span key={r.mac} className={`responder ${r.answering ? "answering" : "stale"}${ip.expectedOwner !== null && r.answering && r.node !== ip.expectedOwner.node ? " wrong" : ""}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering}>
                       <strong>{r.node ?? "unknown node"}</strong> <span className="mono">{r.mac}</span> · {r.replies} replies
+                      {r.meanLatencyMs === null ? "" : ` · ${r.meanLatencyMs.toFixed(2)} ms`}
+                      {ip.fastest === r.mac && ip.state === "multi-responder" ? <span data-testid="fastest"> · usually first</span> : null}
                       {r.gratuitous > 0 ? ` · ${r.gratuitous} gratuitous` : ""} · {ago(r.lastSeen)}
                     </span>
                   ))}

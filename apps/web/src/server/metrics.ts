@@ -1,6 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Hub } from "./hub/hub.js";
 
+/** MAX_IP_SERIES bounds the per-IP series, whatever the size of the segment the agents see. */
+const MAX_IP_SERIES = 5000;
+
 /** HubMetrics are the hub's Prometheus series; the gauges are read from the hub at scrape time. */
 export class HubMetrics {
   readonly registry = new Registry();
@@ -60,12 +63,12 @@ export class HubMetrics {
     });
     const responders = new Gauge({
       name: "whohas_hub_answering_responders",
-      help: "MACs answering for each IP now (more than 1 means several nodes answer).",
+      help: `MACs answering now for each LoadBalancer IP, and any other IP several MACs answer for (at most ${MAX_IP_SERIES} IPs; more than 1 means several nodes answer).`,
       labelNames: ["ip"],
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n] of hub.answering()) responders.set({ ip }, n);
+        for (const [ip, n] of hub.answering(MAX_IP_SERIES)) responders.set({ ip }, n);
       },
     });
   }

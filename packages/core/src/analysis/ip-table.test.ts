@@ -76,4 +76,13 @@ describe("IpTable", () => {
     expect(t.stateOf(VIP, quiet)).toBe("idle");
     expect(t.signature("192.0.2.99", quiet, 10_000)).toBe(0);
   });
+
+  it("calls the answering MAC with the shortest mean reply delay the fastest", () => {
+    const t = new IpTable();
+    t.apply("node-a", [{ ...agg("reply", NODE_A_MAC, 1000, 4), latencyCount: 4, latencySumMs: 2 }]);
+    t.apply("node-b", [{ ...agg("reply", NODE_B_MAC, 1000, 4), latencyCount: 4, latencySumMs: 1.2 }]);
+    const v = t.view(VIP, 1500, nodeOf);
+    expect(v?.fastest).toBe(NODE_B_MAC);
+    expect(v?.responders.map((r) => r.meanLatencyMs)).toEqual([0.5, 0.3]);
+  });
 });

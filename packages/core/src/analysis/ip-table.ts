@@ -30,6 +30,8 @@ export interface ResponderView {
   readonly gratuitous: number;
   /** Time of the last gratuitous announcement, null when none was seen. */
   readonly lastGratuitous: number | null;
+  /** Mean delay from a request to this MAC's reply, as its node timed it; null without timed replies. */
+  readonly meanLatencyMs: number | null;
   readonly firstSeen: number;
   readonly lastSeen: number;
   readonly answering: boolean;
@@ -48,6 +50,11 @@ export interface IpView {
   readonly responders: readonly ResponderView[];
   /** Nodes whose agents captured anything for this IP (requests or answers): its capture points. */
   readonly capturedBy: readonly string[];
+  /**
+   * The answering MAC with the shortest mean reply delay: the one that tends to win the race, so the one clients
+   * tend to cache. Passive and statistical (each node times its own replies); a probe times every request exactly.
+   */
+  readonly fastest: string | null;
 }
 
 interface Counter {
@@ -119,6 +126,8 @@ interface Responder {
   /** Newest answer or announcement, and newest announcement, over every capture point (kept for cheap signatures). */
   lastSeen: number;
   lastGratuitous: number;
+  latencyCount: number;
+  latencySum: number;
 }
 
 interface IpRecord {
@@ -130,7 +139,7 @@ interface IpRecord {
 }
 
 let nextResponderId = 1;
-const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0 });
+const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0, latencyCount: 0, latencySum: 0 });
 const STATE_CODE = { i: 0, s: 1, m: 2, n: 3, N: 4 } as const;
 const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map() });
 
@@ -171,8 +180,11 @@ export class IpTable {
         r = newResponder();
         rec.responders.set(e.mac, r);
       }
-      if (role === "answer") (r.replies ??= new NodeCounters()).bump(node, e);
-      else (r.gratuitous ??= new NodeCounters()).bump(node, e);
+      if (role === "answer") {
+        (r.replies ??= new NodeCounters()).bump(node, e);
+        r.latencyCount += e.latencyCount ?? 0;
+        r.latencySum += e.latencySumMs ?? 0;
+      } else (r.gratuitous ??= new NodeCounters()).bump(node, e);
       if (e.lastSeen > r.lastSeen) r.lastSeen = e.lastSeen;
       if (role !== "answer" && e.lastSeen > r.lastGratuitous) r.lastGratuitous = e.lastSeen;
     }
@@ -270,6 +282,7 @@ export class IpTable {
         replies: replies?.count ?? 0,
         gratuitous: grat?.count ?? 0,
         lastGratuitous: grat?.lastSeen ?? null,
+        meanLatencyMs: r.latencyCount > 0 ? r.latencySum / r.latencyCount : null,
         firstSeen,
         lastSeen,
         answering: now - lastSeen <= ANSWER_WINDOW_MS,
@@ -286,7 +299,9 @@ export class IpTable {
     for (const r of responders) for (const n of r.seenBy) capturedBy.add(n);
     const lastAnswer = Math.max(0, ...responders.map((r) => r.lastSeen));
     const unansweredSince = state === "no-responder" ? Math.max(rec.firstRequest, lastAnswer) : null;
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort() };
+    let fastest: ResponderView | null = null;
+    for (const r of responders) if (r.answering && r.meanLatencyMs !== null && (fastest?.meanLatencyMs == null || r.meanLatencyMs < fastest.meanLatencyMs)) fastest = r;
+    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null };
   }
 
   /** ips lists every IP seen, unordered. */

@@ -10,7 +10,8 @@ interface ApiIp {
   state: string;
   services: { name: string; externalTrafficPolicy: string }[];
   expectedOwner: { node: string; source: string } | null;
-  responders: { mac: string; node: string | null; answering: boolean }[];
+  responders: { mac: string; node: string | null; answering: boolean; meanLatencyMs: number | null }[];
+  fastest: string | null;
   findings: Finding[];
   requests: number;
 }
@@ -46,6 +47,9 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     const owner = r0?.expectedOwner?.node;
     const wrongMacs = stack.lab.nodes.filter((n) => n.name !== owner).map((n) => n.mac).sort();
     expect(r0?.findings.find((f) => f.type === "wrong-owner")?.macs).toEqual(wrongMacs);
+    // Each node times its own replies against the broadcast request it saw: one of them is the usual winner.
+    expect(r0?.responders.every((r) => typeof r.meanLatencyMs === "number")).toBe(true);
+    expect(stack.lab.nodes.map((n) => n.mac)).toContain(r0?.fastest);
     const r1 = rows.find((r) => r.ip === vip1);
     expect(r1?.services).toEqual([{ namespace: "demo", name: "web-1", externalTrafficPolicy: "Local" }]);
     const open = (await api<Incident[]>("/incidents?state=open")).body;

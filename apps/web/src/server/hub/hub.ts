@@ -350,15 +350,23 @@ export class Hub {
     return this.store.flush(now, force, maxRows);
   }
 
-  /** answering lists each IP with how many MACs answer for it now, those with at least one (for /metrics). */
-  answering(): [string, number][] {
+  /**
+   * answering lists how many MACs answer now for each LoadBalancer IP of the cluster and each IP with several
+   * answering (in traffic-only mode, any IP with one or more): at most `max` of them, so that a segment with
+   * thousands of hosts does not explode a metric's label set.
+   */
+  answering(max: number): [string, number][] {
     const now = this.clock();
+    const lb = this.#inventoryMap();
     const out: [string, number][] = [];
+    for (const ip of lb.keys()) out.push([ip, this.#table.answeringCount(ip, now)]);
     for (const ip of this.#table.ips()) {
+      if (out.length >= max) break;
+      if (lb.has(ip)) continue;
       const n = this.#table.answeringCount(ip, now);
-      if (n > 0) out.push([ip, n]);
+      if (n >= (this.#cluster === null ? 1 : 2)) out.push([ip, n]);
     }
-    return out;
+    return out.slice(0, max);
   }
 
   /** stateCounts counts the IPs per state without building views (for /metrics). */
@@ -393,7 +401,7 @@ export class Hub {
 
   #view(ip: string, now: number, inv: Map<string, IpInventory>): HubIpView | null {
     const i = inv.get(ip);
-    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [] });
+    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [], fastest: null });
     if (v === null) return null;
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
     const endpointNodes = i?.endpointNodes ?? [];
