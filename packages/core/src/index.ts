@@ -25,3 +25,4 @@ export * from "./kubeproxy/strict-arp.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./cluster/expected-owner.js";
+export * from "./cluster/pools.js";

@@ -30,4 +30,11 @@ describe("inventoryByIp", () => {
   it("uses only nodes with a live speaker (agent)", () => {
     expect(inventoryByIp(input(), new Set(["node-a", "node-c"])).get("10.0.0.1")?.expectedOwner?.node).toBe("node-a");
   });
+
+  it("names the IP's MetalLB pool and keeps the Service's ports", () => {
+    const inv = inventoryByIp(input({ pools: [{ name: "other", addresses: ["192.0.2.0/24"] }, { name: "lb", addresses: ["10.0.0.0-10.0.0.9"] }] }), all);
+    expect(inv.get("10.0.0.1")?.pool).toBe("lb");
+    expect(inventoryByIp(input(), all).get("10.0.0.1")?.pool).toBeNull();
+    expect(inv.get("10.0.0.1")?.services[0]?.ports).toEqual(svc().ports);
+  });
 });

@@ -1,6 +1,7 @@
 import { goIPString } from "../packet/addr.js";
 import { elect, type ElectionEndpoint, type ElectionNode, type Election } from "../metallb/election.js";
 import type { LabelSelector } from "../metallb/selector.js";
+import { poolOf, type AddressPool } from "./pools.js";
 
 /** A LoadBalancerService is what whohas needs of a Service of type LoadBalancer. */
 export interface LoadBalancerService {
@@ -25,6 +26,8 @@ export interface ClusterInput {
   readonly nodeAssigned: ReadonlyMap<string, string>;
   /** Whether the l2advertisements resource exists (MetalLB installed); without it every node may announce. */
   readonly metallbInstalled: boolean;
+  /** MetalLB's IPAddressPools (empty without MetalLB). */
+  readonly pools?: readonly AddressPool[];
 }
 
 /** OwnerSource says where the expected owner came from, in the order whohas trusts them (issue 5). */
@@ -33,7 +36,14 @@ export type OwnerSource = "servicel2status" | "event" | "computed";
 /** An IpInventory is what the cluster says about one LoadBalancer IP. */
 export interface IpInventory {
   readonly ip: string;
-  readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
+  readonly services: readonly {
+    readonly namespace: string;
+    readonly name: string;
+    readonly externalTrafficPolicy: "Cluster" | "Local";
+    readonly ports: readonly { readonly port: number; readonly protocol: string }[];
+  }[];
+  /** The MetalLB IPAddressPool the IP comes from, null when none holds it (or MetalLB is absent). */
+  readonly pool: string | null;
   readonly expectedOwner: { readonly node: string; readonly source: OwnerSource } | null;
   /** The computed election, kept to explain the owner (order, exclusions) even when another source names it. */
   readonly election: Election | null;
@@ -68,10 +78,11 @@ export function inventoryByIp(c: ClusterInput, speakers: ReadonlySet<string>): M
     for (const raw of svc.ingressIPs) {
       const ip = goIPString(raw) ?? raw;
       const prev = out.get(ip);
-      const entry = { namespace: svc.namespace, name: svc.name, externalTrafficPolicy: svc.externalTrafficPolicy };
+      const entry = { namespace: svc.namespace, name: svc.name, externalTrafficPolicy: svc.externalTrafficPolicy, ports: svc.ports };
       out.set(ip, {
         ip,
         services: [...(prev?.services ?? []), entry],
+        pool: prev?.pool ?? poolOf(ip, c.pools ?? []),
         expectedOwner: prev?.expectedOwner ?? owner,
         election: prev?.election ?? election,
         endpointNodes: [...new Set([...(prev?.endpointNodes ?? []), ...endpointNodes])].sort(),

@@ -8,7 +8,8 @@ import { eventually, query } from "./hub-client.js";
 interface IpRow {
   ip: string;
   state: string;
-  services: { namespace: string; name: string; externalTrafficPolicy: string }[];
+  services: { namespace: string; name: string; externalTrafficPolicy: string; ports: { port: number; protocol: string }[] }[];
+  pool: string | null;
   expectedOwner: { node: string; source: string } | null;
   responders: { node: string | null; answering: boolean }[];
   silentDropNodes: string[];
@@ -42,7 +43,8 @@ describe("the hub joins traffic with the cluster", () => {
     const [vip0, vip1] = stack.lab.vips;
     const rows = await eventually(ips, (r) => r.filter((x) => x.expectedOwner !== null).length === 2 && r.every((x) => x.responders.length === 3), 20_000);
     const r0 = rows.find((r) => r.ip === vip0);
-    expect(r0?.services).toEqual([{ namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster" }]);
+    expect(r0?.services).toEqual([{ namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster", ports: [{ port: 80, protocol: "TCP" }] }]);
+    expect(r0?.pool).toBe("lab-pool");
     expect(r0?.expectedOwner).toEqual({ node: orderCandidates(["node-1", "node-2", "node-3"], vip0 ?? "")[0], source: "computed" });
     // ETP Local: only the node with the endpoint (node-3) may own the IP...
     expect(rows.find((r) => r.ip === vip1)?.expectedOwner).toEqual({ node: "node-3", source: "computed" });

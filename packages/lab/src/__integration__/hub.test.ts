@@ -51,7 +51,7 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     expect(r0?.responders.every((r) => typeof r.meanLatencyMs === "number")).toBe(true);
     expect(stack.lab.nodes.map((n) => n.mac)).toContain(r0?.fastest);
     const r1 = rows.find((r) => r.ip === vip1);
-    expect(r1?.services).toEqual([{ namespace: "demo", name: "web-1", externalTrafficPolicy: "Local" }]);
+    expect(r1?.services).toEqual([{ namespace: "demo", name: "web-1", externalTrafficPolicy: "Local", ports: [{ port: 80, protocol: "TCP" }] }]);
     const open = (await api<Incident[]>("/incidents?state=open")).body;
     expect(open.filter((i) => i.ip === vip0).map((i) => i.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
     expect(open.some((i) => i.ip === vip1 && i.type === "silent-drop")).toBe(true);

@@ -42,6 +42,9 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
   });
   create(api, "namespaces", null, { metadata: { name: "metallb-system" } });
   create(api, "l2advertisements", "metallb-system", { metadata: { name: "l2" }, spec: {} });
+  // The pool MetalLB would hand the Services' IPs out of (the lab's VIPs start at .200 of its benchmarking range).
+  const ips = services.map((s) => s.ip);
+  if (ips.length > 0) create(api, "ipaddresspools", "metallb-system", { metadata: { name: "lab-pool" }, spec: { addresses: ips.map((ip) => `${ip}/32`) } });
   for (const s of services) {
     if (!api.store.list(resourceNamed("namespaces"), null).some((n) => n.metadata.name === s.namespace)) create(api, "namespaces", null, { metadata: { name: s.namespace } });
     create(api, "services", s.namespace, {

@@ -17,7 +17,8 @@ function ipJson(v: HubIpView) {
   return {
     ip: v.ip,
     state: v.state,
-    services: v.services.map((s) => ({ namespace: s.namespace, name: s.name, externalTrafficPolicy: s.externalTrafficPolicy })),
+    services: v.services.map((s) => ({ namespace: s.namespace, name: s.name, externalTrafficPolicy: s.externalTrafficPolicy, ports: s.ports })),
+    pool: v.pool,
     expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
     responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastSeen: r.lastSeen, lastGratuitous: r.lastGratuitous, meanLatencyMs: r.meanLatencyMs })),
     fastest: v.fastest,

@@ -47,6 +47,8 @@ export interface ClusterSource {
 export interface HubIpView extends IpView {
   readonly services: IpInventory["services"];
   readonly expectedOwner: IpInventory["expectedOwner"];
+  /** MetalLB's IPAddressPool holding the IP, when known. */
+  readonly pool: string | null;
   /** Nodes hosting a serving endpoint (ETP Local: a responder elsewhere silently drops traffic). */
   readonly endpointNodes: readonly string[];
   /**
@@ -409,7 +411,7 @@ export class Hub {
       ? [...new Set(v.responders.filter((r) => r.answering && r.node !== null && !endpointNodes.includes(r.node)).map((r) => r.node ?? ""))].sort()
       : [];
     const findings = this.#tracker.open(ip).map((f) => ({ ...f, incidentId: this.#incidentIds.get(incidentKey(ip, f.type)) ?? 0 }));
-    return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, endpointNodes, silentDropNodes, findings };
+    return { ...v, services: i?.services ?? [], expectedOwner: i?.expectedOwner ?? null, pool: i?.pool ?? null, endpointNodes, silentDropNodes, findings };
   }
 
   ips(): HubIpView[] {

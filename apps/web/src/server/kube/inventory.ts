@@ -70,7 +70,7 @@ function watchResource<T extends KubernetesObject>(
 }
 
 interface MetallbObject extends KubernetesObject {
-  spec?: { nodeSelectors?: LabelSelector[] };
+  spec?: { nodeSelectors?: LabelSelector[]; addresses?: string[] };
   status?: { node?: string; serviceName?: string; serviceNamespace?: string };
 }
 
@@ -101,8 +101,8 @@ function toService(s: V1Service, slices: readonly V1EndpointSlice[]): LoadBalanc
 }
 
 /**
- * startInventory lists and watches Services, EndpointSlices, Nodes, kube-system ConfigMaps and, when discovery shows
- * the metallb.io group, L2Advertisements and ServiceL2Statuses. An absent CRD is normal, not an error.
+ * startInventory lists and watches Services, EndpointSlices, Nodes, kube-proxy's ConfigMap and DaemonSet, nodeAssigned
+ * Events and, when discovery shows the metallb.io group, L2Advertisements, ServiceL2Statuses and IPAddressPools. An absent CRD is normal, not an error.
  */
 export async function startInventory(kc: KubeConfig, onChange: () => void, logger: Logger): Promise<Inventory> {
   const core = kc.makeApiClient(CoreV1Api);
@@ -128,7 +128,8 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const assigned = watchResource<CoreV1Event>(kc, "/api/v1/events", () => core.listEventForAllNamespaces({ fieldSelector: NODE_ASSIGNED }), onChange, logger, NODE_ASSIGNED);
   const l2ads = metallb ? crd("l2advertisements") : null;
   const l2statuses = metallb ? crd("servicel2statuses") : null;
-  const all = [services, slices, nodes, configmaps, daemonsets, assigned, l2ads, l2statuses].filter((w) => w !== null);
+  const pools = metallb ? crd("ipaddresspools") : null;
+  const all = [services, slices, nodes, configmaps, daemonsets, assigned, l2ads, l2statuses, pools].filter((w) => w !== null);
   return {
     metallb,
     kubeProxyConfig: () => {
@@ -154,6 +155,7 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
         ),
         nodeAssigned: latestAssignments(assigned.list()),
         metallbInstalled: metallb,
+        pools: (pools?.list() ?? []).map((p) => ({ name: p.metadata?.name ?? "", addresses: p.spec?.addresses ?? [] })),
       };
     },
     stop: async () => {
