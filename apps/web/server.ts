@@ -29,8 +29,8 @@ token), /api/trpc (dashboard API), /metrics, /healthz, /readyz.
 /** TICK_MS: how often the hub judges IPs and writes what it buffered. */
 const TICK_MS = 1000;
 /** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
-const JUDGE_SLICE = 5000;
-const WRITE_SLICE = 2500;
+const JUDGE_SLICE = 2500;
+const WRITE_SLICE = 1500;
 /** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
 const PRUNE_EVERY_MS = 10 * 60_000;
 

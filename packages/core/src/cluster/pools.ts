@@ -22,11 +22,12 @@ export function inRange(ip: string, entry: string): boolean {
   if (dash > 0) {
     const lo = toBig(entry.slice(0, dash).trim());
     const hi = toBig(entry.slice(dash + 1).trim());
-    return lo !== null && hi !== null && lo.v6 === a.v6 && hi.v6 === a.v6 && a.n >= lo.n && a.n <= hi.n;
+    if (lo === null || hi === null) return false;
+    return lo.v6 === a.v6 && hi.v6 === a.v6 && a.n >= lo.n && a.n <= hi.n;
   }
   const [base, bitsText] = entry.split("/");
   const net = toBig((base ?? "").trim());
-  if (net === null || net.v6 !== a.v6) return false;
+  if (net?.v6 !== a.v6) return false;
   const width = a.v6 ? 128 : 32;
   const bits = bitsText === undefined ? width : Number(bitsText);
   if (!Number.isInteger(bits) || bits < 0 || bits > width) return false;
