@@ -1,35 +1,111 @@
-import { expect, test } from "@playwright/test";
+import { expect, test, type Page } from "@playwright/test";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
+const vip0 = vips[0] ?? "";
+const vip1 = vips[1] ?? "";
+const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 
-test("the dashboard shows the three nodes answering for a VIP, live", async ({ page }) => {
+test("the Overview turns red with three responders and shows every node's ARP behaviour", async ({ page }) => {
   await page.goto(url);
-  const row = page.locator(`tr[data-ip="${vips[0]}"]`);
-  await expect(row).toHaveAttribute("data-state", "multi-responder");
-  for (const n of nodes) {
-    await expect(row.locator(`[data-testid="responder"][data-mac="${n.mac}"]`)).toHaveAttribute("data-node", n.name);
-  }
-  await expect(row.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(3);
   await expect(page.getByTestId("banner")).toContainText("answered by several nodes");
-  // The cluster side: the Service behind the VIP and the node MetalLB's election gives it.
-  await expect(row.getByTestId("services")).toHaveText("demo/web-0");
-  await expect(row.getByTestId("owner")).toHaveAttribute("data-source", "computed");
+  await expect(page.getByTestId("banner")).toContainText("strictARP: false");
+  await expect(page.getByTestId("count-multi")).toContainText("2");
+  await expect(page.getByTestId("count-agents")).toContainText("3");
   await expect(page.getByTestId("cluster")).toContainText("kube-proxy mode ipvs, strictARP false (configured), MetalLB installed");
-  // The ETP Local VIP: the two nodes without an endpoint answer too, and their traffic would be dropped.
-  await expect(page.locator(`tr[data-ip="${vips[1]}"]`).getByTestId("silent-drop")).toContainText("silent drop: node-1, node-2");
-  await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
+  await expect(page.getByTestId("strictarp-effective")).toHaveAttribute("data-verdict", "exposed");
+  const rows = page.locator('[data-testid="strictarp-nodes"] tbody tr');
+  await expect(rows).toHaveCount(3);
+  for (const n of nodes) await expect(page.locator(`[data-testid="strictarp-nodes"] tr[data-node="${n.name}"]`)).toContainText("any local address");
+  await expect(page.getByTestId("problem-ips")).toContainText(vip0);
+  await shot(page, "overview");
+});
+
+test("the IPs page lists the responders, filters and sorts with the state in the URL", async ({ page }) => {
+  await page.goto(`${url}/ips`);
+  const row = page.locator(`[data-ip="${vip0}"]`);
+  await expect(row).toHaveAttribute("data-state", "multi-responder");
+  for (const n of nodes) await expect(row.locator(`[data-testid="responder"][data-mac="${n.mac}"]`)).toHaveAttribute("data-node", n.name);
+  await expect(row.getByTestId("services")).toHaveText("demo/web-0");
+  await expect(row.getByTestId("findings")).toContainText("multi-responder");
+  // The two responders that are not the expected owner are marked wrong.
+  const owner = await row.getByTestId("owner").getAttribute("data-owner");
+  await expect(row.locator('[data-testid="responder"].wrong')).toHaveCount(nodes.filter((n) => n.name !== owner).length);
+  await shot(page, "ips");
+
+  await page.getByTestId("search").fill(vip1);
+  await expect(page).toHaveURL(new RegExp(`q=${vip1.replaceAll(".", "\\.")}`));
+  await expect(page.locator(`[data-ip="${vip0}"]`)).toHaveCount(0);
+  await expect(page.locator(`[data-ip="${vip1}"]`)).toHaveCount(1);
+  // A shared link opens the same filtered view.
+  const shared = page.url();
+  const other = await page.context().newPage();
+  await other.goto(shared);
+  await expect(other.getByTestId("search")).toHaveValue(vip1);
+  await expect(other.getByTestId("row-count")).toContainText("1 of");
+  await other.close();
+  await page.getByTestId("search").fill("");
+  await page.getByTestId("filter-finding").selectOption("silent-drop");
+  await expect(page.locator(`[data-ip="${vip1}"]`)).toHaveCount(1);
+  await expect(page.locator(`[data-ip="${vip0}"]`)).toHaveCount(0);
+});
+
+test("the IP detail shows the three responders, the timeline, the silent drop and the client-side fix", async ({ page }) => {
+  await page.goto(`${url}/ips/${vip1}`);
+  await expect(page.getByTestId("ip-state")).toHaveAttribute("data-state", "multi-responder");
+  await expect(page.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(3);
+  await expect(page.getByTestId("silent-drop")).toContainText("node-1, node-2");
+  await expect(page.getByTestId("endpoints")).toContainText("node-3");
+  await expect(page.getByTestId("client-fix")).toContainText(`ip neigh flush to ${vip1}`);
+  // The chart has one replies series per node, drawn.
+  const chart = page.getByTestId("timeline");
+  for (const n of nodes) await expect(chart).toHaveAttribute("data-series", new RegExp(`${n.name} replies`));
+  await expect(chart.locator(".recharts-line")).toHaveCount(3);
+  await expect(page.getByTestId("ip-incidents")).toContainText("multi-responder");
+  await shot(page, "ip-detail");
+});
+
+test("the Nodes page shows every agent online with its ARP settings", async ({ page }) => {
+  await page.goto(`${url}/nodes`);
+  for (const n of nodes) {
+    const row = page.locator(`[data-testid="nodes"] tr[data-node="${n.name}"]`);
+    await expect(row).toHaveAttribute("data-up", "true");
+    await expect(row.locator('[data-iface="eth0"]')).toHaveAttribute("data-arp-ignore", "0");
+    await expect(row.getByTestId("arp")).toContainText("any local address");
+  }
+  await shot(page, "nodes");
+});
+
+test("the Incidents page lists the open incidents and one opens with its evidence and timeline", async ({ page }) => {
+  await page.goto(`${url}/incidents`);
+  const open = page.getByTestId("incidents-open");
+  await expect(open.locator('tr[data-type="multi-responder"]')).toHaveCount(2);
+  await shot(page, "incidents");
+  await open.locator('tr[data-type="multi-responder"] a').first().click();
+  await expect(page.getByTestId("incident-state")).toHaveText("open");
+  await expect(page.getByTestId("evidence")).toContainText("Responders:");
+  await expect(page.locator('[data-testid="incident-events"] li[data-kind="opened"]')).toHaveCount(1);
+  await shot(page, "incident");
 });
 
 test("a second page sees the same live data without reloading", async ({ browser }) => {
   const a = await browser.newPage();
   const b = await browser.newPage();
-  await Promise.all([a.goto(url), b.goto(url)]);
-  const rowOf = (p: typeof a) => p.locator(`tr[data-ip="${vips[1]}"]`).getByTestId("requests");
-  await expect(rowOf(a)).toContainText(/\d/);
-  const first = Number(/^\d+/.exec((await rowOf(b).innerText()).trim())?.[0] ?? "0");
+  await Promise.all([a.goto(`${url}/ips`), b.goto(`${url}/ips`)]);
+  const count = (p: Page) => p.locator(`[data-ip="${vip1}"]`).getByTestId("requests");
+  await expect(count(a)).toContainText(/\d/);
+  const first = Number((await count(b).innerText()).trim());
   // The client asks every second: the request count grows on both pages by push alone.
-  await expect.poll(async () => Number(/^\d+/.exec((await rowOf(b).innerText()).trim())?.[0] ?? "0"), { timeout: 15_000 }).toBeGreaterThan(first + 2);
-  await expect(a.locator('[data-testid="agents"] tr[data-node]')).toHaveCount(3);
+  await expect.poll(async () => Number((await count(b).innerText()).trim()), { timeout: 15_000 }).toBeGreaterThan(first + 2);
+  await expect.poll(async () => Number((await count(a).innerText()).trim()), { timeout: 15_000 }).toBeGreaterThan(first + 2);
+});
+
+test("the light theme is remembered", async ({ page }) => {
+  await page.goto(url);
+  await page.getByRole("button", { name: "switch between light and dark theme" }).click();
+  await expect(page.locator("html")).toHaveAttribute("data-theme", /light|dark/);
+  const theme = await page.locator("html").getAttribute("data-theme");
+  await page.reload();
+  await expect(page.locator("html")).toHaveAttribute("data-theme", theme ?? "");
 });

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import type { ReactNode } from "react";
+import { Nav } from "~/components/nav";
 import { TRPCReactProvider } from "~/trpc/react";
 import "./globals.css";
 
@@ -10,12 +11,9 @@ export const metadata: Metadata = {
 
 export default function RootLayout({ children }: { children: ReactNode }) {
   return (
-    <html lang="en">
+    <html lang="en" suppressHydrationWarning>
       <body>
-        <header className="top">
-          <strong>whohas</strong>
-          <span className="muted">who answers ARP for each LoadBalancer IP</span>
-        </header>
+        <Nav />
         <TRPCReactProvider>{children}</TRPCReactProvider>
       </body>
     </html>

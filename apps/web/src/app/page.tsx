@@ -1,11 +1,11 @@
-import { Dashboard } from "~/components/dashboard";
+import { Overview } from "~/components/overview";
 
 export const dynamic = "force-dynamic";
 
 export default function Page() {
   return (
     <main>
-      <Dashboard />
+      <Overview />
     </main>
   );
 }

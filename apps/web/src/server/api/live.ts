@@ -20,10 +20,22 @@ export const liveInput = z.object({ lastEventId: z.string().max(64).nullish() })
  * client that reconnects with the id of the value that is still current gets nothing until the next change, instead
  * of the same value again.
  */
-export async function* live<T>(hub: Hub, signal: AbortSignal | undefined, key: string, lastEventId: string | null | undefined, read: () => T): AsyncGenerator<TrackedEnvelope<T>> {
+export async function* live<T>(
+  hub: Hub,
+  signal: AbortSignal | undefined,
+  key: string,
+  lastEventId: string | null | undefined,
+  read: () => T,
+  minIntervalMs = 0,
+): AsyncGenerator<TrackedEnvelope<T>> {
   const known = memo.get(key);
   let last = lastEventId !== null && lastEventId !== undefined && known?.id === lastEventId ? known.json : "";
+  let sentAt = 0;
   for await (const _ of hub.changes(signal ?? new AbortController().signal)) {
+    // Large values (every IP) go at most every minIntervalMs: a busy hub changes many times a second.
+    const wait = sentAt + minIntervalMs - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (signal?.aborted === true) return;
     const value = read();
     const json = JSON.stringify(value);
     if (json === last) continue;
@@ -35,6 +47,10 @@ export async function* live<T>(hub: Hub, signal: AbortSignal | undefined, key: s
       memo.set(key, m);
       if (memo.size > MEMO_MAX) memo.delete(memo.keys().next().value ?? "");
     }
+    sentAt = Date.now();
     yield tracked(m.id, value);
   }
 }
+
+/** LIST_INTERVAL_MS: how often a whole list (every IP, every incident) may be pushed to one subscriber. */
+export const LIST_INTERVAL_MS = 1000;

@@ -1,7 +1,7 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIP } from "@whohas/core";
-import { live, liveInput } from "../live.js";
+import { LIST_INTERVAL_MS, live, liveInput } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
 const filter = z.object({ state: z.enum(["open", "resolved", "all"]).default("all"), ip: z.string().refine(isIP, "not an IP address").optional(), limit: z.number().int().min(1).max(5000).default(500) });
@@ -18,6 +18,6 @@ export const incidentsRouter = {
     .input(liveInput.extend({ filter: filter.optional() }).optional())
     .subscription(({ ctx, signal, input }) => {
       const f = filter.parse(input?.filter ?? {});
-      return live(ctx.hub, signal, `incidents:${JSON.stringify(f)}`, input?.lastEventId, () => ctx.hub.incidents(query(f)));
+      return live(ctx.hub, signal, `incidents:${JSON.stringify(f)}`, input?.lastEventId, () => ctx.hub.incidents(query(f)), LIST_INTERVAL_MS);
     }),
 } satisfies TRPCRouterRecord;

@@ -1,7 +1,7 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIP } from "@whohas/core";
-import { live, liveInput } from "../live.js";
+import { LIST_INTERVAL_MS, live, liveInput } from "../live.js";
 import { publicProcedure } from "../trpc.js";
 
 const ip = z.string().refine(isIP, "not an IP address");
@@ -22,7 +22,7 @@ export const ipsRouter = {
   }),
 
   /** live pushes the whole list whenever it changes (and as views age), over SSE; resumable. */
-  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => live(ctx.hub, signal, "ips", input?.lastEventId, () => ctx.hub.ips())),
+  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => live(ctx.hub, signal, "ips", input?.lastEventId, () => ctx.hub.ips(), LIST_INTERVAL_MS)),
 
   /** byIpLive pushes one IP whenever it changes. */
   byIpLive: publicProcedure

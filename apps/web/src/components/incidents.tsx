@@ -1,0 +1,110 @@
+"use client";
+
+import Link from "next/link";
+import { useQuery } from "@tanstack/react-query";
+import { useSubscription } from "@trpc/tanstack-react-query";
+import type { RouterOutputs } from "~/server/api";
+import { useTRPC } from "~/trpc/react";
+import { useLive } from "./ui/live";
+import { Empty, Failure, Skeleton } from "./ui/states";
+import { Ago } from "./ui/time";
+
+type Incident = RouterOutputs["incidents"]["list"][number];
+
+function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
+  return (
+    <table data-testid={testId}>
+      <thead>
+        <tr>
+          <th scope="col">#</th>
+          <th scope="col">IP</th>
+          <th scope="col">Finding</th>
+          <th scope="col">Detail</th>
+          <th scope="col">Opened</th>
+          <th scope="col">Last evidence</th>
+          <th scope="col">Resolved</th>
+        </tr>
+      </thead>
+      <tbody>
+        {list.map((i) => (
+          <tr key={i.id} data-incident={i.id} data-type={i.type}>
+            <td>
+              <Link href={`/incidents/${i.id}`}>#{i.id}</Link>
+            </td>
+            <td className="mono">
+              <Link href={`/ips/${i.ip}`}>{i.ip}</Link>
+            </td>
+            <td>{i.type}</td>
+            <td>{i.detail}</td>
+            <td>
+              <Ago t={i.firstSeen} />
+            </td>
+            <td>
+              <Ago t={i.lastSeen} />
+            </td>
+            <td>{i.resolvedAt === null ? <strong className="state-multi-responder">open</strong> : <Ago t={i.resolvedAt} />}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** IncidentsList shows open incidents, then past ones. */
+export function IncidentsList() {
+  const trpc = useTRPC();
+  const all = useLive(useQuery(trpc.incidents.list.queryOptions({ state: "all", limit: 500 })), useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "all", limit: 500 } })));
+  if (all.error !== null) return <Failure message={all.error} />;
+  if (all.data === undefined) return <Skeleton rows={5} />;
+  const open = all.data.filter((i) => i.resolvedAt === null);
+  const past = all.data.filter((i) => i.resolvedAt !== null);
+  return (
+    <>
+      <h2>Open ({open.length})</h2>
+      {open.length === 0 ? <Empty testId="no-open">No open incident.</Empty> : <IncidentRows list={open} testId="incidents-open" />}
+      <h2>Resolved ({past.length})</h2>
+      {past.length === 0 ? <Empty testId="no-past">None yet. Resolved incidents are kept for the retention period (storage.retention).</Empty> : <IncidentRows list={past} testId="incidents-past" />}
+    </>
+  );
+}
+
+/** IncidentDetail shows one incident: its evidence as recorded when it opened, and its timeline. */
+export function IncidentDetail({ id }: { id: number }) {
+  const trpc = useTRPC();
+  const q = useQuery({ ...trpc.incidents.byId.queryOptions({ id }), refetchInterval: 5000 });
+  if (q.error !== null) return <Failure message={q.error.message} />;
+  if (q.data === undefined) return <Skeleton rows={5} />;
+  const i = q.data;
+  if (i === null) return <Empty>No incident #{id}. <Link href="/incidents">All incidents</Link></Empty>;
+  const ev = i.evidence as { services?: { namespace: string; name: string }[]; expectedOwner?: { node: string; source: string } | null; responders?: { mac: string; node: string | null; answering: boolean; replies: number }[] };
+  return (
+    <>
+      <h1>
+        #{i.id} {i.type} on <Link href={`/ips/${i.ip}`} className="mono">{i.ip}</Link>{" "}
+        <span className={i.resolvedAt === null ? "state-multi-responder" : "state-single"} data-testid="incident-state">{i.resolvedAt === null ? "open" : "resolved"}</span>
+      </h1>
+      <p>{i.detail}</p>
+      <p className="muted">
+        First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs: <span className="mono">{i.macs.join(", ") || "-"}</span>
+      </p>
+      <h2>Evidence when it opened</h2>
+      <ul data-testid="evidence">
+        <li>Services: {(ev.services ?? []).map((s) => `${s.namespace}/${s.name}`).join(", ") || "none known"}</li>
+        <li>Expected owner: {ev.expectedOwner ? `${ev.expectedOwner.node} (${ev.expectedOwner.source})` : "unknown"}</li>
+        <li>
+          Responders:{" "}
+          {(ev.responders ?? []).map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`).join("; ") || "none"}
+        </li>
+        <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
+      </ul>
+      <h2>Timeline</h2>
+      <ol data-testid="incident-events">
+        {i.events.map((e, k) => (
+          <li key={k} data-kind={e.kind}>
+            <time dateTime={new Date(e.t).toISOString()}>{new Date(e.t).toLocaleString()}</time> · {e.kind} · {e.detail}
+          </li>
+        ))}
+      </ol>
+    </>
+  );
+}

@@ -1,0 +1,184 @@
+"use client";
+
+import Link from "next/link";
+import { useMemo, useState } from "react";
+import { useQuery } from "@tanstack/react-query";
+import { useSubscription } from "@trpc/tanstack-react-query";
+import { CartesianGrid, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import type { RouterOutputs } from "~/server/api";
+import { useTRPC } from "~/trpc/react";
+import { useLive } from "./ui/live";
+import { Empty, Failure, Skeleton } from "./ui/states";
+import { Ago } from "./ui/time";
+
+type Range = "15m" | "1h" | "24h";
+type Timeline = RouterOutputs["ips"]["timeline"];
+const COLORS = ["#4e9af1", "#f5a524", "#e05d9c", "#3ecf8e", "#a78bfa", "#f97316", "#22d3ee", "#eab308"];
+const minuteLabel = (t: number) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+
+/** series turns per-minute rows into one point per minute with a replies and an announcements value per MAC. */
+function series(points: Timeline, label: (mac: string) => string): { data: Record<string, number>[]; keys: string[] } {
+  const byMinute = new Map<number, Record<string, number>>();
+  const keys = new Set<string>();
+  for (const p of points) {
+    const role = p.kind === "reply" || p.kind === "na-solicited" ? "replies" : p.kind.startsWith("gratuitous") || p.kind === "na-unsolicited" ? "announcements" : null;
+    if (role === null) continue;
+    const key = `${label(p.mac)} ${role}`;
+    keys.add(key);
+    const row = byMinute.get(p.minute) ?? { minute: p.minute };
+    row[key] = (row[key] ?? 0) + p.count;
+    byMinute.set(p.minute, row);
+  }
+  return { data: [...byMinute.values()].sort((a, b) => (a.minute ?? 0) - (b.minute ?? 0)), keys: [...keys].sort() };
+}
+
+/** IpDetail is everything about one IP: who answers, the timeline, the Service's endpoints, incidents, the fix. */
+export function IpDetail({ ip }: { ip: string }) {
+  const trpc = useTRPC();
+  const view = useLive(useQuery(trpc.ips.byIp.queryOptions({ ip })), useSubscription(trpc.ips.byIpLive.subscriptionOptions({ ip })));
+  const [range, setRange] = useState<Range>("1h");
+  const timeline = useQuery({ ...trpc.ips.timeline.queryOptions({ ip, range }), refetchInterval: 10_000 });
+  const incidents = useQuery({ ...trpc.incidents.list.queryOptions({ ip, state: "all", limit: 50 }), refetchInterval: 5000 });
+  const nodeOf = useMemo(() => new Map((view.data?.responders ?? []).map((r) => [r.mac, r.node ?? r.mac])), [view.data]);
+  const chart = useMemo(() => series(timeline.data ?? [], (mac) => nodeOf.get(mac) ?? mac), [timeline.data, nodeOf]);
+  // Findings opened, one marker per minute with every type opened in it.
+  const markers = useMemo(() => {
+    const byMinute = new Map<number, Set<string>>();
+    for (const inc of incidents.data ?? []) {
+      const m = inc.firstSeen - (inc.firstSeen % 60_000);
+      byMinute.set(m, (byMinute.get(m) ?? new Set()).add(inc.type));
+    }
+    return [...byMinute].map(([m, types]) => [m, [...types].join(", ")] as const);
+  }, [incidents.data]);
+
+  if (view.error !== null) return <Failure message={view.error} />;
+  if (view.loading) return <Skeleton rows={8} />;
+  const v = view.data;
+  if (v === null || v === undefined) return <Empty>whohas has seen no traffic and no LoadBalancer Service for {ip}. <Link href="/ips">All IPs</Link></Empty>;
+  const owner = v.expectedOwner?.node ?? null;
+  const answering = v.responders.filter((r) => r.answering);
+
+  return (
+    <>
+      <h1 className="mono">
+        {v.ip} <span className={`state state-${v.state}`} data-testid="ip-state" data-state={v.state}>{v.state}</span>
+      </h1>
+      <p>
+        {v.services.length === 0 ? <span className="muted">No Service known for this IP (traffic-only, or not a LoadBalancer IP).</span> : v.services.map((s) => (
+          <span key={`${s.namespace}/${s.name}`} className="chip">
+            {s.namespace}/{s.name} · ETP {s.externalTrafficPolicy} · {s.ports.map((p) => `${p.port}/${p.protocol}`).join(", ")}
+          </span>
+        ))}
+        {v.pool === null ? null : <span className="muted"> pool {v.pool}</span>}
+      </p>
+      <p data-testid="expected-owner">
+        Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
+        {v.expectedOwner === null ? null : <span className="muted">({v.expectedOwner.source === "computed" ? "computed with MetalLB's election" : v.expectedOwner.source === "event" ? "MetalLB's nodeAssigned event" : "MetalLB's ServiceL2Status"})</span>}
+      </p>
+
+      <h2>Who answers</h2>
+      {v.responders.length === 0 ? (
+        <Empty>Nobody has answered for this IP yet.</Empty>
+      ) : (
+        <table data-testid="responders">
+          <thead>
+            <tr>
+              <th scope="col">Node</th>
+              <th scope="col">MAC</th>
+              <th scope="col">Answering now</th>
+              <th scope="col">Replies</th>
+              <th scope="col">Mean reply delay</th>
+              <th scope="col">Announcements</th>
+              <th scope="col">Last seen</th>
+            </tr>
+          </thead>
+          <tbody>
+            {v.responders.map((r) => (
+              <tr key={r.mac} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering} className={owner !== null && r.answering && r.node !== owner ? "wrong" : undefined}>
+                <td>
+                  {r.node ?? <span className="muted">unknown node</span>}
+                  {r.node === owner ? " (owner)" : null}
+                  {v.fastest === r.mac && answering.length > 1 ? <span className="chip" data-testid="fastest">usually first</span> : null}
+                </td>
+                <td className="mono">{r.mac}</td>
+                <td>{r.answering ? "yes" : "no"}</td>
+                <td>{r.replies}</td>
+                <td>{r.meanLatencyMs === null ? <span className="muted">-</span> : r.meanLatencyMs < 1 ? `${Math.round(r.meanLatencyMs * 1000)} µs` : `${r.meanLatencyMs.toFixed(1)} ms`}</td>
+                <td>
+                  {r.gratuitous} {r.lastGratuitous === null ? null : <span className="muted">(last <Ago t={r.lastGratuitous} />)</span>}
+                </td>
+                <td>
+                  <Ago t={r.lastSeen} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {v.silentDropNodes.length > 0 ? (
+        <p className="banner bad" role="alert" data-testid="silent-drop">
+          Silent drop: {v.silentDropNodes.join(", ")} answer{v.silentDropNodes.length === 1 ? "s" : ""} for {v.ip} but host{v.silentDropNodes.length === 1 ? "s" : ""} no endpoint of this externalTrafficPolicy Local Service: a client that caches{" "}
+          {v.silentDropNodes.length === 1 ? "its" : "their"} MAC sends traffic kube-proxy drops without a word.
+        </p>
+      ) : null}
+      <p className="muted" data-testid="endpoints">
+        Endpoints run on: {v.endpointNodes.length === 0 ? "no node known" : v.endpointNodes.join(", ")}.
+      </p>
+
+      <h2>Timeline</h2>
+      <div className="filters" role="group" aria-label="time range">
+        {(["15m", "1h", "24h"] as const).map((r) => (
+          <button key={r} type="button" aria-pressed={range === r} onClick={() => setRange(r)}>
+            last {r}
+          </button>
+        ))}
+      </div>
+      {timeline.isLoading ? (
+        <Skeleton rows={4} />
+      ) : chart.data.length === 0 ? (
+        <Empty>No replies or announcements in this range.</Empty>
+      ) : (
+        <div className="chart" data-testid="timeline" data-series={chart.keys.join("|")}>
+          <ResponsiveContainer width="100%" height={280}>
+            <LineChart data={chart.data} margin={{ top: 8, right: 16, bottom: 8, left: 0 }}>
+              <CartesianGrid strokeDasharray="3 3" stroke="var(--line)" />
+              <XAxis dataKey="minute" type="number" domain={["dataMin", "dataMax"]} tickFormatter={minuteLabel} stroke="var(--muted)" />
+              <YAxis stroke="var(--muted)" allowDecimals={false} />
+              <Tooltip labelFormatter={(t) => new Date(Number(t)).toLocaleString()} />
+              <Legend />
+              {chart.keys.map((k, i) => (
+                <Line key={k} type="monotone" dataKey={k} stroke={COLORS[i % COLORS.length]} strokeDasharray={k.endsWith("announcements") ? "4 3" : undefined} dot={chart.data.length <= 3} isAnimationActive={false} connectNulls />
+              ))}
+              {markers.map(([minute, types]) => (
+                <ReferenceLine key={minute} x={minute} stroke="var(--bad)" label={{ value: types, fill: "var(--bad)", fontSize: 11, position: "insideTopLeft" }} />
+              ))}
+            </LineChart>
+          </ResponsiveContainer>
+        </div>
+      )}
+
+      <h2>Incidents</h2>
+      {(incidents.data ?? []).length === 0 ? (
+        <Empty>No incident for this IP.</Empty>
+      ) : (
+        <ul data-testid="ip-incidents">
+          {(incidents.data ?? []).map((i) => (
+            <li key={i.id}>
+              <Link href={`/incidents/${i.id}`}>#{i.id} {i.type}</Link> · {i.detail} · opened <Ago t={i.firstSeen} />
+              {i.resolvedAt === null ? <strong className="state-multi-responder"> open</strong> : <> · resolved <Ago t={i.resolvedAt} /></>}
+            </li>
+          ))}
+        </ul>
+      )}
+
+      <h2>Fixing it</h2>
+      <p>On a client that cached the wrong MAC, drop the stale entry (it re-resolves on the next packet):</p>
+      <pre data-testid="client-fix">{`ip neigh flush to ${v.ip}\n# or, for one interface:\nip neigh del ${v.ip} dev IFACE`}</pre>
+      <p>
+        From a node, count who answers each request for a minute (<code>whohas probe</code>), or make the expected owner announce the IP again with
+        MetalLB&apos;s frames (<code>whohas announce</code>; run it on the owner only, or it creates the conflict you are fixing):
+      </p>
+      <pre>{`whohas probe ${v.ip} --duration 60s --interval 1s\nwhohas announce ${v.ip} --force${owner === null ? "   # on the owner only" : `   # on ${owner} only`}`}</pre>
+    </>
+  );
+}

@@ -1,0 +1,45 @@
+"use client";
+
+import Link from "next/link";
+import { usePathname } from "next/navigation";
+import { useEffect, useState } from "react";
+
+const LINKS = [
+  { href: "/", label: "Overview" },
+  { href: "/ips", label: "IPs" },
+  { href: "/nodes", label: "Nodes" },
+  { href: "/incidents", label: "Incidents" },
+] as const;
+
+/** Nav is the top bar: the pages, and the light / dark switch (remembered in this browser). */
+export function Nav() {
+  const path = usePathname();
+  const [theme, setTheme] = useState<"light" | "dark" | null>(null);
+  useEffect(() => {
+    const saved = localStorage.getItem("whohas-theme");
+    setTheme(saved === "light" || saved === "dark" ? saved : matchMedia("(prefers-color-scheme: light)").matches ? "light" : "dark");
+  }, []);
+  useEffect(() => {
+    if (theme === null) return;
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem("whohas-theme", theme);
+  }, [theme]);
+  return (
+    <header className="top">
+      <strong>whohas</strong>
+      <nav aria-label="pages">
+        {LINKS.map((l) => {
+          const active = l.href === "/" ? path === "/" : path.startsWith(l.href);
+          return (
+            <Link key={l.href} href={l.href} aria-current={active ? "page" : undefined} className={active ? "active" : undefined}>
+              {l.label}
+            </Link>
+          );
+        })}
+      </nav>
+      <button type="button" className="theme" onClick={() => setTheme(theme === "dark" ? "light" : "dark")} aria-label="switch between light and dark theme">
+        {theme === "light" ? "Dark theme" : "Light theme"}
+      </button>
+    </header>
+  );
+}

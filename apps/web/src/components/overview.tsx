@@ -1,0 +1,170 @@
+"use client";
+
+import Link from "next/link";
+import { useQuery } from "@tanstack/react-query";
+import { useSubscription } from "@trpc/tanstack-react-query";
+import type { RouterOutputs } from "~/server/api";
+import { useTRPC } from "~/trpc/react";
+import { useLive } from "./ui/live";
+import { Empty, Failure, Skeleton } from "./ui/states";
+import { Ago } from "./ui/time";
+
+type Ip = RouterOutputs["ips"]["list"][number];
+
+/** The Overview answers "am I affected?" in one screen. */
+export function Overview() {
+  const trpc = useTRPC();
+  const cluster = useLive(useQuery(trpc.cluster.summary.queryOptions()), useSubscription(trpc.cluster.live.subscriptionOptions()));
+  const ips = useLive(useQuery(trpc.ips.list.queryOptions()), useSubscription(trpc.ips.live.subscriptionOptions()));
+  const agents = useLive(useQuery(trpc.agents.list.queryOptions()), useSubscription(trpc.agents.live.subscriptionOptions()));
+  const incidents = useLive(useQuery(trpc.incidents.list.queryOptions({ state: "open" })), useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "open" } })));
+  const error = cluster.error ?? ips.error ?? agents.error;
+  if (error !== null) return <Failure message={error} />;
+  if (cluster.data === undefined || ips.data === undefined || agents.data === undefined) return <Skeleton rows={6} />;
+  const c = cluster.data;
+  const list = ips.data;
+  const has = (ip: Ip, type: string) => ip.findings.some((f) => f.type === type);
+  const counts = {
+    healthy: list.filter((i) => i.state === "single" && i.findings.length === 0).length,
+    multi: list.filter((i) => i.state === "multi-responder").length,
+    wrongOwner: list.filter((i) => has(i, "wrong-owner")).length,
+    noResponder: list.filter((i) => has(i, "no-responder")).length,
+    splitBrain: list.filter((i) => has(i, "split-brain")).length,
+    silentDrop: list.filter((i) => i.silentDropNodes.length > 0).length,
+  };
+  const online = agents.data.filter((a) => a.up).length;
+  const multi = list.filter((i) => i.state === "multi-responder");
+  const ipvs = c.kubeProxy !== null && c.kubeProxy.error === null && c.kubeProxy.mode === "ipvs";
+
+  return (
+    <>
+      {multi.length > 0 ? (
+        <div className="banner bad" role="alert" data-testid="banner">
+          <strong>
+            {multi.length} IP{multi.length > 1 ? "s are" : " is"} answered by several nodes.
+          </strong>{" "}
+          Clients cache whichever MAC answers first; with externalTrafficPolicy Local the wrong node silently drops the traffic
+          (&quot;it worked for a minute, then timeouts&quot;).{" "}
+          {c.strictArp.looseIpvsNodes.length > 0 || ipvs ? (
+            <>
+              kube-proxy in IPVS mode with <code>strictARP: false</code> makes every node answer for every IP on kube-ipvs0: set{" "}
+              <code>ipvs.strictARP: true</code> in ConfigMap kube-system/kube-proxy and restart the kube-proxy DaemonSet (
+              <code>kubectl -n kube-system rollout restart ds/kube-proxy</code>), then flush the clients&apos; stale entries (
+              <code>ip neigh flush to IP</code>).
+            </>
+          ) : (
+            <>Check for two speakers announcing the same IP (split brain) and for nodes answering ARP for addresses they hold.</>
+          )}
+        </div>
+      ) : list.length > 0 ? (
+        <div className="banner ok" data-testid="banner">
+          Every IP seen has at most one responder.
+        </div>
+      ) : null}
+
+      <section className="cards" aria-label="summary">
+        <Card label="healthy" value={counts.healthy} tone="ok" />
+        <Card label="several responders" value={counts.multi} tone={counts.multi > 0 ? "bad" : "ok"} testId="count-multi" />
+        <Card label="wrong owner" value={counts.wrongOwner} tone={counts.wrongOwner > 0 ? "bad" : "ok"} />
+        <Card label="no responder" value={counts.noResponder} tone={counts.noResponder > 0 ? "warn" : "ok"} />
+        <Card label="split brain" value={counts.splitBrain} tone={counts.splitBrain > 0 ? "bad" : "ok"} />
+        <Card label="silent-drop risk" value={counts.silentDrop} tone={counts.silentDrop > 0 ? "bad" : "ok"} />
+        <Card label={`agents online of ${agents.data.length}`} value={online} tone={online < agents.data.length ? "warn" : "ok"} testId="count-agents" />
+        <Card label="open incidents" value={incidents.data?.length ?? 0} tone={(incidents.data?.length ?? 0) > 0 ? "bad" : "ok"} href="/incidents" />
+      </section>
+
+      <h2>kube-proxy and strictARP</h2>
+      <p data-testid="cluster">
+        {c.kubernetes === "off"
+          ? "No Kubernetes access: traffic-only mode. Services, expected owners and the kube-proxy configuration are not shown (set kubernetes.kubeconfig, or run the hub in the cluster)."
+          : c.kubeProxy === null
+            ? "Kubernetes: connected. The kube-proxy ConfigMap (kube-system/kube-proxy) was not found: not a kubeadm-style cluster, or no permission."
+            : c.kubeProxy.error !== null
+              ? `Kubernetes: connected. kube-proxy config unreadable: ${c.kubeProxy.error}`
+              : `Kubernetes: connected. kube-proxy mode ${c.kubeProxy.mode}, strictARP ${c.kubeProxy.strictARP ? "true" : "false"} (configured)${c.metallb ? ", MetalLB installed" : ""}.`}{" "}
+        <span data-testid="strictarp-effective" data-verdict={c.strictArp.verdict}>
+          {c.strictArp.verdict === "unknown"
+            ? "Effective: no agent has reported yet."
+            : c.strictArp.looseIpvsNodes.length === 0
+              ? `Effective: every node (${c.strictArp.nodes.length}) answers ARP only for its own addresses.`
+              : `Effective: ${c.strictArp.looseIpvsNodes.join(", ")} answer${c.strictArp.looseIpvsNodes.length === 1 ? "s" : ""} ARP for every kube-ipvs0 address.`}
+        </span>
+        {c.kubeProxyRollout === null ? null : (
+          <span className="muted">
+            {" "}
+            kube-proxy DaemonSet: {c.kubeProxyRollout.available}/{c.kubeProxyRollout.desired} available{c.kubeProxyRollout.complete ? "" : ", rollout in progress"}.
+          </span>
+        )}
+      </p>
+      {c.strictArp.nodes.length === 0 ? (
+        <Empty>No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;) to see each node&apos;s ARP behaviour.</Empty>
+      ) : (
+        <table data-testid="strictarp-nodes">
+          <thead>
+            <tr>
+              <th scope="col">Node</th>
+              <th scope="col">arp_ignore / arp_announce (effective)</th>
+              <th scope="col">Answers ARP</th>
+              <th scope="col">kube-ipvs0</th>
+              <th scope="col">Drift from the configuration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {c.strictArp.nodes.map((n) => {
+              const drift = c.strictArp.drift.find((d) => d.node === n.node);
+              return (
+                <tr key={n.node} data-node={n.node} className={drift === undefined ? undefined : "drift"}>
+                  <td>{n.node}</td>
+                  <td className="mono">
+                    {n.arpIgnore} / {n.arpAnnounce}
+                  </td>
+                  <td className={n.strict ? "state-single" : n.ipvs ? "state-multi-responder" : undefined}>{n.strict ? "only for its own addresses" : "for any local address"}</td>
+                  <td>{n.ipvs ? `${n.kubeIpvs0Addresses} addresses (IPVS)` : "absent"}</td>
+                  <td data-testid="drift" data-reason={drift?.reason ?? ""}>
+                    {drift === undefined ? <span className="muted">none</span> : drift.message}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+
+      <h2>IPs with several responders</h2>
+      {multi.length === 0 ? (
+        <Empty>{list.length === 0 ? "No ARP traffic seen yet: agents report as soon as a client asks for an IP." : "None."}</Empty>
+      ) : (
+        <ul className="problems" data-testid="problem-ips">
+          {multi.slice(0, 20).map((ip) => (
+            <li key={ip.ip}>
+              <Link href={`/ips/${ip.ip}`} className="mono">
+                {ip.ip}
+              </Link>{" "}
+              {ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")} · answered by {ip.responders.filter((r) => r.answering).map((r) => r.node ?? r.mac).join(", ")}
+              {ip.expectedOwner === null ? null : <span className="muted"> · owner {ip.expectedOwner.node}</span>} · seen <Ago t={ip.lastRequest} />
+            </li>
+          ))}
+          {multi.length > 20 ? (
+            <li>
+              <Link href="/ips?state=multi-responder">all {multi.length}</Link>
+            </li>
+          ) : null}
+        </ul>
+      )}
+    </>
+  );
+}
+
+function Card({ label, value, tone, testId, href }: { label: string; value: number; tone: "ok" | "bad" | "warn"; testId?: string; href?: string }) {
+  const body = (
+    <>
+      <span className="card-value">{value}</span>
+      <span className="card-label">{label}</span>
+    </>
+  );
+  return (
+    <div className={`card card-${tone}`} data-testid={testId}>
+      {href === undefined ? body : <Link href={href}>{body}</Link>}
+    </div>
+  );
+}
