@@ -3,76 +3,22 @@
 // RSS, whether it keeps up (every message sent was accepted, nothing left buffered on either side), and the latency
 // from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a
 // bare `ws` server that only parses the same messages: the floor of receiving them in Node. Asserts nothing.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { WebSocket, WebSocketServer } from "ws";
-import { HUB_BIN, freePort } from "@whohas/lab";
+import { WebSocketServer } from "ws";
+import { freePort } from "@whohas/lab";
+import { SimAgent, TICKS, VIEWER, cpuTicks, rssMb, sleep, startHub } from "./sim.js";
 
-const TICKS = 100; // USER_HZ
-const TOKEN = "bench-agent-token-0123456789abcdef";
-const VIEWER = "bench-viewer-token-0123456789abcdef";
 const MAX_ROWS_PER_FLUSH_NOTE = "the hub writes at most 15,000 rows a second, oldest first";
-
-function cpuTicks(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return Number(f[11]) + Number(f[12]);
-}
-function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
-  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m?.[1] ?? 0) / 1024;
-}
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const hex2 = (n: number) => (n & 255).toString(16).padStart(2, "0");
 
 interface Load {
   agents: number;
   ipsPerAgent: number;
   perSecond: number;
   seconds: number;
-}
-
-/** SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. */
-class SimAgent {
-  readonly ws: WebSocket;
-  readonly mac: string;
-  readonly ips: string[];
-  sent = 0;
-  entries = 0;
-  #cursor = 0;
-
-  constructor(url: string, readonly index: number, ipsPerAgent: number) {
-    this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
-    this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
-    // Up to 512 IPs per agent, distinct across agents (200 x 300 = 60,000 IPs in the hub's table).
-    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => `10.${16 + (index >> 4)}.${((index & 15) << 4) | (i >> 8)}.${i & 255}`);
-  }
-
-  async open(): Promise<void> {
-    await new Promise<void>((resolve, reject) => {
-      this.ws.once("open", resolve);
-      this.ws.once("error", reject);
-    });
-    this.ws.send(JSON.stringify({ v: 1, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
-    this.ws.on("message", () => undefined);
-  }
-
-  /** batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin. */
-  batch(n: number, now: number): void {
-    const parts: string[] = [];
-    for (let k = 0; k < n; k++) {
-      const ip = this.ips[Math.floor(this.#cursor / 2) % this.ips.length] ?? "";
-      const reply = (this.#cursor++ & 1) === 1;
-      parts.push(
-        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}`,
-      );
-    }
-    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[${parts.join(",")}]}`);
-    this.sent++;
-    this.entries += n;
-  }
 }
 
 /** drive runs the load: each agent sends every 100 ms; returns the peak of bytes buffered on the client side. */
@@ -177,22 +123,10 @@ function referenceServer(port: number): void {
 async function main(): Promise<void> {
   const load: Load = { agents: Number(process.argv[2] ?? 200), ipsPerAgent: 300, perSecond: Number(process.argv[3] ?? 50_000), seconds: Number(process.argv[4] ?? 60) };
   const dir = mkdtempSync(join(tmpdir(), "whohas-hub-bench-"));
-  let hub: ChildProcess | null = null;
+  let hub: Awaited<ReturnType<typeof startHub>> | null = null;
   try {
-    const port = await freePort();
-    writeFileSync(join(dir, "agent-token"), TOKEN);
-    writeFileSync(join(dir, "viewer-token"), VIEWER);
-    writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
-    hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
-    const base = `http://127.0.0.1:${port}`;
-    for (let i = 0; ; i++) {
-      if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
-      if (i > 150) throw new Error("the hub did not start");
-      await sleep(200);
-    }
-    // bin/whohas-hub.js starts the hub as its child with a bounded heap: measure that child, and count the parent.
-    const wrapper = hub.pid ?? 0;
-    const pid = Number(readFileSync(`/proc/${wrapper}/task/${wrapper}/children`, "utf8").trim().split(" ")[0] ?? wrapper) || wrapper;
+    hub = await startHub(dir);
+    const { base, port, pid, wrapper } = hub;
     const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
     // Warm up: the hub learns every IP once before the clock starts.
     await drive(agents, { ...load, seconds: 5 });
@@ -240,8 +174,7 @@ async function main(): Promise<void> {
     const heapUsed = (await hubMetric(base, "nodejs_heap_size_used_bytes")) / 1e6;
     const heapTotal = (await hubMetric(base, "nodejs_heap_size_total_bytes")) / 1e6;
     for (const a of agents) a.ws.close();
-    hub.kill("SIGTERM");
-    await new Promise((r) => hub?.once("exit", r));
+    await hub.stop();
     hub = null;
 
     const ref = await reference({ ...load, seconds: Math.min(20, load.seconds) });
@@ -268,7 +201,7 @@ async function main(): Promise<void> {
     ];
     process.stdout.write(rows.join("\n") + "\n");
   } finally {
-    hub?.kill("SIGKILL");
+    await hub?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

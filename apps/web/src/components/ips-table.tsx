@@ -3,15 +3,10 @@
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useMemo, useRef, useState, type UIEvent } from "react";
-import { useQuery } from "@tanstack/react-query";
-import { useSubscription } from "@trpc/tanstack-react-query";
-import type { RouterOutputs } from "~/server/api";
-import { useTRPC } from "~/trpc/react";
-import { useLive } from "./ui/live";
+import { useIps, type Ip } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
-type Ip = RouterOutputs["ips"]["list"][number];
 
 const STATE_TEXT: Record<Ip["state"], string> = { "multi-responder": "several responders", "no-responder": "no responder", single: "one responder", idle: "idle" };
 const STATE_RANK: Record<Ip["state"], number> = { "multi-responder": 0, "no-responder": 1, single: 2, idle: 3 };
@@ -49,8 +44,7 @@ function matches(ip: Ip, q: string): boolean {
 
 /** IpsTable lists every IP with sort, filter and search kept in the URL, so a filtered view can be shared as a link. */
 export function IpsTable() {
-  const trpc = useTRPC();
-  const ips = useLive(useQuery(trpc.ips.list.queryOptions()), useSubscription(trpc.ips.live.subscriptionOptions()));
+  const ips = useIps();
   const params = useSearchParams();
   const router = useRouter();
   const path = usePathname();

@@ -6,6 +6,7 @@ import { useSubscription } from "@trpc/tanstack-react-query";
 import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
+import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
@@ -15,7 +16,7 @@ type Ip = RouterOutputs["ips"]["list"][number];
 export function Overview() {
   const trpc = useTRPC();
   const cluster = useLive(useQuery(trpc.cluster.summary.queryOptions()), useSubscription(trpc.cluster.live.subscriptionOptions()));
-  const ips = useLive(useQuery(trpc.ips.list.queryOptions()), useSubscription(trpc.ips.live.subscriptionOptions()));
+  const ips = useIps();
   const agents = useLive(useQuery(trpc.agents.list.queryOptions()), useSubscription(trpc.agents.live.subscriptionOptions()));
   const incidents = useLive(useQuery(trpc.incidents.list.queryOptions({ state: "open" })), useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "open" } })));
   const error = cluster.error ?? ips.error ?? agents.error;

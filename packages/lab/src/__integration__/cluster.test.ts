@@ -3,7 +3,7 @@ import { orderCandidates } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { resourceNamed } from "../kube/resources.js";
 import { KUBE_PROXY_CONFIG } from "../kube/seed.js";
-import { eventually, query } from "./hub-client.js";
+import { api as readApi, eventually, query } from "./hub-client.js";
 
 interface IpRow {
   ip: string;
@@ -25,7 +25,7 @@ interface Summary {
 // The hub with real agents and the test API server, through the real @kubernetes/client-node informers.
 describe("the hub joins traffic with the cluster", () => {
   let stack: Stack;
-  const ips = () => query<IpRow[]>(stack.url, "ips.list");
+  const ips = () => readApi<IpRow[]>(stack.url, stack.viewerToken, "ips");
 
   beforeAll(async () => {
     stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500 });

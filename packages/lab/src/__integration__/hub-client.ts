@@ -10,6 +10,13 @@ export async function query<T>(base: string, path: string): Promise<T> {
   return ((await res.json()) as { result: { data: T } }).result.data;
 }
 
+/** api reads the hub's read API (/api/v1/...) with the viewer token: the full view of every IP. */
+export async function api<T>(base: string, token: string, path: string): Promise<T> {
+  const res = await fetch(`${base}/api/v1/${path}`, { headers: { authorization: `Bearer ${token}` } });
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
 /** eventually polls `probe` until it returns a value for which `ok` holds, or fails with the last value seen. */
 export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, ms: number): Promise<T> {
   const end = Date.now() + ms;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../stack.js";
 import { inNs } from "../sh.js";
-import { eventually, query, type AgentView, type IpView } from "./hub-client.js";
+import { api, eventually, query, type AgentView, type IpView } from "./hub-client.js";
 
 // The seed incident, with real kernels: three nodes hold the VIP on kube-ipvs0 and keep arp_ignore=0 (kube-proxy
 // IPVS with strictARP false), so all three answer; strictARP's sysctls make the kernels stop.
@@ -26,7 +26,7 @@ describe("three nodes holding one VIP", () => {
 
   it("the hub reports three responders with the right node names", async () => {
     const view = await eventually(
-      async () => (await query<IpView[]>(stack.url, "ips.list")).find((i) => i.ip === vip),
+      async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip),
       (v) => v?.responders.filter((r) => r.answering).length === 3,
       20_000,
     );
@@ -45,7 +45,7 @@ describe("three nodes holding one VIP", () => {
     const restartedAt = Date.now();
     // The new hub restores what the old one stored; only answers seen after the restart prove the agents are back.
     const view = await eventually(
-      async () => (await query<IpView[]>(stack.url, "ips.list")).find((i) => i.ip === vip),
+      async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip),
       (v) => v?.responders.filter((r) => r.answering && r.node !== null && r.lastSeen > restartedAt).length === 3,
       30_000,
     );
@@ -58,14 +58,14 @@ describe("three nodes holding one VIP", () => {
     for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, true);
     const changedAt = Date.now();
     const view = await eventually(
-      async () => (await query<IpView[]>(stack.url, "ips.list")).find((i) => i.ip === vip),
+      async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip),
       (v) => v?.state === "no-responder",
       20_000,
     );
     expect(view?.responders.filter((r) => r.answering)).toEqual([]);
     const requestsThen = view?.requests ?? 0;
     // Requests keep coming and still nobody answers.
-    const later = await eventually(async () => (await query<IpView[]>(stack.url, "ips.list")).find((i) => i.ip === vip), (v) => (v?.requests ?? 0) > requestsThen + 2, 10_000);
+    const later = await eventually(async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip), (v) => (v?.requests ?? 0) > requestsThen + 2, 10_000);
     expect(later?.state).toBe("no-responder");
     expect(Date.now() - changedAt).toBeLessThan(20_000);
   });

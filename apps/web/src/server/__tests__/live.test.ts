@@ -39,4 +39,26 @@ describe("live subscriptions", () => {
     await ita.return?.();
     await itb.return?.();
   });
+
+  it("stream the IP list once, then only the IPs that changed; a client resuming from a snapshot gets only deltas", async () => {
+    const hub = new Hub();
+    const caller = createCallerFactory(appRouter)({ hub });
+    const reply = (ip: string) => hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [{ ip, mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 1, firstSeen: Date.now(), lastSeen: Date.now(), peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 }] });
+    hub.connect(hello("node-a"));
+    reply("192.0.2.1");
+    reply("192.0.2.2");
+    const snap = await caller.ips.snapshot();
+    expect(snap.rows.map((r) => r.ip)).toEqual(["192.0.2.1", "192.0.2.2"]);
+
+    const fresh = ((await caller.ips.live({})) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+    expect(await next<{ full: boolean; ips: { ip: string }[] }>(fresh)).toMatchObject({ data: { full: true, ips: [{ ip: "192.0.2.1" }, { ip: "192.0.2.2" }] } });
+
+    const resumed = ((await caller.ips.live({ lastEventId: snap.id })) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
+    const pending = next<{ full: boolean; ips: { ip: string }[] }>(resumed, 2500);
+    await new Promise((r) => setTimeout(r, 200));
+    reply("192.0.2.2");
+    expect(await pending).toMatchObject({ data: { full: false, ips: [{ ip: "192.0.2.2" }] } });
+    await fresh.return?.();
+    await resumed.return?.();
+  });
 });

@@ -166,6 +166,30 @@ describe("Hub with a store", () => {
     expect(hub.tick()).toEqual([]);
   });
 
+  it("tells subscribers only what changed since a sequence number, and everything after a cluster-wide change", () => {
+    let now = 100 * MIN;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    const obs = (ip: string) => hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [{ ...entry("reply", "02:00:5e:00:00:0a", now), ip }] });
+    obs("192.0.2.1");
+    obs("192.0.2.2");
+    const all = hub.ipsSince(0);
+    expect(all.full).toBe(true);
+    expect(all.ips.map((v) => v.ip)).toEqual(["192.0.2.1", "192.0.2.2"]);
+    obs("192.0.2.2");
+    const d = hub.ipsSince(all.seq);
+    expect(d).toMatchObject({ full: false });
+    expect(d.ips.map((v) => v.ip)).toEqual(["192.0.2.2"]);
+    expect(hub.ipsSince(d.seq).ips).toEqual([]);
+    // Time alone: the MAC stops answering, the next judging round marks the IP changed.
+    hub.tick();
+    now += 6000;
+    hub.tick();
+    expect(hub.ipsSince(d.seq).ips.map((v) => [v.ip, v.responders[0]?.answering])).toEqual([["192.0.2.1", false], ["192.0.2.2", false]]);
+    hub.clusterChanged();
+    expect(hub.ipsSince(d.seq).full).toBe(true);
+  });
+
   it("raises capture-lost when the only agent that saw an IP goes down", () => {
     let now = 100 * MIN;
     const hub = new Hub({ clock: () => now });

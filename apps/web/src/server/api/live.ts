@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { tracked, type TrackedEnvelope } from "@trpc/server";
 import { z } from "zod";
-import type { Hub } from "../hub/hub.js";
+import type { Hub, IpRow } from "../hub/hub.js";
 
 /** BOOT makes event ids of this process distinct from a previous one's, so a resume after a restart resends. */
 const BOOT = randomBytes(4).toString("hex");
@@ -54,3 +54,24 @@ export async function* live<T>(
 
 /** LIST_INTERVAL_MS: how often a whole list (every IP, every incident) may be pushed to one subscriber. */
 export const LIST_INTERVAL_MS = 1000;
+
+/**
+ * liveIps streams the IP list as deltas: the whole list first (`full`), then only the IPs whose view changed, at most
+ * every LIST_INTERVAL_MS. The event id carries the hub's change sequence, so a client that reconnects with it gets
+ * just what changed while it was away (or the whole list again after a hub restart).
+ */
+export async function* liveIps(hub: Hub, signal: AbortSignal | undefined, lastEventId: string | null | undefined): AsyncGenerator<TrackedEnvelope<{ full: boolean; ips: IpRow[] }>> {
+  const m = /^([0-9a-f]+)-ips-(\d+)$/.exec(lastEventId ?? "");
+  let since = m !== null && m[1] === hub.bootId ? Number(m[2]) : 0;
+  let sentAt = 0;
+  for await (const _ of hub.changes(signal ?? new AbortController().signal)) {
+    const wait = sentAt + LIST_INTERVAL_MS - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (signal?.aborted === true) return;
+    const d = hub.ipsSince(since);
+    since = d.seq;
+    if (!d.full && d.ips.length === 0) continue;
+    sentAt = Date.now();
+    yield tracked(`${hub.bootId}-ips-${d.seq}`, { full: d.full, ips: d.ips });
+  }
+}

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import {
   FindingTracker,
@@ -60,6 +61,39 @@ export interface HubIpView extends IpView {
   readonly findings: readonly (OpenFinding & { readonly incidentId: number })[];
 }
 
+/**
+ * An IpRow is the part of an IP the lists show (the IPs page, the Overview): about a third of a HubIpView, so that
+ * thousands of IPs travel and parse quickly. The IP detail uses the whole view.
+ */
+export interface IpRow {
+  readonly ip: string;
+  readonly state: IpView["state"];
+  readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
+  readonly expectedOwner: IpInventory["expectedOwner"];
+  readonly responders: readonly { readonly mac: string; readonly node: string | null; readonly answering: boolean; readonly lastGratuitous: number | null }[];
+  readonly fastest: string | null;
+  readonly findings: readonly { readonly type: OpenFinding["type"]; readonly detail: string; readonly firstSeen: number }[];
+  readonly requests: number;
+  readonly lastRequest: number | null;
+  readonly silentDropNodes: readonly string[];
+}
+
+/** rowOf projects a view to its list row. */
+export function rowOf(v: HubIpView): IpRow {
+  return {
+    ip: v.ip,
+    state: v.state,
+    services: v.services.map((x) => ({ namespace: x.namespace, name: x.name, externalTrafficPolicy: x.externalTrafficPolicy })),
+    expectedOwner: v.expectedOwner,
+    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, lastGratuitous: r.lastGratuitous })),
+    fastest: v.fastest,
+    findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, firstSeen: f.firstSeen })),
+    requests: v.requests,
+    lastRequest: v.lastRequest,
+    silentDropNodes: v.silentDropNodes,
+  };
+}
+
 /** ClusterSummary answers "am I affected?" at the cluster level. */
 export interface ClusterSummary {
   readonly kubernetes: "connected" | "off";
@@ -118,6 +152,8 @@ const incidentKey = (ip: string, type: string) => `${ip}|${type}`;
  * when to look again.
  */
 export class Hub {
+  /** Distinguishes this process's change sequence from a previous one's (event ids of live lists). */
+  readonly bootId = randomBytes(4).toString("hex");
   readonly clock: () => number;
   readonly store: Store;
   readonly #table = new IpTable();
@@ -133,6 +169,10 @@ export class Hub {
   #contextKey = "";
   #macVersion = 0;
   #lastTouch = 0;
+  /** Change sequence: each IP's last change, and the last change to everything (cluster, MAC owners). */
+  #seq = 0;
+  #everythingSeq = 0;
+  readonly #changed = new Map<string, number>();
   #round: { now: number; inv: Map<string, IpInventory>; down: Set<string>; all: boolean; ips: Generator<string> } | null = null;
   readonly #startedAt: number;
   #cluster: ClusterSource | null = null;
@@ -170,6 +210,7 @@ export class Hub {
   /** clusterChanged tells the hub and its subscribers that the inventory moved. */
   clusterChanged(): void {
     this.#clusterVersion++;
+    this.#everything();
     this.#emit();
   }
 
@@ -240,7 +281,11 @@ export class Hub {
       }
     }
     this.store.record(node, msg.entries);
-    if (this.#table.apply(node, msg.entries).size > 0) this.#emit();
+    const touched = this.#table.apply(node, msg.entries);
+    if (touched.size === 0) return;
+    const seq = ++this.#seq;
+    for (const ip of touched) this.#changed.set(ip, seq);
+    this.#emit();
   }
 
   nodeOfMac = (mac: string): string | null => this.#macToNode.get(mac) ?? null;
@@ -250,6 +295,7 @@ export class Hub {
       if (this.#macToNode.get(i.mac) === node) continue;
       this.#macToNode.set(i.mac, node);
       this.#macVersion++;
+      this.#everything();
     }
   }
 
@@ -270,6 +316,7 @@ export class Hub {
       const contextKey = `${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}`;
       this.#round = { now, inv, down: new Set(downList), all: contextKey !== this.#contextKey, ips: this.#allIps() };
       this.#contextKey = contextKey;
+      if (this.#round.all) this.#everything();
     }
     const { now, inv, down, all, ips } = this.#round;
     const out: Transition[] = [];
@@ -283,6 +330,8 @@ export class Hub {
       const sig = this.#table.signature(ip, now, SPLIT_BRAIN_MS);
       let present = this.#present.get(ip);
       if (all || this.#judged.get(ip) !== sig) {
+        // Its view moved with time alone (a MAC stopped answering...): subscribers need it again.
+        if (!all && this.#judged.has(ip)) this.#changed.set(ip, ++this.#seq);
         this.#judged.set(ip, sig);
         const v = this.#view(ip, now, inv);
         present = v === null ? [] : liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
@@ -293,6 +342,7 @@ export class Hub {
       }
       const changes = this.#tracker.update(ip, now, present ?? []);
       if (changes.length === 0) continue;
+      this.#changed.set(ip, ++this.#seq);
       const v = this.#view(ip, now, inv);
       for (const t of changes) {
         this.#record(t, v);
@@ -421,6 +471,34 @@ export class Hub {
       .sort(compareIP)
       .map((ip) => this.#view(ip, now, inv))
       .filter((v): v is HubIpView => v !== null);
+  }
+
+  /**
+   * ipsSince is what changed since change `since` (0: everything): every IP when `full`, else only the IPs whose view
+   * moved, and the sequence number to ask from next time. Subscribers send deltas with it instead of whole lists.
+   */
+  ipsSince(since: number): { seq: number; full: boolean; ips: IpRow[] } {
+    const seq = this.#seq;
+    if (since <= 0 || since < this.#everythingSeq || since > seq) return { seq, full: true, ips: this.ips().map(rowOf) };
+    const now = this.clock();
+    const inv = this.#inventoryMap();
+    const ips: IpRow[] = [];
+    for (const [ip, s] of this.#changed) {
+      if (s <= since) continue;
+      const v = this.#view(ip, now, inv);
+      if (v !== null) ips.push(rowOf(v));
+    }
+    return { seq, full: false, ips };
+  }
+
+  /** listSnapshot is the whole list and the event id a live subscription resumes from (server-rendered pages). */
+  listSnapshot(): { id: string; rows: IpRow[] } {
+    const d = this.ipsSince(0);
+    return { id: `${this.bootId}-ips-${d.seq}`, rows: d.ips };
+  }
+
+  #everything(): void {
+    this.#everythingSeq = ++this.#seq;
   }
 
   ip(ip: string): HubIpView | null {

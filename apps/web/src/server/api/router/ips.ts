@@ -1,16 +1,20 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIP } from "@whohas/core";
-import { LIST_INTERVAL_MS, live, liveInput } from "../live.js";
+import { live, liveInput, liveIps } from "../live.js";
 import { publicProcedure } from "../trpc.js";
+import { rowOf } from "../../hub/hub.js";
 
 const ip = z.string().refine(isIP, "not an IP address");
 /** RANGES are the timeline windows the dashboard offers. */
 const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000 } as const;
 
 export const ipsRouter = {
-  /** list returns every IP seen or known from the cluster, with its responders, state and open findings. */
-  list: publicProcedure.query(({ ctx }) => ctx.hub.ips()),
+  /** list returns every IP seen or known from the cluster as list rows (responders, state, open findings). */
+  list: publicProcedure.query(({ ctx }) => ctx.hub.ips().map(rowOf)),
+
+  /** snapshot: every IP as list rows, with the event id `live` resumes from (so the list is sent once, then deltas). */
+  snapshot: publicProcedure.query(({ ctx }) => ctx.hub.listSnapshot()),
 
   /** byIp returns one IP, or null when nothing was seen or known for it. */
   byIp: publicProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
@@ -21,8 +25,8 @@ export const ipsRouter = {
     return ctx.hub.timeline(input.ip, now - RANGE_MS[input.range], now);
   }),
 
-  /** live pushes the whole list whenever it changes (and as views age), over SSE; resumable. */
-  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => live(ctx.hub, signal, "ips", input?.lastEventId, () => ctx.hub.ips(), LIST_INTERVAL_MS)),
+  /** live pushes the whole list, then only the IPs that changed (and as views age), at most once a second; resumable. */
+  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => liveIps(ctx.hub, signal, input?.lastEventId)),
 
   /** byIpLive pushes one IP whenever it changes. */
   byIpLive: publicProcedure

@@ -1,0 +1,110 @@
+// Simulated agents and process figures shared by the hub and dashboard benchmarks.
+import { spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { WebSocket } from "ws";
+import { HUB_BIN, freePort } from "@whohas/lab";
+
+export const TICKS = 100; // USER_HZ
+export const TOKEN = "bench-agent-token-0123456789abcdef";
+export const VIEWER = "bench-viewer-token-0123456789abcdef";
+
+export function cpuTicks(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(f[11]) + Number(f[12]);
+}
+export function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1] ?? 0) / 1024;
+}
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const hex2 = (n: number) => (n & 255).toString(16).padStart(2, "0");
+
+/** SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. */
+export class SimAgent {
+  readonly ws: WebSocket;
+  readonly mac: string;
+  readonly ips: string[];
+  sent = 0;
+  entries = 0;
+  #cursor = 0;
+
+  constructor(url: string, readonly index: number, ipsPerAgent: number) {
+    this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
+    this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
+    // Up to 512 IPs per agent, distinct across agents (200 x 300 = 60,000 IPs in the hub's table).
+    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => `10.${16 + (index >> 4)}.${((index & 15) << 4) | (i >> 8)}.${i & 255}`);
+  }
+
+  async open(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.ws.once("open", resolve);
+      this.ws.once("error", reject);
+    });
+    this.ws.send(JSON.stringify({ v: 1, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
+    this.ws.on("message", () => undefined);
+  }
+
+  /** reply sends one reply from this node for `ip`, at `now`. */
+  reply(ip: string, now: number): void {
+    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}]}`);
+    this.sent++;
+    this.entries++;
+  }
+
+  /** batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin. */
+  batch(n: number, now: number): void {
+    const parts: string[] = [];
+    for (let k = 0; k < n; k++) {
+      const ip = this.ips[Math.floor(this.#cursor / 2) % this.ips.length] ?? "";
+      const reply = (this.#cursor++ & 1) === 1;
+      parts.push(
+        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}`,
+      );
+    }
+    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[${parts.join(",")}]}`);
+    this.sent++;
+    this.entries += n;
+  }
+}
+
+
+/** A RunningHub is `whohas-hub --config` started for a benchmark, measured through its server process. */
+export interface RunningHub {
+  readonly base: string;
+  readonly port: number;
+  /** The server process (child of the whohas-hub launcher) and the launcher. */
+  readonly pid: number;
+  readonly wrapper: number;
+  stop(): Promise<void>;
+}
+
+/** startHub writes a traffic-only config into `dir` and starts the production hub on a free port. */
+export async function startHub(dir: string): Promise<RunningHub> {
+  const port = await freePort();
+  writeFileSync(join(dir, "agent-token"), TOKEN);
+  writeFileSync(join(dir, "viewer-token"), VIEWER);
+  writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
+  const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+    if (i > 150 || hub.exitCode !== null) throw new Error("the hub did not start");
+    await sleep(200);
+  }
+  // bin/whohas-hub.js starts the hub as its child with a bounded heap: measure that child, and count the parent.
+  const wrapper = hub.pid ?? 0;
+  const pid = Number(readFileSync(`/proc/${wrapper}/task/${wrapper}/children`, "utf8").trim().split(" ")[0] ?? wrapper) || wrapper;
+  return {
+    base,
+    port,
+    pid,
+    wrapper,
+    stop: async () => {
+      if (hub.exitCode !== null) return;
+      const exited = new Promise((r) => hub.once("exit", r));
+      hub.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
