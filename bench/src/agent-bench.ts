@@ -5,18 +5,9 @@ import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
+import { TICKS, cpuTicks, rssMb } from "./sim.js";
 
 const FLOOD = fileURLToPath(new URL("./arp-flood.js", import.meta.url));
-const TICKS = 100; // USER_HZ on Linux
-
-function cpuTicks(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return Number(f[11]) + Number(f[12]); // utime + stime
-}
-function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
-  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return Number(m?.[1] ?? 0) / 1024;
-}
 /** pidsIn lists the processes named `comm` running inside a namespace. */
 function pidsIn(ns: string, comm: string): number[] {
   const pids = execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).split("\n").map(Number).filter((p) => p > 0);

@@ -61,7 +61,9 @@ describe("agent gateway", () => {
     c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
     const body = (await (await fetch(`${base}/api/trpc/ips.list`)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
-    expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a", replies: 4 }] });
+    expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a" }] });
+    const one = (await (await fetch(`${base}/api/trpc/ips.byIp?input=${encodeURIComponent(JSON.stringify({ ip: "192.0.2.200" }))}`)).json()) as { result: { data: { responders: { replies: number }[] } } };
+    expect(one.result.data.responders[0]?.replies).toBe(4);
     const agents = (await (await fetch(`${base}/api/trpc/agents.list`)).json()) as { result: { data: { node: string; up: boolean }[] } };
     expect(agents.result.data).toEqual([expect.objectContaining({ node: "node-a", up: true })]);
     c.close();
