@@ -1,11 +1,21 @@
 import type { NextConfig } from "next";
 
+/**
+ * WHOHAS_BASE_PATH (build time) serves the dashboard under a path prefix, for an ingress that forwards /whohas/...
+ * unchanged: `WHOHAS_BASE_PATH=/whohas pnpm build`. The custom server reads the prefix back from the build output.
+ */
+const basePath = (process.env.WHOHAS_BASE_PATH ?? "").replace(/\/+$/, "");
+if (basePath !== "" && !/^\/[\w.~-]+(\/[\w.~-]+)*$/.test(basePath)) throw new Error(`WHOHAS_BASE_PATH: "${basePath}" must look like /whohas`);
+
 const config: NextConfig = {
   reactStrictMode: true,
   // Workspace packages ship compiled ESM; Next only needs to resolve them.
   transpilePackages: [],
   typedRoutes: false,
   poweredByHeader: false,
+  basePath,
+  // The browser's API calls need the prefix too (links and assets get it from basePath).
+  env: { NEXT_PUBLIC_WHOHAS_BASE_PATH: basePath },
 };
 
 export default config;

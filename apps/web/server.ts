@@ -4,7 +4,7 @@ import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
-import { ENV_OVERRIDES, loadConfig } from "./src/server/config.js";
+import { ENV_OVERRIDES, builtBasePath, loadConfig } from "./src/server/config.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { setCurrentHub } from "./src/server/hub/current.js";
@@ -50,7 +50,9 @@ async function main(): Promise<void> {
   setCurrentHub(hub);
   logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents().length, openIncidents: hub.incidents({ open: true }).length });
 
-  const app = next({ dev: config.dev, dir: fileURLToPath(new URL("..", import.meta.url)) });
+  const appDir = fileURLToPath(new URL("..", import.meta.url));
+  const basePath = builtBasePath(appDir);
+  const app = next({ dev: config.dev, dir: appDir });
   await app.prepare();
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
@@ -68,6 +70,7 @@ async function main(): Promise<void> {
     agentToken: config.agentToken,
     viewerToken: config.viewerToken,
     logger,
+    basePath,
     pages: (req, res) => void handle(req, res),
     otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
@@ -132,7 +135,7 @@ async function main(): Promise<void> {
   });
   const address = tcp.address();
   const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
-  logger.info("hub.listening", { url: `http://localhost:${port}`, host: config.listen.host, readApi: config.viewerToken !== null });
+  logger.info("hub.listening", { url: `http://localhost:${port}${basePath}/`, host: config.listen.host, readApi: config.viewerToken !== null, basePath });
   const unix = config.agentSocket === null ? null : server.createServer();
   if (unix !== null && config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });

@@ -19,6 +19,11 @@ export interface HubServerOptions {
   readonly logger: Logger;
   /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
   readonly pages: RequestListener;
+  /**
+   * The dashboard's path prefix (Next's basePath). The hub's own routes answer with and without it: an ingress
+   * forwards /PREFIX/api/..., probes and agents inside the cluster call /healthz and /agent directly.
+   */
+  readonly basePath?: string;
   /** WebSocket upgrades that are not ours (Next's dev hot reload at /_next/hmr). */
   readonly otherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
@@ -38,8 +43,19 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const trpc = createHTTPHandler({ router: appRouter, basePath: TRPC_PREFIX, createContext: () => ({ hub: opts.hub }) });
   const metrics = new HubMetrics(opts.hub);
   const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
+  const base = opts.basePath ?? "";
+  /** ours strips the prefix from a request for one of the hub's routes, so that handlers see /api/..., /agent. */
+  const ours = (req: IncomingMessage): string => {
+    const url = req.url ?? "/";
+    if (base !== "" && (url.startsWith(`${base}/`) || url === base)) {
+      const rest = url.slice(base.length) || "/";
+      const p = rest.split("?")[0] ?? "/";
+      if (p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX)) req.url = rest;
+    }
+    return (req.url ?? "/").split("?")[0] ?? "/";
+  };
   const listener: RequestListener = (req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const path = ours(req);
     if (path === "/healthz" || path === "/readyz") {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
       return;
@@ -59,7 +75,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     opts.pages(req, res);
   };
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const path = ours(req);
     if (path === AGENT_PATH) return gateway.handleUpgrade(req, socket, head);
     if (opts.otherUpgrade !== undefined) return opts.otherUpgrade(req, socket, head);
     socket.destroy();

@@ -6,6 +6,7 @@ import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink } from
 import { createTRPCContext } from "@trpc/tanstack-react-query";
 import type { AppRouter } from "~/server/api/root";
 import { createQueryClient } from "./query-client";
+import { BASE_PATH } from "~/env";
 
 /** TRPCProvider / useTRPC: components use `useQuery(trpc.x.y.queryOptions())` and `useSubscription(...)`. */
 export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();
@@ -16,7 +17,7 @@ function getQueryClient(): QueryClient {
   return (browserQueryClient ??= createQueryClient());
 }
 
-const url = "/api/trpc";
+const url = `${BASE_PATH}/api/trpc`;
 
 export function TRPCReactProvider({ children }: { children: ReactNode }) {
   const queryClient = getQueryClient();

@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { silentLogger } from "@whohas/core";
+import WebSocket from "ws";
 
 const AGENT = "agent-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
@@ -20,10 +21,10 @@ afterEach(async () => {
   }
 });
 
-async function start(viewerToken: string | null) {
+async function start(viewerToken: string | null, basePath = "") {
   let now = 10_000;
   const hub = new Hub({ clock: () => now });
-  const server = createHubServer({ hub, agentToken: AGENT, viewerToken, logger: silentLogger, pages: (_q, res) => res.writeHead(404).end() }).createServer();
+  const server = createHubServer({ hub, agentToken: AGENT, viewerToken, basePath, logger: silentLogger, pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`) }).createServer();
   servers.push(server);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -32,7 +33,7 @@ async function start(viewerToken: string | null) {
     const res = await fetch(base + path, { headers: token === null ? {} : { authorization: `Bearer ${token}` } });
     return { status: res.status, body: (await res.json()) as unknown };
   };
-  return { hub, get, advance: (ms: number) => (now += ms) };
+  return { hub, get, advance: (ms: number) => (now += ms), origin: base.replace(/\/api\/v1$/, "") };
 }
 
 describe("read API", () => {
@@ -77,5 +78,22 @@ describe("read API", () => {
   it("is off, saying how to turn it on, when no viewer token is configured", async () => {
     const { get } = await start(null);
     expect(await get("/ips")).toMatchObject({ status: 401, body: { error: expect.stringContaining("api.viewerTokenFile") } });
+  });
+
+  it("answers under the dashboard's base path too, and leaves the rest of the prefix to Next", async () => {
+    const { hub, origin } = await start(VIEWER, "/whohas");
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    const auth = { authorization: `Bearer ${VIEWER}` };
+    expect((await fetch(`${origin}/whohas/api/v1/nodes`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${origin}/api/v1/nodes`, { headers: auth })).status).toBe(200);
+    expect((await fetch(`${origin}/whohas/healthz`)).status).toBe(200);
+    expect((await fetch(`${origin}/healthz`)).status).toBe(200);
+    const trpc = (await (await fetch(`${origin}/whohas/api/trpc/agents.list`)).json()) as { result: { data: { node: string }[] } };
+    expect(trpc.result.data.map((a) => a.node)).toEqual(["node-a"]);
+    // A page of the dashboard keeps its prefix for Next.
+    expect(await (await fetch(`${origin}/whohas/ips`)).text()).toBe("next: /whohas/ips");
+    const ws = new WebSocket(`${origin.replace("http", "ws")}/whohas/agent`, { headers: { authorization: `Bearer ${AGENT}` } });
+    await once(ws, "open");
+    ws.close();
   });
 });
