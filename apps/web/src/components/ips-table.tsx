@@ -29,9 +29,9 @@ const COLUMNS: { key: SortKey | null; label: string }[] = [
   { key: null, label: "ETP" },
   { key: "owner", label: "Expected owner" },
   { key: "state", label: "State" },
-  { key: "responders", label: "Responders (wrong ones in red)" },
+  { key: "responders", label: "Answering" },
   { key: null, label: "Usually first" },
-  { key: null, label: "Last announcement" },
+  { key: null, label: "Announced" },
   { key: null, label: "Findings" },
   { key: "requests", label: "Requests" },
 ];
@@ -111,6 +111,7 @@ export function IpsTable() {
         <span className="muted" data-testid="row-count">
           {rows.length} of {ips.data?.length ?? 0} IPs
         </span>
+        <span className="muted">Nodes in red answer although they are not the expected owner.</span>
       </div>
       {ips.data === undefined ? (
         <Skeleton rows={8} />
