@@ -39,7 +39,12 @@ describe("the hub: findings, the read API, storage and liveness", () => {
   it("flags several responders, the nodes that are not the owner, and ETP Local silent drops, through the read API", async () => {
     const [vip0, vip1] = stack.lab.vips;
     const has = (r: ApiIp | undefined, t: string) => r?.findings.some((f) => f.type === t) ?? false;
-    const rows = await eventually(ips, (r) => has(r.find((x) => x.ip === vip0), "wrong-owner") && has(r.find((x) => x.ip === vip1), "silent-drop"), 20_000);
+    // Agents connect one after the other: wait until all three answer, so every finding has had its tick.
+    const rows = await eventually(
+      ips,
+      (r) => has(r.find((x) => x.ip === vip0), "multi-responder") && has(r.find((x) => x.ip === vip0), "wrong-owner") && has(r.find((x) => x.ip === vip1), "silent-drop") && r.find((x) => x.ip === vip0)?.findings.find((f) => f.type === "wrong-owner")?.macs.length === 2,
+      20_000,
+    );
     const r0 = rows.find((r) => r.ip === vip0);
     expect(r0?.state).toBe("multi-responder");
     expect(r0?.findings.map((f) => f.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
