@@ -4,10 +4,9 @@ import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
-import { ENV_OVERRIDES, builtBasePath, loadConfig } from "./src/server/config.js";
+import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig } from "./src/server/config.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
-import { setCurrentHub } from "./src/server/hub/current.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
 import { openSqlite } from "./src/server/store/db.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "./src/server/store/store.js";
@@ -47,11 +46,10 @@ async function main(): Promise<void> {
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
   const store = new Store(openSqlite(config.storage.path), Date.now());
   const hub = new Hub({ store, restoreMs: config.storage.retentionMs });
-  setCurrentHub(hub);
   logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents().length, openIncidents: hub.incidents({ open: true }).length });
 
   const appDir = fileURLToPath(new URL("..", import.meta.url));
-  const basePath = builtBasePath(appDir);
+  const basePath = applyBuiltBasePath(appDir);
   const app = next({ dev: config.dev, dir: appDir });
   await app.prepare();
   const handle = app.getRequestHandler();

@@ -172,11 +172,11 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
 }
 
 /**
- * builtBasePath reads the path prefix the dashboard was built with (WHOHAS_BASE_PATH at `pnpm build`) from Next's
+ * applyBuiltBasePath reads the path prefix the dashboard was built with (WHOHAS_BASE_PATH at `pnpm build`) from Next's
  * build output, and hands it to next.config.ts, which Next evaluates again when the server starts: the two must
  * agree, whatever the environment of the running hub says. "" without a prefix (or in dev, or unbuilt).
  */
-export function builtBasePath(appDir: string): string {
+export function applyBuiltBasePath(appDir: string): string {
   let base = "";
   try {
     base = (JSON.parse(readFileSync(`${appDir}/.next/routes-manifest.json`, "utf8")) as { basePath?: string }).basePath ?? "";

@@ -309,18 +309,6 @@ export class IpTable {
     return this.#ips.keys();
   }
 
-  /** size is the number of IPs tracked. */
-  get size(): number {
-    return this.#ips.size;
-  }
-
-  /** views renders every IP, sorted numerically. */
-  views(now: number, nodeOfMac: (mac: string) => string | null): IpView[] {
-    return [...this.#ips.keys()]
-      .sort(compareIP)
-      .map((ip) => this.view(ip, now, nodeOfMac))
-      .filter((v): v is IpView => v !== null);
-  }
 }
 
 /** compareIP orders addresses numerically, IPv4 before IPv6. */

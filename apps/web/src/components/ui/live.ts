@@ -1,9 +1,9 @@
 "use client";
 
 /**
- * live combines a query's answer (shown at once) with what its subscription pushes afterwards (tracked events:
+ * useLive combines a query's answer (shown at once) with what its subscription pushes afterwards (tracked events:
  * `{ id, data }`): the freshest value, whether the first load is still running, and the error to show, if any.
- * Use: `live(useQuery(trpc.x.list.queryOptions()), useSubscription(trpc.x.live.subscriptionOptions()))`.
+ * Use: `useLive(useQuery(trpc.x.list.queryOptions()), useSubscription(trpc.x.live.subscriptionOptions()))`.
  */
 export function useLive<T>(
   first: { data: T | undefined; error: { message: string } | null; isLoading: boolean },

@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 
-/** Skeleton is the loading placeholder of a block of `rows` lines. */
+/** Skeleton stands in, pulsing, for a block of `rows` lines while it loads. */
 export function Skeleton({ rows = 3 }: { rows?: number }) {
   return (
     <div className="skeleton" aria-busy="true" aria-label="loading" data-testid="loading">

@@ -8,7 +8,10 @@ import { SNAPSHOT_URL } from "./urls";
 
 export type Ip = RouterOutputs["ips"]["list"][number];
 
-/** ipKey orders addresses numerically, IPv4 before IPv6 (what the hub does; kept small for the browser). */
+/**
+ * ipKey orders addresses numerically, IPv4 before IPv6, as core's compareIP does on the hub; written again here
+ * because importing @whohas/core into the browser bundle would bring its wire schemas and YAML parser with it.
+ */
 function ipKey(ip: string): string {
   if (!ip.includes(":")) return `4${ip.split(".").map((o) => o.padStart(3, "0")).join("")}`;
   const [head = "", tail = ""] = ip.split("::");

@@ -68,14 +68,13 @@ export function handleRest(hub: Hub, viewerToken: string | null, req: IncomingMe
     return;
   }
   if (path === "nodes") {
-    const strict = new Map(hub.cluster().strictArp.nodes.map((n) => [n.node, n]));
     send(
       res,
       200,
-      hub.agents().map((a) => ({
+      hub.nodes().map((a) => ({
         node: a.node,
         agent: { up: a.up, connected: a.connected, version: a.version, lastSeen: a.lastSeen },
-        arp: strict.get(a.node) ?? null,
+        arp: a.arp,
         kubeIpvs0Addresses: a.facts?.kubeIpvs0.addresses ?? null,
         capture: a.facts === null ? null : { frames: a.facts.capture.frames, kernelDropped: a.facts.capture.kernelDropped, bufferDropped: a.dropped },
       })),

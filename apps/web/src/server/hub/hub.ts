@@ -12,6 +12,7 @@ import {
   type ClusterInput,
   type InterfaceInfo,
   type LiveFinding,
+  type NodeArp,
   SPLIT_BRAIN_MS,
   type IpInventory,
   type IpView,
@@ -178,6 +179,7 @@ export class Hub {
   #cluster: ClusterSource | null = null;
   #clusterVersion = 0;
   #inventory: { key: string; map: Map<string, IpInventory> } | null = null;
+  #kubeProxyParsed: { text: string | null; parsed: ReturnType<typeof parseKubeProxyConfig> | null } | null = null;
 
   constructor(opts: HubOptions = {}) {
     this.clock = opts.clock ?? Date.now;
@@ -219,7 +221,9 @@ export class Hub {
     const facts = this.agents().flatMap((a) => (a.up && a.facts !== null ? [a.facts] : []));
     if (c === null) return { kubernetes: "off", metallb: false, kubeProxy: null, kubeProxyRollout: null, strictArp: strictArpStatus(null, facts) };
     const text = c.kubeProxyConfig();
-    const parsed = text === null ? null : parseKubeProxyConfig(text);
+    // Live subscribers read the summary on every change: parse the YAML again only when the ConfigMap's text moved.
+    if (this.#kubeProxyParsed?.text !== text) this.#kubeProxyParsed = { text, parsed: text === null ? null : parseKubeProxyConfig(text) };
+    const parsed = this.#kubeProxyParsed.parsed;
     return {
       kubernetes: "connected",
       metallb: c.metallb,
@@ -512,6 +516,12 @@ export class Hub {
 
   incidents(q: { open?: boolean; ip?: string; limit?: number } = {}): Incident[] {
     return this.store.incidents(q);
+  }
+
+  /** nodes joins each agent with its node's ARP behaviour (effective arp_ignore / arp_announce, strict or not). */
+  nodes(): (AgentView & { readonly arp: NodeArp | null })[] {
+    const arp = new Map(this.cluster().strictArp.nodes.map((n) => [n.node, n]));
+    return this.agents().map((a) => ({ ...a, arp: arp.get(a.node) ?? null }));
   }
 
   agents(): AgentView[] {
