@@ -1,11 +1,30 @@
+import { mkdirSync, writeFileSync } from "node:fs";
 import { collectGarbage, requireRoot, startStack } from "@whohas/lab";
+
+/** STATE_DIR holds each role's signed-in browser state (cookies), made here once through the hub's sign-in. */
+export const STATE_DIR = "test-results/.auth";
+
+/** signIn posts the sign-in form as a browser would and saves the session cookie as Playwright storage state. */
+async function signIn(url: string, user: { name: string; password: string }, file: string): Promise<void> {
+  const res = await fetch(`${url}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ username: user.name, password: user.password }) });
+  const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const i = cookie.indexOf("=");
+  if (res.status !== 303 || i < 0) throw new Error(`sign-in as ${user.name} failed: HTTP ${res.status}`);
+  const { hostname } = new URL(url);
+  const state = { cookies: [{ name: cookie.slice(0, i), value: cookie.slice(i + 1), domain: hostname, path: "/", expires: -1, httpOnly: true, secure: false, sameSite: "Lax" }], origins: [] };
+  writeFileSync(file, JSON.stringify(state));
+}
 
 /** globalSetup starts the whole stack once; the returned function tears it down, also when tests fail. */
 export default async function globalSetup(): Promise<() => Promise<void>> {
   await requireRoot();
   await collectGarbage();
-  const stack = await startStack({ nodes: 3, vips: 2, kube: true });
+  // Probe is shortened from its 60 s (a test setting of the hub: actions.probeDuration).
+  const stack = await startStack({ nodes: 3, vips: 2, kube: true, probeDuration: "6s" });
+  mkdirSync(STATE_DIR, { recursive: true });
+  for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
   process.env.WHOHAS_E2E_URL = stack.url;
+  process.env.WHOHAS_E2E_USERS = JSON.stringify(stack.users);
   process.env.WHOHAS_E2E_NODES = JSON.stringify(stack.lab.nodes.map((n) => ({ name: n.name, mac: n.mac })));
   process.env.WHOHAS_E2E_VIPS = JSON.stringify(stack.lab.vips);
   return () => stack.stop();

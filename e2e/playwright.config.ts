@@ -13,6 +13,8 @@ export default defineConfig({
   workers: 1,
   reporter: [["list"]],
   use: {
+    // Signed in as an operator unless a test says otherwise (global-setup signs each role in through /login).
+    storageState: "test-results/.auth/operator.json",
     trace: "retain-on-failure",
     screenshot: "only-on-failure",
     launchOptions: {

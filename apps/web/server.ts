@@ -4,10 +4,15 @@ import { rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
+import { Actions } from "./src/server/actions/actions.js";
+import { Auth } from "./src/server/auth/auth.js";
+import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
+import { hashPassword } from "./src/server/auth/passwords.js";
 import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig } from "./src/server/config.js";
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
+import { Settings } from "./src/server/settings.js";
 import { openSqlite } from "./src/server/store/db.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "./src/server/store/store.js";
 import { jsonLogger } from "@whohas/core";
@@ -15,15 +20,19 @@ import { jsonLogger } from "@whohas/core";
 const HELP = `whohas-hub: the whohas hub and dashboard
 
 Usage: whohas-hub [--config FILE]
+       whohas-hub hash-password < password-file
 
   --config FILE   YAML configuration (see apps/web/config.example.yaml); every key is optional except the agent token
   --help          this text
 
+  hash-password   reads a password on stdin and prints its argon2id hash for auth.users[].passwordHash, e.g.
+                  printf '%s' 'the password' | whohas-hub hash-password
+
 Environment overrides (they win over the file):
 ${Object.entries(ENV_OVERRIDES).map(([k, v]) => `  ${k.padEnd(26)} ${v}`).join("\n")}
 
-Endpoints: / (dashboard), /agent (agents' WebSocket), /api/v1/{ips,ips/IP,nodes,incidents} (read API, Bearer viewer
-token), /api/trpc (dashboard API), /metrics, /healthz, /readyz.
+Endpoints: / (dashboard, sign in at /login), /agent (agents' WebSocket), /api/v1/{ips,ips/IP,nodes,incidents} (read
+API, Bearer token), /api/auth/{login,logout,me}, /api/trpc (dashboard API), /metrics, /healthz, /readyz.
 `;
 
 /** TICK_MS: how often the hub judges IPs and writes what it buffered. */
@@ -37,11 +46,22 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 async function main(): Promise<void> {
   // Started by bin/whohas-hub.js with a heap bound: if that parent is killed, the hub goes as abruptly (no flush).
   if (process.send !== undefined) process.once("disconnect", () => process.kill(process.pid, "SIGKILL"));
-  const args = parseArgs({ options: { config: { type: "string" }, help: { type: "boolean" } }, strict: true });
+  // The channel only watches the launcher: it must not keep a one-shot command (--help, hash-password) running.
+  process.channel?.unref();
+  const args = parseArgs({ options: { config: { type: "string" }, help: { type: "boolean" } }, strict: true, allowPositionals: true });
   if (args.values.help === true) {
     process.stdout.write(HELP);
     return;
   }
+  if (args.positionals[0] === "hash-password") {
+    const chunks: Buffer[] = [];
+    for await (const c of process.stdin) chunks.push(c as Buffer);
+    const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+    if (password.length < 8) throw new Error("hash-password: give a password of at least 8 characters on stdin");
+    process.stdout.write(`${await hashPassword(password)}\n`);
+    return;
+  }
+  if (args.positionals.length > 0) throw new Error(`unknown command "${args.positionals.join(" ")}"\n\n${HELP}`);
   const config = loadConfig(args.values.config ?? null);
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
   const store = new Store(openSqlite(config.storage.path), Date.now());
@@ -62,11 +82,21 @@ async function main(): Promise<void> {
   } else {
     logger.info("kube.off", { hint: "set kubernetes.kubeconfig (or WHOHAS_KUBECONFIG), or run in a pod, to join traffic with Services and expected owners" });
   }
+  let users = config.auth.users;
+  if (users.length === 0 && config.auth.proxy === null) {
+    const b = await bootstrapAdmin(store, config.storage.path, Date.now());
+    users = [b.user];
+    logger.warn("auth.bootstrap_admin", { user: "admin", passwordFile: b.file, created: b.created, hint: "sign in as admin with the password in that file; list users under auth.users (whohas-hub hash-password) to replace it" });
+  }
+  const auth = new Auth({ users, proxy: config.auth.proxy, sessionTtlMs: config.auth.sessionTtlMs, viewerToken: config.viewerToken }, store, logger);
+  const settings = new Settings(store, config.storage.retentionMs, users, auth.methods);
   hub.onTransition((t, id) => logger.info(`incident.${t.kind}`, { id, ip: t.finding.ip, type: t.finding.type, macs: t.finding.macs, detail: t.finding.detail }));
   const server = createHubServer({
     hub,
     agentToken: config.agentToken,
-    viewerToken: config.viewerToken,
+    auth,
+    actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
+    settings,
     logger,
     basePath,
     pages: (req, res) => void handle(req, res),
@@ -117,7 +147,7 @@ async function main(): Promise<void> {
   const prune = async () => {
     let removed = 0;
     for (let n = -1; n !== 0; ) {
-      n = store.pruneStep(Date.now(), config.storage.retentionMs);
+      n = store.pruneStep(Date.now(), settings.retention().ms);
       removed += n;
       await new Promise((r) => setImmediate(r));
     }
@@ -133,7 +163,7 @@ async function main(): Promise<void> {
   });
   const address = tcp.address();
   const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
-  logger.info("hub.listening", { url: `http://localhost:${port}${basePath}/`, host: config.listen.host, readApi: config.viewerToken !== null, basePath });
+  logger.info("hub.listening", { url: `http://localhost:${port}${basePath}/`, host: config.listen.host, readApi: config.viewerToken !== null, signIn: auth.methods, basePath });
   const unix = config.agentSocket === null ? null : server.createServer();
   if (unix !== null && config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });

@@ -46,7 +46,7 @@ async function drive(agents: SimAgent[], load: Load, during?: (elapsed: number, 
 async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<number> {
   const ac = new AbortController();
   const input = encodeURIComponent(JSON.stringify({ ip }));
-  const res = await fetch(`${base}/api/trpc/ips.byIpLive?input=${input}`, { signal: ac.signal, headers: { accept: "text/event-stream" } });
+  const res = await fetch(`${base}/api/trpc/ips.byIpLive?input=${input}`, { signal: ac.signal, headers: { accept: "text/event-stream", authorization: `Bearer ${VIEWER}` } });
   if (res.body === null) throw new Error("no SSE body");
   const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   const dec = new TextDecoder();

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
-import { SimAgent, sleep, startHub } from "./sim.js";
+import { SimAgent, VIEWER, sleep, startHub } from "./sim.js";
 
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"];
 
@@ -68,7 +68,8 @@ async function main(): Promise<void> {
     })();
     const total = perAgent * agentsN;
 
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    // The page reads as the read-API token would (a viewer): the hub accepts it on pages as well as on the API.
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { authorization: `Bearer ${VIEWER}` } });
     await page.goto(`${hub.base}/ips`, { waitUntil: "commit" });
     await page.waitForFunction((n) => document.querySelector('[data-testid="row-count"]')?.textContent.startsWith(`${n} of`) === true && document.querySelector("[data-ip]") !== null, total, { polling: "raf", timeout: 30_000 });
     const rowsAt = await page.evaluate(() => performance.now());
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
     const live = await scrollFrames(page, ".vbody", 5000);
 
     // Reference: the naive page, all rows in one table, from the same data.
-    const data = (await (await fetch(`${hub.base}/api/trpc/ips.list`)).json()) as { result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] } };
+    const data = (await (await fetch(`${hub.base}/api/trpc/ips.list`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as { result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] } };
     const ref = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const html = `<table>${data.result.data.map((i) => `<tr><td>${i.ip}</td><td>${i.state}</td><td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`).join("")}</table>`;
     await ref.setContent("<!doctype html><body></body>");

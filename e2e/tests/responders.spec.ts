@@ -90,8 +90,8 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
 });
 
 test("a second page sees the same live data without reloading", async ({ browser }) => {
-  const a = await browser.newPage();
-  const b = await browser.newPage();
+  const a = await browser.newPage({ storageState: "test-results/.auth/viewer.json" });
+  const b = await browser.newPage({ storageState: "test-results/.auth/viewer.json" });
   await Promise.all([a.goto(`${url}/ips`), b.goto(`${url}/ips`)]);
   const count = (p: Page) => p.locator(`[data-ip="${vip1}"]`).getByTestId("requests");
   await expect(count(a)).toContainText(/\d/);

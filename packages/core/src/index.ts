@@ -24,5 +24,6 @@ export * from "./kubeproxy/config.js";
 export * from "./kubeproxy/strict-arp.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
+export * from "./node/probe-rounds.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";

@@ -36,6 +36,8 @@ async function demo(argv: string[]): Promise<void> {
     [
       "",
       `whohas demo is running. Dashboard: ${stack.url}`,
+      `  Sign in as ${stack.users.operator.name} / ${stack.users.operator.password} (operator: probe, re-announce, acknowledge)`,
+      `        or ${stack.users.admin.name} / ${stack.users.admin.password} (admin: also Settings and the audit log).`,
       "",
       `  lab ${lab.names.id}: ${lab.nodes.length} nodes (${lab.nodes.map((n) => n.name).join(", ")}) each holding ${lab.vips.join(", ")}`,
       "  on kube-ipvs0 with arp_ignore=0 (kube-proxy IPVS, strictARP false): every node answers for every VIP.",

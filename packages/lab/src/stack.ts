@@ -32,6 +32,15 @@ export interface StackOptions {
    * in IPVS mode with strictARP false, MetalLB's L2Advertisement), and point the hub at it.
    */
   readonly kube?: boolean;
+  /** How long the dashboard's Probe runs (actions.probeDuration; the product's default is 60 s). */
+  readonly probeDuration?: string;
+}
+
+/** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
+export interface LabUser {
+  readonly name: string;
+  readonly password: string;
+  readonly role: "viewer" | "operator" | "admin";
 }
 
 /** A Stack is a running lab with its hub, one agent per node and the requesting client. */
@@ -42,6 +51,8 @@ export interface Stack {
   readonly token: string;
   /** Bearer token of the hub's read API (/api/v1). */
   readonly viewerToken: string;
+  /** One user of each role, for the dashboard's sign-in. */
+  readonly users: { readonly viewer: LabUser; readonly operator: LabUser; readonly admin: LabUser };
   /** The hub's config file and SQLite database. */
   readonly hubConfig: string;
   readonly dbPath: string;
@@ -95,6 +106,19 @@ function stopChild(c: ChildProcess): Promise<void> {
     });
     c.kill("SIGTERM");
   });
+}
+
+/** hashWithHub runs `whohas-hub hash-password` with the password on stdin and returns the hash it prints. */
+async function hashWithHub(password: string): Promise<string> {
+  const child = spawn(process.execPath, [HUB_BIN, "hash-password"], { stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.end(password);
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((r) => child.once("exit", r));
+  if (code !== 0 || !out.startsWith("$argon2id$")) throw new Error(`whohas-hub hash-password failed (${code}): ${err.trim()}`);
+  return out.trim();
 }
 
 /**
@@ -151,6 +175,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       kubeconfig = `${lab.names.stateDir}/kubeconfig`;
       await writeFile(kubeconfig, api.kubeconfig(admin), { mode: 0o600 });
     }
+    // One user per role, hashed by the hub's own `whohas-hub hash-password`, as an operator would.
+    const users = {
+      viewer: { name: "viewer", password: randomBytes(12).toString("base64url"), role: "viewer" as const },
+      operator: { name: "oncall", password: randomBytes(12).toString("base64url"), role: "operator" as const },
+      admin: { name: "admin", password: randomBytes(12).toString("base64url"), role: "admin" as const },
+    };
+    const hashes = await Promise.all(Object.values(users).map((u) => hashWithHub(u.password)));
     // The hub runs from a config file, as a deployment does (apps/web/config.example.yaml).
     const dbPath = `${lab.names.stateDir}/whohas.db`;
     const hubConfig = `${lab.names.stateDir}/hub.yaml`;
@@ -162,6 +193,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         agents: { tokenFile, socket: lab.names.hubSocket },
         api: { viewerTokenFile },
         kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
+        auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
+        actions: { probeDuration: opts.probeDuration ?? "60s" },
       }),
     );
     const startHub = async () => {
@@ -196,7 +229,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     };
     for (const n of lab.nodes) startAgent(n.name);
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, viewerToken, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain, stopAgent, startAgent };
+    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

@@ -1,6 +1,8 @@
 import type { Metadata } from "next";
+import { headers } from "next/headers";
 import type { ReactNode } from "react";
 import { Nav } from "~/components/nav";
+import { SessionProvider, type Session } from "~/components/ui/session";
 import { TRPCReactProvider } from "~/trpc/react";
 import "./globals.css";
 
@@ -9,12 +11,24 @@ export const metadata: Metadata = {
   description: "Live view of which nodes answer ARP for each MetalLB layer 2 LoadBalancer IP.",
 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+/** session reads who is signed in from the headers the hub set on this request (it strips any the browser sent). */
+async function session(): Promise<Session | null> {
+  const h = await headers();
+  const user = h.get("x-whohas-user");
+  const role = h.get("x-whohas-role");
+  if (user === null || (role !== "viewer" && role !== "operator" && role !== "admin")) return null;
+  return { user: decodeURIComponent(user), role, csrf: h.get("x-whohas-csrf") ?? "" };
+}
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const s = await session();
   return (
     <html lang="en" suppressHydrationWarning>
       <body>
-        <Nav />
-        <TRPCReactProvider>{children}</TRPCReactProvider>
+        <SessionProvider session={s}>
+          <Nav />
+          <TRPCReactProvider csrf={s?.csrf ?? ""}>{children}</TRPCReactProvider>
+        </SessionProvider>
       </body>
     </html>
   );

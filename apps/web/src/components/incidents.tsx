@@ -1,11 +1,12 @@
 "use client";
 
 import Link from "next/link";
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import { useSubscription } from "@trpc/tanstack-react-query";
 import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
+import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
@@ -23,6 +24,7 @@ function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
           <th scope="col">Opened</th>
           <th scope="col">Last evidence</th>
           <th scope="col">Resolved</th>
+          <th scope="col">Acknowledged</th>
         </tr>
       </thead>
       <tbody>
@@ -43,10 +45,41 @@ function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
               <Ago t={i.lastSeen} />
             </td>
             <td>{i.resolvedAt === null ? <strong className="state-multi-responder">open</strong> : <Ago t={i.resolvedAt} />}</td>
+            <td>
+              <Acknowledge incident={i} />
+            </td>
           </tr>
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** Acknowledge shows who acknowledged an incident, or (to operators) the button that does it. */
+function Acknowledge({ incident, onDone }: { incident: Incident; onDone?: () => void }) {
+  const trpc = useTRPC();
+  const can = useCan("operator");
+  const ack = useMutation(trpc.incidents.acknowledge.mutationOptions({ onSuccess: onDone }));
+  const by = incident.acknowledgedBy ?? ack.data?.acknowledgedBy ?? null;
+  if (by !== null)
+    return (
+      <span data-testid="acknowledged">
+        by {by} {incident.acknowledgedAt === null ? null : <Ago t={incident.acknowledgedAt} />}
+      </span>
+    );
+  if (!can) return <span className="muted">no</span>;
+  return (
+    <>
+      <button type="button" disabled={ack.isPending} onClick={() => ack.mutate({ id: incident.id })} data-testid="acknowledge">
+        {ack.isPending ? "Acknowledging…" : "Acknowledge"}
+      </button>
+      {ack.error !== null && (
+        <span className="bad-text" role="alert">
+          {" "}
+          {ack.error.message}
+        </span>
+      )}
+    </>
   );
 }
 
@@ -84,6 +117,9 @@ export function IncidentDetail({ id }: { id: number }) {
         <span className={i.resolvedAt === null ? "state-multi-responder" : "state-single"} data-testid="incident-state">{i.resolvedAt === null ? "open" : "resolved"}</span>
       </h1>
       <p>{i.detail}</p>
+      <p>
+        Acknowledged: <Acknowledge incident={i} onDone={() => void q.refetch()} />
+      </p>
       <p className="muted">
         First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs: <span className="mono">{i.macs.join(", ") || "-"}</span>
       </p>

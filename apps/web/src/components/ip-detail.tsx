@@ -7,6 +7,7 @@ import { useSubscription } from "@trpc/tanstack-react-query";
 import { CartesianGrid, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
+import { IpActions } from "./ip-actions";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
@@ -75,6 +76,8 @@ export function IpDetail({ ip }: { ip: string }) {
         Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
         {v.expectedOwner === null ? null : <span className="muted">({v.expectedOwner.source === "computed" ? "computed with MetalLB's election" : v.expectedOwner.source === "event" ? "MetalLB's nodeAssigned event" : "MetalLB's ServiceL2Status"})</span>}
       </p>
+
+      <IpActions ip={v.ip} owner={owner} />
 
       <h2>Who answers</h2>
       {v.responders.length === 0 ? (

@@ -3,17 +3,21 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
+import { BASE_PATH } from "~/env";
+import { useSession } from "./ui/session";
 
 const LINKS = [
   { href: "/", label: "Overview" },
   { href: "/ips", label: "IPs" },
   { href: "/nodes", label: "Nodes" },
   { href: "/incidents", label: "Incidents" },
+  { href: "/settings", label: "Settings", admin: true },
 ] as const;
 
-/** Nav is the top bar: the pages, and the light / dark switch (remembered in this browser). */
+/** Nav is the top bar: the pages, who is signed in (and sign out), and the light / dark switch (remembered here). */
 export function Nav() {
   const path = usePathname();
+  const session = useSession();
   const [theme, setTheme] = useState<"light" | "dark" | null>(null);
   useEffect(() => {
     const saved = localStorage.getItem("whohas-theme");
@@ -28,7 +32,7 @@ export function Nav() {
     <header className="top">
       <strong>whohas</strong>
       <nav aria-label="pages">
-        {LINKS.map((l) => {
+        {(session === null ? [] : LINKS.filter((l) => !("admin" in l) || session.role === "admin")).map((l) => {
           const active = l.href === "/" ? path === "/" : path.startsWith(l.href);
           return (
             <Link key={l.href} href={l.href} aria-current={active ? "page" : undefined} className={active ? "active" : undefined}>
@@ -37,6 +41,15 @@ export function Nav() {
           );
         })}
       </nav>
+      {session !== null && (
+        <form method="post" action={`${BASE_PATH}/api/auth/logout`} className="who">
+          <span className="muted">
+            {session.user} ({session.role})
+          </span>
+          <input type="hidden" name="csrf" value={session.csrf} />
+          <button type="submit">Sign out</button>
+        </form>
+      )}
       <button type="button" className="theme" onClick={() => setTheme(theme === "dark" ? "light" : "dark")} aria-label="switch between light and dark theme">
         {theme === "light" ? "Dark theme" : "Light theme"}
       </button>

@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useSubscription } from "@trpc/tanstack-react-query";
 import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
+import { Head } from "./ui/table";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
@@ -16,17 +17,7 @@ export function NodesTable() {
   if (nodes.data.length === 0) return <Empty>No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;).</Empty>;
   return (
     <table data-testid="nodes">
-      <thead>
-        <tr>
-          <th scope="col">Node</th>
-          <th scope="col">Agent</th>
-          <th scope="col">Version</th>
-          <th scope="col">Interfaces (effective arp_ignore / arp_announce)</th>
-          <th scope="col">ARP</th>
-          <th scope="col">kube-ipvs0</th>
-          <th scope="col">Capture</th>
-        </tr>
-      </thead>
+      <Head cols={["Node", "Agent", "Version", "Interfaces (effective arp_ignore / arp_announce)", "ARP", "kube-ipvs0", "Capture"]} />
       <tbody>
         {nodes.data.map((n) => {
           const f = n.facts;

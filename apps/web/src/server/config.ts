@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { trustList, type LocalUser, type ProxyAuth } from "./auth/auth.js";
+import { HASH_PREFIX } from "./auth/passwords.js";
+import { ROLES } from "./auth/roles.js";
 
 /**
  * HubConfig is the hub's whole configuration: a YAML file (`whohas-hub --config FILE`) with environment overrides,
@@ -19,6 +22,10 @@ export interface HubConfig {
   /** Kubernetes: a kubeconfig path, "in-cluster", or null for traffic-only mode. */
   readonly kubernetes: string | null;
   readonly logLevel: "info" | "warn" | "error";
+  /** Who may use the dashboard: local users (from the file and auth.usersFile) and an authenticating proxy. */
+  readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number };
+  /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
+  readonly actions: { readonly probeMs: number; readonly announceMs: number };
 }
 
 /** MIN_TOKEN_LEN refuses guessable tokens: `openssl rand -hex 32` gives 64. */
@@ -37,6 +44,14 @@ export function parseDuration(text: string): number | null {
 const duration = z.string().refine((s) => parseDuration(s) !== null, 'a duration such as "7d", "12h" or "30m"');
 const listen = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. "0.0.0.0:3000"');
 
+const role = z.enum(ROLES);
+const user = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, "letters, digits, . _ @ - (at most 64)"),
+  passwordHash: z.string().startsWith(HASH_PREFIX, `an argon2id hash (${HASH_PREFIX}...): make one with \`whohas-hub hash-password\``),
+  role,
+});
+const users = z.array(user).max(1000);
+
 const FileSchema = z.strictObject({
   listen: listen.optional(),
   storage: z.strictObject({ path: z.string().min(1).optional(), retention: duration.optional() }).optional(),
@@ -44,6 +59,23 @@ const FileSchema = z.strictObject({
   api: z.strictObject({ viewerTokenFile: z.string().min(1).optional() }).optional(),
   kubernetes: z.strictObject({ kubeconfig: z.string().min(1).optional(), enabled: z.boolean().optional() }).nullable().optional(),
   log: z.strictObject({ level: z.enum(["info", "warn", "error"]).optional() }).optional(),
+  auth: z
+    .strictObject({
+      users: users.optional(),
+      usersFile: z.string().min(1).optional(),
+      proxy: z
+        .strictObject({
+          userHeader: z.string().regex(/^[A-Za-z0-9-]+$/, "an HTTP header name"),
+          groupsHeader: z.string().regex(/^[A-Za-z0-9-]+$/, "an HTTP header name").optional(),
+          trustedProxies: z.array(z.string()).min(1, "name the proxy's addresses or CIDRs: its headers are trusted from there only"),
+          groupRoles: z.record(z.string(), role).optional(),
+          defaultRole: role.optional(),
+        })
+        .optional(),
+      sessionTtl: duration.optional(),
+    })
+    .optional(),
+  actions: z.strictObject({ probeDuration: duration.optional(), announceDuration: duration.optional() }).optional(),
 });
 type FileConfig = z.infer<typeof FileSchema>;
 
@@ -61,6 +93,8 @@ export const ENV_OVERRIDES = {
   WHOHAS_VIEWER_TOKEN_FILE: "api.viewerTokenFile",
   WHOHAS_KUBECONFIG: 'kubernetes.kubeconfig ("off": traffic-only)',
   WHOHAS_LOG_LEVEL: "log.level",
+  WHOHAS_USERS_FILE: "auth.usersFile",
+  WHOHAS_PROBE_DURATION: "actions.probeDuration",
 } as const;
 
 /** A ConfigError names the key at fault and why, so start-up can fail with one line a person can act on. */
@@ -121,7 +155,32 @@ export const DEFAULTS = {
   listen: "0.0.0.0:3000",
   storagePath: "/var/lib/whohas/whohas.db",
   retention: "7d",
+  sessionTtl: "12h",
+  probeDuration: "60s",
+  announceDuration: "5s",
 } as const;
+
+/** readUsers reads a users file: a YAML list of { name, passwordHash, role } (such as a mounted Secret's key). */
+function readUsers(key: string, path: string): LocalUser[] {
+  let doc: unknown;
+  try {
+    doc = parseYaml(readFileSync(path, "utf8")) ?? [];
+  } catch (e) {
+    throw new ConfigError(key, `cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message.split("\n")[0] ?? ""})`);
+  }
+  const r = users.safeParse(doc);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new ConfigError(`${path}: ${(i?.path ?? []).map(String).join(".")}`, i?.message ?? "invalid");
+  }
+  return r.data;
+}
+
+function durationMs(key: string, text: string, min: number): number {
+  const ms = parseDuration(text);
+  if (ms === null || ms < min) throw new ConfigError(key, `"${text}" must be a duration of at least ${min} ms`);
+  return ms;
+}
 
 /**
  * loadConfig reads `--config FILE` (optional) and the environment, environment winning, and validates the result.
@@ -159,6 +218,25 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   const level = env.WHOHAS_LOG_LEVEL ?? f.log?.level ?? "info";
   if (!["info", "warn", "error"].includes(level)) throw new ConfigError("WHOHAS_LOG_LEVEL", "one of info, warn, error");
 
+  const localUsers = [...(f.auth?.users ?? [])];
+  const usersFile = env.WHOHAS_USERS_FILE ?? f.auth?.usersFile;
+  if (usersFile !== undefined) localUsers.push(...readUsers(env.WHOHAS_USERS_FILE !== undefined ? "WHOHAS_USERS_FILE" : "auth.usersFile", usersFile));
+  const names = new Set<string>();
+  for (const u of localUsers) {
+    if (names.has(u.name)) throw new ConfigError("auth.users", `user "${u.name}" is listed twice`);
+    names.add(u.name);
+  }
+  const p = f.auth?.proxy;
+  if (p !== undefined) {
+    try {
+      trustList(p.trustedProxies);
+    } catch (e) {
+      throw new ConfigError("auth.proxy.trustedProxies", (e as Error).message);
+    }
+  }
+  const proxy: ProxyAuth | null =
+    p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: p.trustedProxies, groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
+
   return {
     listen: listenAt,
     dev: env.NODE_ENV === "development",
@@ -168,6 +246,11 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     viewerToken,
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
+    auth: { users: localUsers, proxy, sessionTtlMs: durationMs("auth.sessionTtl", f.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000) },
+    actions: {
+      probeMs: durationMs(env.WHOHAS_PROBE_DURATION !== undefined ? "WHOHAS_PROBE_DURATION" : "actions.probeDuration", env.WHOHAS_PROBE_DURATION ?? f.actions?.probeDuration ?? DEFAULTS.probeDuration, 1000),
+      announceMs: durationMs("actions.announceDuration", f.actions?.announceDuration ?? DEFAULTS.announceDuration, 1000),
+    },
   };
 }
 

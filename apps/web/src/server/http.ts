@@ -1,7 +1,11 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
+import type { Actions, CommandSender } from "./actions/actions.js";
 import { appRouter } from "./api/root.js";
+import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
+import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
+import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
@@ -14,8 +18,11 @@ export const TRPC_PREFIX = "/api/trpc/";
 export interface HubServerOptions {
   readonly hub: Hub;
   readonly agentToken: string;
-  /** Bearer token of the read API; null: /api/v1 answers 401 saying how to enable it. */
-  readonly viewerToken: string | null;
+  /** Who may use the dashboard, tRPC and the read API. */
+  readonly auth: Auth;
+  /** Makes the operators' actions on the gateway's agents (absent: those procedures say they are unavailable). */
+  readonly actions?: (agents: CommandSender) => Actions;
+  readonly settings?: Settings;
   readonly logger: Logger;
   /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
   readonly pages: RequestListener;
@@ -31,6 +38,7 @@ export interface HubServerOptions {
 /** A HubServer routes one process's HTTP: health, tRPC, the agent WebSocket, and Next.js for the rest. */
 export interface HubServer {
   readonly gateway: AgentGateway;
+  readonly actions: Actions | undefined;
   readonly metrics: HubMetrics;
   /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
   readonly listener: RequestListener;
@@ -40,9 +48,18 @@ export interface HubServer {
 }
 
 export function createHubServer(opts: HubServerOptions): HubServer {
-  const trpc = createHTTPHandler({ router: appRouter, basePath: TRPC_PREFIX, createContext: () => ({ hub: opts.hub }) });
+  const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
   const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
+  const actions = opts.actions?.(gateway);
+  const trpc = createHTTPHandler({
+    router: appRouter,
+    basePath: TRPC_PREFIX,
+    createContext: ({ req }) => {
+      const principal = auth.principal(req);
+      return { hub: opts.hub, actions, settings: opts.settings, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
+    },
+  });
   const base = opts.basePath ?? "";
   /** ours strips the prefix from a request for one of the hub's routes, so that handlers see /api/..., /agent. */
   const ours = (req: IncomingMessage): string => {
@@ -50,7 +67,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     if (base !== "" && (url.startsWith(`${base}/`) || url === base)) {
       const rest = url.slice(base.length) || "/";
       const p = rest.split("?")[0] ?? "/";
-      if (p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX)) req.url = rest;
+      if (p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX) || p.startsWith(AUTH_PREFIX)) req.url = rest;
     }
     return (req.url ?? "/").split("?")[0] ?? "/";
   };
@@ -64,13 +81,32 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
       return;
     }
+    if (path.startsWith(AUTH_PREFIX)) {
+      void handleAuth(auth, base, req, res, opts.logger);
+      return;
+    }
     if (path.startsWith(REST_PREFIX)) {
-      handleRest(opts.hub, opts.viewerToken, req, res);
+      handleRest(opts.hub, auth.principal(req), req, res);
       return;
     }
     if (path.startsWith(TRPC_PREFIX)) {
       trpc(req, res);
       return;
+    }
+    // The dashboard's pages: only the sign-in page and static assets without a sign-in. The pages learn who is
+    // signed in (and the CSRF token for their mutations) from headers set here, never from the client.
+    for (const h of [USER_HEADER, ROLE_HEADER, CSRF_HEADER]) delete req.headers[h];
+    const page = path.startsWith(base) ? path.slice(base.length) || "/" : path;
+    const open = page === LOGIN_PATH || page.startsWith("/_next/") || page === "/favicon.ico";
+    const who = open ? null : auth.principal(req);
+    if (!open && who === null) {
+      res.writeHead(303, { location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(req.url ?? "/")}`, "cache-control": "no-store" }).end();
+      return;
+    }
+    if (who !== null) {
+      req.headers[USER_HEADER] = encodeURIComponent(who.user);
+      req.headers[ROLE_HEADER] = who.role;
+      if (who.csrf !== null) req.headers[CSRF_HEADER] = who.csrf;
     }
     opts.pages(req, res);
   };
@@ -82,6 +118,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   };
   return {
     gateway,
+    actions,
     metrics,
     listener,
     upgrade,

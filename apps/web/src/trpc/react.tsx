@@ -19,7 +19,8 @@ function getQueryClient(): QueryClient {
 
 const url = `${BASE_PATH}/api/trpc`;
 
-export function TRPCReactProvider({ children }: { children: ReactNode }) {
+/** TRPCReactProvider: `csrf` is the page's CSRF token, sent with every mutation (the hub refuses them without it). */
+export function TRPCReactProvider({ children, csrf }: { children: ReactNode; csrf: string }) {
   const queryClient = getQueryClient();
   const [trpcClient] = useState(() =>
     createTRPCClient<AppRouter>({
@@ -27,7 +28,7 @@ export function TRPCReactProvider({ children }: { children: ReactNode }) {
         splitLink({
           condition: (op) => op.type === "subscription",
           true: httpSubscriptionLink({ url }),
-          false: httpBatchLink({ url }),
+          false: httpBatchLink({ url, headers: () => (csrf === "" ? {} : { "x-whohas-csrf": csrf }) }),
         }),
       ],
     }),

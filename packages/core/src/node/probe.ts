@@ -58,25 +58,33 @@ export class ProbeSession {
   }
 
   summary(): ProbeSummary {
-    const macs = new Map<string, { replies: number; first: number }>();
-    let unanswered = 0;
-    let multiAnswered = 0;
-    for (const r of this.#results) {
-      if (r.replies.length === 0) unanswered++;
-      if (r.replies.length >= 2) multiAnswered++;
-      r.replies.forEach((rep, i) => {
-        const m = macs.get(rep.mac) ?? { replies: 0, first: 0 };
-        m.replies++;
-        if (i === 0) m.first++;
-        macs.set(rep.mac, m);
-      });
-    }
-    return {
-      ip: this.ip,
-      requests: this.#results.length,
-      unanswered,
-      multiAnswered,
-      macs: [...macs.entries()].map(([mac, m]) => ({ mac, ...m })).sort((a, b) => b.replies - a.replies || a.mac.localeCompare(b.mac)),
-    };
+    return summarizeProbe(this.ip, this.#results);
   }
+}
+
+/**
+ * summarizeProbe counts a probe's requests: unanswered, answered by two or more MACs, and per MAC its replies and how
+ * often it came first (each request's replies in the order they came).
+ */
+export function summarizeProbe(ip: string, requests: readonly { readonly replies: readonly { readonly mac: string }[] }[]): ProbeSummary {
+  const macs = new Map<string, { replies: number; first: number }>();
+  let unanswered = 0;
+  let multiAnswered = 0;
+  for (const r of requests) {
+    if (r.replies.length === 0) unanswered++;
+    if (r.replies.length >= 2) multiAnswered++;
+    r.replies.forEach((rep, i) => {
+      const m = macs.get(rep.mac) ?? { replies: 0, first: 0 };
+      m.replies++;
+      if (i === 0) m.first++;
+      macs.set(rep.mac, m);
+    });
+  }
+  return {
+    ip,
+    requests: requests.length,
+    unanswered,
+    multiAnswered,
+    macs: [...macs.entries()].map(([mac, m]) => ({ mac, ...m })).sort((a, b) => b.replies - a.replies || a.mac.localeCompare(b.mac)),
+  };
 }

@@ -35,7 +35,7 @@ describe("the hub joins traffic with the cluster", () => {
   });
 
   it("reads kube-proxy's mode and strictARP from the ConfigMap, and sees MetalLB", async () => {
-    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => x.kubeProxy !== null, 20_000);
+    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => x.kubeProxy !== null, 20_000);
     expect(s).toMatchObject({ kubernetes: "connected", metallb: true, kubeProxy: { mode: "ipvs", strictARP: false } });
   });
 
@@ -76,7 +76,7 @@ describe("the hub joins traffic with the cluster", () => {
     const cm = resourceNamed("configmaps");
     const cur = api().store.get(cm, "kube-system", "kube-proxy");
     api().store.update(cm, "kube-system", "kube-proxy", { ...cur, data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") } });
-    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => x.kubeProxy?.strictARP === true, 15_000);
+    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => x.kubeProxy?.strictARP === true, 15_000);
     expect(s.kubeProxy).toMatchObject({ mode: "ipvs", strictARP: true });
     // The nodes have not restarted kube-proxy: every one of them drifts from the configuration.
     expect(s.strictArp.drift.map((d) => [d.node, d.reason])).toEqual([["node-1", "not-restarted"], ["node-2", "not-restarted"], ["node-3", "not-restarted"]]);
@@ -88,7 +88,7 @@ describe("the hub joins traffic with the cluster", () => {
     const node = stack.lab.nodes[0];
     if (node === undefined) throw new Error("no node");
     await stack.lab.setStrictArp(node, true);
-    const s = await eventually(() => query<Summary>(stack.url, "cluster.summary"), (x) => !x.strictArp.drift.some((d) => d.node === "node-1"), 15_000);
+    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => !x.strictArp.drift.some((d) => d.node === "node-1"), 15_000);
     expect(s.strictArp.looseIpvsNodes).toEqual(["node-2", "node-3"]);
     await stack.lab.setStrictArp(node, false);
   });

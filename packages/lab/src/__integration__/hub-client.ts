@@ -1,11 +1,11 @@
-// A minimal reader of the hub's public API for tests: plain HTTP GET on tRPC queries, as any client may do.
+// A minimal reader of the hub's API for tests: plain HTTP GET on tRPC queries with the read token, as any client may do.
 
 export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean; lastSeen: number }
 export interface IpView { ip: string; state: string; requests: number; responders: ResponderView[] }
 export interface AgentView { node: string; up: boolean; interfaces: { name: string; mac: string }[] }
 
-export async function query<T>(base: string, path: string): Promise<T> {
-  const res = await fetch(`${base}/api/trpc/${path}`);
+export async function query<T>(stack: { readonly url: string; readonly viewerToken: string }, path: string): Promise<T> {
+  const res = await fetch(`${stack.url}/api/trpc/${path}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
   return ((await res.json()) as { result: { data: T } }).result.data;
 }

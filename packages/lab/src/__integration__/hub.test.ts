@@ -27,7 +27,7 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     return { status: res.status, body: (await res.json()) as T };
   };
   const ips = async () => (await api<ApiIp[]>("/ips")).body;
-  const agents = () => query<AgentRow[]>(stack.url, "agents.list");
+  const agents = () => query<AgentRow[]>(stack, "agents.list");
 
   beforeAll(async () => {
     stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500 });

@@ -18,7 +18,7 @@ describe("three nodes holding one VIP", () => {
   });
 
   it("every agent connects and reports its node's MAC", async () => {
-    const agents = await eventually(() => query<AgentView[]>(stack.url, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 20_000);
+    const agents = await eventually(() => query<AgentView[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 20_000);
     for (const n of stack.lab.nodes) {
       expect(agents.find((a) => a.node === n.name)?.interfaces).toContainEqual(expect.objectContaining({ name: "eth0", mac: n.mac }));
     }
@@ -50,7 +50,7 @@ describe("three nodes holding one VIP", () => {
       30_000,
     );
     expect(view?.state).toBe("multi-responder");
-    const agents = await eventually(() => query<AgentView[]>(stack.url, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 10_000);
+    const agents = await eventually(() => query<AgentView[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 10_000);
     expect(agents.filter((a) => a.up).map((a) => a.node).sort()).toEqual(stack.lab.nodes.map((n) => n.name));
   });
 

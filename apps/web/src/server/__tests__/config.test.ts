@@ -16,6 +16,7 @@ function files(entries: Record<string, string>): string {
   return d;
 }
 const TOKEN = "0123456789abcdef0123";
+const HASH = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$aGFzaA";
 
 function failure(path: string | null, env: Record<string, string> = {}): string {
   try {
@@ -30,7 +31,21 @@ function failure(path: string | null, env: Record<string, string> = {}): string 
 describe("loadConfig", () => {
   it("reads every documented key", () => {
     const d = files({
-      "hub.yaml": `listen: "127.0.0.1:8080"\nstorage: { path: DIR/w.db, retention: 12h }\nagents: { tokenFile: DIR/agent }\napi: { viewerTokenFile: DIR/viewer }\nkubernetes: { kubeconfig: DIR/kc }\nlog: { level: warn }\n`,
+      "hub.yaml": [
+        `listen: "127.0.0.1:8080"`,
+        `storage: { path: DIR/w.db, retention: 12h }`,
+        `agents: { tokenFile: DIR/agent }`,
+        `api: { viewerTokenFile: DIR/viewer }`,
+        `kubernetes: { kubeconfig: DIR/kc }`,
+        `log: { level: warn }`,
+        `auth:`,
+        `  users: [ { name: oncall, passwordHash: "${HASH}", role: operator } ]`,
+        `  usersFile: DIR/users.yaml`,
+        `  proxy: { userHeader: X-Forwarded-User, groupsHeader: X-Forwarded-Groups, trustedProxies: [10.0.0.0/8, "::1"], groupRoles: { sre: operator } }`,
+        `  sessionTtl: 8h`,
+        `actions: { probeDuration: 5s, announceDuration: 2s }`,
+      ].join("\n"),
+      "users.yaml": `- { name: boss, passwordHash: "${HASH}", role: admin }\n`,
       agent: `${TOKEN}\n`,
       viewer: `viewer-${TOKEN}`,
     });
@@ -43,6 +58,15 @@ describe("loadConfig", () => {
       viewerToken: `viewer-${TOKEN}`,
       kubernetes: join(d, "kc"),
       logLevel: "warn",
+      auth: {
+        users: [
+          { name: "oncall", passwordHash: HASH, role: "operator" },
+          { name: "boss", passwordHash: HASH, role: "admin" },
+        ],
+        proxy: { userHeader: "X-Forwarded-User", groupsHeader: "X-Forwarded-Groups", trustedProxies: ["10.0.0.0/8", "::1"], groupRoles: { sre: "operator" }, defaultRole: null },
+        sessionTtlMs: 8 * 3_600_000,
+      },
+      actions: { probeMs: 5000, announceMs: 2000 },
     });
   });
 
@@ -69,10 +93,28 @@ describe("loadConfig", () => {
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
   });
 
+  it("refuses bad users and proxies with the key and what to do", () => {
+    const d = files({
+      plain: `auth: { users: [ { name: a, passwordHash: hunter2, role: admin } ] }\n`,
+      role: `auth: { users: [ { name: a, passwordHash: "${HASH}", role: root } ] }\n`,
+      twice: `auth: { users: [ { name: a, passwordHash: "${HASH}", role: admin }, { name: a, passwordHash: "${HASH}", role: viewer } ] }\n`,
+      cidr: `auth: { proxy: { userHeader: X-User, trustedProxies: [10.0.0.0/33] } }\n`,
+      noproxies: `auth: { proxy: { userHeader: X-User, trustedProxies: [] } }\n`,
+      file: `auth: { usersFile: DIR/nope.yaml }\n`,
+    });
+    const env = { WHOHAS_AGENT_TOKEN: TOKEN };
+    expect(failure(join(d, "plain"), env)).toMatch(/^auth.users.0.passwordHash: an argon2id hash .*whohas-hub hash-password/);
+    expect(failure(join(d, "role"), env)).toMatch(/^auth.users.0.role: /);
+    expect(failure(join(d, "twice"), env)).toBe('auth.users: user "a" is listed twice');
+    expect(failure(join(d, "cidr"), env)).toBe('auth.proxy.trustedProxies: "10.0.0.0/33" is not an address or CIDR');
+    expect(failure(join(d, "noproxies"), env)).toMatch(/^auth.proxy.trustedProxies: name the proxy's addresses/);
+    expect(failure(join(d, "file"), env)).toMatch(/^auth.usersFile: cannot read .*ENOENT/);
+  });
+
   it("accepts the shipped example once its files exist", () => {
     const example = fileURLToPath(new URL("../../../config.example.yaml", import.meta.url));
     const c = loadConfig(example, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_VIEWER_TOKEN: `v-${TOKEN}` });
-    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 } });
+    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 }, auth: { users: [{ name: "oncall", role: "operator" }] }, actions: { probeMs: 60_000 } });
   });
 
   it("parses durations", () => {

@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import WebSocket from "ws";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
+import { testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
 import { TokenBucket, tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
 
@@ -14,6 +15,8 @@ const gatewayOf = (r: Running | undefined): AgentGateway => {
 };
 
 const TOKEN = "test-token-0123456789";
+const VIEWER = "viewer-token-0123456789";
+const asViewer = { headers: { authorization: `Bearer ${VIEWER}` } };
 const hello = { v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
 const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0 };
 
@@ -22,7 +25,7 @@ const open: Running[] = [];
 
 async function start(clock: () => number = Date.now): Promise<Running> {
   const hub = new Hub({ clock });
-  const hs = createHubServer({ hub, agentToken: TOKEN, viewerToken: null, logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+  const hs = createHubServer({ hub, agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
   const server = hs.createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -60,11 +63,11 @@ describe("agent gateway", () => {
     expect(JSON.parse(welcome.toString())).toMatchObject({ type: "welcome" });
     c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
-    const body = (await (await fetch(`${base}/api/trpc/ips.list`)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
+    const body = (await (await fetch(`${base}/api/trpc/ips.list`, asViewer)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
     expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a" }] });
-    const one = (await (await fetch(`${base}/api/trpc/ips.byIp?input=${encodeURIComponent(JSON.stringify({ ip: "192.0.2.200" }))}`)).json()) as { result: { data: { responders: { replies: number }[] } } };
+    const one = (await (await fetch(`${base}/api/trpc/ips.byIp?input=${encodeURIComponent(JSON.stringify({ ip: "192.0.2.200" }))}`, asViewer)).json()) as { result: { data: { responders: { replies: number }[] } } };
     expect(one.result.data.responders[0]?.replies).toBe(4);
-    const agents = (await (await fetch(`${base}/api/trpc/agents.list`)).json()) as { result: { data: { node: string; up: boolean }[] } };
+    const agents = (await (await fetch(`${base}/api/trpc/agents.list`, asViewer)).json()) as { result: { data: { node: string; up: boolean }[] } };
     expect(agents.result.data).toEqual([expect.objectContaining({ node: "node-a", up: true })]);
     c.close();
   });

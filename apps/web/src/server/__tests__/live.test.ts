@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Hub } from "../hub/hub.js";
 import { appRouter } from "../api/root.js";
 import { createCallerFactory } from "../api/trpc.js";
+import { asRole } from "./helpers.js";
 
 const hello = (node: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] });
 interface Tracked<T> { id: string; data: T }
@@ -20,7 +21,7 @@ async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T
 describe("live subscriptions", () => {
   it("send tracked values, and a client resuming with the current id gets only what changes after", async () => {
     const hub = new Hub();
-    const caller = createCallerFactory(appRouter)({ hub });
+    const caller = createCallerFactory(appRouter)({ hub, ...asRole("viewer") });
     const a = (await caller.agents.live({})) as AsyncIterable<unknown>;
     const ita = a[Symbol.asyncIterator]();
     const first = await next<unknown[]>(ita);
@@ -42,7 +43,7 @@ describe("live subscriptions", () => {
 
   it("stream the IP list once, then only the IPs that changed; a client resuming from a snapshot gets only deltas", async () => {
     const hub = new Hub();
-    const caller = createCallerFactory(appRouter)({ hub });
+    const caller = createCallerFactory(appRouter)({ hub, ...asRole("viewer") });
     const reply = (ip: string) => hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [{ ip, mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 1, firstSeen: Date.now(), lastSeen: Date.now(), peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 }] });
     hub.connect(hello("node-a"));
     reply("192.0.2.1");

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
+import { testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
 import WebSocket from "ws";
 
@@ -24,7 +25,7 @@ afterEach(async () => {
 async function start(viewerToken: string | null, basePath = "") {
   let now = 10_000;
   const hub = new Hub({ clock: () => now });
-  const server = createHubServer({ hub, agentToken: AGENT, viewerToken, basePath, logger: silentLogger, pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`) }).createServer();
+  const server = createHubServer({ hub, agentToken: AGENT, auth: testAuth(hub, { viewerToken }), basePath, logger: silentLogger, pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`) }).createServer();
   servers.push(server);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -75,7 +76,7 @@ describe("read API", () => {
     expect(await get("/nope")).toMatchObject({ status: 404, body: { error: expect.stringContaining("/api/v1/ips") } });
   });
 
-  it("is off, saying how to turn it on, when no viewer token is configured", async () => {
+  it("says how to get a token when none is configured", async () => {
     const { get } = await start(null);
     expect(await get("/ips")).toMatchObject({ status: 401, body: { error: expect.stringContaining("api.viewerTokenFile") } });
   });
@@ -88,10 +89,13 @@ describe("read API", () => {
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: auth })).status).toBe(200);
     expect((await fetch(`${origin}/whohas/healthz`)).status).toBe(200);
     expect((await fetch(`${origin}/healthz`)).status).toBe(200);
-    const trpc = (await (await fetch(`${origin}/whohas/api/trpc/agents.list`)).json()) as { result: { data: { node: string }[] } };
+    const trpc = (await (await fetch(`${origin}/whohas/api/trpc/agents.list`, { headers: auth })).json()) as { result: { data: { node: string }[] } };
     expect(trpc.result.data.map((a) => a.node)).toEqual(["node-a"]);
-    // A page of the dashboard keeps its prefix for Next.
-    expect(await (await fetch(`${origin}/whohas/ips`)).text()).toBe("next: /whohas/ips");
+    // A page of the dashboard keeps its prefix for Next; without a sign-in it sends the browser to /login first.
+    expect(await (await fetch(`${origin}/whohas/ips`, { headers: auth })).text()).toBe("next: /whohas/ips");
+    const anon = await fetch(`${origin}/whohas/ips?q=1`, { redirect: "manual" });
+    expect(anon.status).toBe(303);
+    expect(anon.headers.get("location")).toBe(`/whohas/login?next=${encodeURIComponent("/whohas/ips?q=1")}`);
     const ws = new WebSocket(`${origin.replace("http", "ws")}/whohas/agent`, { headers: { authorization: `Bearer ${AGENT}` } });
     await once(ws, "open");
     ws.close();

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP } from "@whohas/core";
 import type { Hub, HubIpView } from "../hub/hub.js";
-import { tokenMatches } from "../gateway/agent-gateway.js";
+import type { Principal } from "../auth/auth.js";
 
 /** REST_PREFIX is the read API for scripts and other tools (README "Read API"). */
 export const REST_PREFIX = "/api/v1/";
@@ -30,17 +30,13 @@ function ipJson(v: HubIpView) {
 }
 
 /**
- * handleRest answers the read API: GET only, a Bearer viewer token required. With no viewer token configured it
- * answers 401 saying how to enable it, rather than serving the cluster's picture to anyone.
+ * handleRest answers the read API: GET only, for a Bearer token (api.viewerTokenFile, or one an admin made in
+ * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token.
  */
-export function handleRest(hub: Hub, viewerToken: string | null, req: IncomingMessage, res: ServerResponse): void {
+export function handleRest(hub: Hub, principal: Principal | null, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "http://hub");
-  if (viewerToken === null) {
-    send(res, 401, { error: "the read API is disabled: set api.viewerTokenFile in the config (or WHOHAS_VIEWER_TOKEN_FILE) and send it as a Bearer token" });
-    return;
-  }
-  if (!tokenMatches(req.headers.authorization, viewerToken)) {
-    send(res, 401, { error: "missing or wrong viewer token: send Authorization: Bearer <api.viewerTokenFile's token>" }, { "www-authenticate": 'Bearer realm="whohas"' });
+  if (principal === null) {
+    send(res, 401, { error: "missing or wrong token: send Authorization: Bearer <token> with api.viewerTokenFile's token or one made in Settings > API tokens" }, { "www-authenticate": 'Bearer realm="whohas"' });
     return;
   }
   if (req.method !== "GET" && req.method !== "HEAD") {

@@ -1,17 +1,21 @@
+import { actionsRouter } from "./router/actions.js";
 import { agentsRouter } from "./router/agents.js";
 import { clusterRouter } from "./router/cluster.js";
 import { incidentsRouter } from "./router/incidents.js";
 import { ipsRouter } from "./router/ips.js";
 import { nodesRouter } from "./router/nodes.js";
+import { settingsRouter } from "./router/settings.js";
 import { createTRPCRouter } from "./trpc.js";
 
-/** appRouter: one router per domain. Actions (re-announce, probe, remediation) arrive with operator sessions (issue 9). */
+/** appRouter: one router per domain; each procedure declares the role it needs (trpc.ts). */
 export const appRouter = createTRPCRouter({
   cluster: clusterRouter,
   ips: ipsRouter,
   nodes: nodesRouter,
   agents: agentsRouter,
   incidents: incidentsRouter,
+  actions: actionsRouter,
+  settings: settingsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,13 +1,24 @@
 /**
  * 1. CONTEXT
- * Every procedure sees the one Hub of this process.
+ * Every procedure sees the one Hub of this process, the dashboard's actions, and who is asking.
  * @see https://trpc.io/docs/server/context
  */
-import { initTRPC } from "@trpc/server";
+import { TRPCError, initTRPC } from "@trpc/server";
+import type { Actions } from "../actions/actions.js";
+import type { Principal } from "../auth/auth.js";
+import { allows, type Role } from "../auth/roles.js";
 import type { Hub } from "../hub/hub.js";
+import type { Settings } from "../settings.js";
 
 export interface Context {
   readonly hub: Hub;
+  /** Absent in tests and tools that only read. */
+  readonly actions?: Actions;
+  readonly settings?: Settings;
+  /** Who is asking (null: nobody signed in); the HTTP handler fills it from the request. */
+  readonly principal: Principal | null;
+  /** Whether the request carried the principal's CSRF token (mutations need it). */
+  readonly csrfOk: boolean;
 }
 
 /**
@@ -19,5 +30,24 @@ const t = initTRPC.context<Context>().create();
 /** 3. ROUTER AND PROCEDURES */
 export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
-/** publicProcedure is readable by anyone who reaches the dashboard. */
-export const publicProcedure = t.procedure;
+
+/**
+ * roleProcedure needs a principal of at least `role`; a mutation also needs the CSRF token of the principal's
+ * sign-in (a page of another site can make the browser send the cookie, never this header).
+ */
+function roleProcedure(role: Role) {
+  return t.procedure.use(({ ctx, type, next }) => {
+    const p = ctx.principal;
+    if (p === null) throw new TRPCError({ code: "UNAUTHORIZED", message: "not signed in: open /login" });
+    if (!allows(p.role, role)) throw new TRPCError({ code: "FORBIDDEN", message: `${p.user} is a ${p.role}; this needs the ${role} role (ask an admin, or map your group in auth.proxy.groupRoles)` });
+    if (type === "mutation" && !ctx.csrfOk) throw new TRPCError({ code: "FORBIDDEN", message: "missing or stale CSRF token: reload the page and try again" });
+    return next({ ctx: { ...ctx, principal: p } });
+  });
+}
+
+/** viewerProcedure: anyone signed in (every read). */
+export const viewerProcedure = roleProcedure("viewer");
+/** operatorProcedure: acts on the network (re-announce, probe, acknowledge, remediation). */
+export const operatorProcedure = roleProcedure("operator");
+/** adminProcedure: changes whohas itself (settings, tokens) and reads the audit log. */
+export const adminProcedure = roleProcedure("admin");

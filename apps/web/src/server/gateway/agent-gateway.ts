@@ -31,11 +31,15 @@ export class TokenBucket {
     this.#at = now;
   }
   take(now: number): boolean {
-    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
-    this.#at = now;
-    if (this.#tokens < 1) return false;
+    if (!this.peek(now)) return false;
     this.#tokens -= 1;
     return true;
+  }
+  /** peek refills and says whether an event would be allowed now, without taking it. */
+  peek(now: number): boolean {
+    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
+    this.#at = now;
+    return this.#tokens >= 1;
   }
 }
 

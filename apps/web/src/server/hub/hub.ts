@@ -580,6 +580,11 @@ export class Hub {
     }
   }
 
+  /** nodeOf names the node a MAC belongs to (from the agents' interfaces), null when no agent has it. */
+  nodeOf(mac: string): string | null {
+    return this.#macToNode.get(mac) ?? null;
+  }
+
   #emit(): void {
     this.#events.emit("change");
   }

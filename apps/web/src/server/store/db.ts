@@ -14,7 +14,7 @@ export interface Db {
   readonly dialect: "sqlite";
   /** exec runs statements without parameters (migrations). */
   exec(sql: string): void;
-  run(sql: string, params?: readonly Param[]): { readonly changes: number };
+  run(sql: string, params?: readonly Param[]): { readonly changes: number; readonly lastInsertRowid: number | bigint };
   get<T>(sql: string, params?: readonly Param[]): T | undefined;
   all<T>(sql: string, params?: readonly Param[]): T[];
   /** tx runs `fn` in one transaction: all of it is stored, or none. */
@@ -46,7 +46,10 @@ export function openSqlite(path: string): Db {
   return {
     dialect: "sqlite",
     exec: (sql) => void db.exec(sql),
-    run: (sql, params = []) => ({ changes: stmt(sql).run(...params).changes }),
+    run: (sql, params = []) => {
+      const r = stmt(sql).run(...params);
+      return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
+    },
     get: <T>(sql: string, params: readonly Param[] = []) => stmt(sql).get(...params) as T | undefined,
     all: <T>(sql: string, params: readonly Param[] = []) => stmt(sql).all(...params) as T[],
     tx: <T>(fn: () => T): T => db.transaction(fn)(),

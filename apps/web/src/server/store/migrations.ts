@@ -83,6 +83,33 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: "sessions and API tokens",
+    sql: `
+      -- Dashboard sign-ins. The cookie holds a random id; only its SHA-256 is stored, so a copy of the database
+      -- signs no one in. The role is not stored: it is read from the configuration on every request.
+      CREATE TABLE sessions (
+        id_hash    TEXT    PRIMARY KEY,
+        user       TEXT    NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        peer       TEXT    NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX sessions_expires ON sessions (expires_at);
+
+      -- Bearer tokens for the read API made by admins in Settings; only a hash is stored, the token is shown once.
+      CREATE TABLE api_tokens (
+        id         INTEGER PRIMARY KEY,
+        name       TEXT    NOT NULL UNIQUE,
+        hash       TEXT    NOT NULL UNIQUE,
+        prefix     TEXT    NOT NULL,
+        created_by TEXT    NOT NULL,
+        created_at INTEGER NOT NULL,
+        last_used  INTEGER
+      );
+    `,
+  },
 ];
 
 /**

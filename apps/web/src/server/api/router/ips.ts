@@ -2,7 +2,7 @@ import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIP } from "@whohas/core";
 import { live, liveInput, liveIps } from "../live.js";
-import { publicProcedure } from "../trpc.js";
+import { viewerProcedure } from "../trpc.js";
 import { rowOf } from "../../hub/hub.js";
 
 const ip = z.string().refine(isIP, "not an IP address");
@@ -11,25 +11,25 @@ const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000 } as c
 
 export const ipsRouter = {
   /** list returns every IP seen or known from the cluster as list rows (responders, state, open findings). */
-  list: publicProcedure.query(({ ctx }) => ctx.hub.ips().map(rowOf)),
+  list: viewerProcedure.query(({ ctx }) => ctx.hub.ips().map(rowOf)),
 
   /** snapshot: every IP as list rows, with the event id `live` resumes from (so the list is sent once, then deltas). */
-  snapshot: publicProcedure.query(({ ctx }) => ctx.hub.listSnapshot()),
+  snapshot: viewerProcedure.query(({ ctx }) => ctx.hub.listSnapshot()),
 
   /** byIp returns one IP, or null when nothing was seen or known for it. */
-  byIp: publicProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
+  byIp: viewerProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
 
   /** timeline: one IP's replies, announcements and requests per minute and MAC over the last 15 min, 1 h or 24 h. */
-  timeline: publicProcedure.input(z.object({ ip, range: z.enum(["15m", "1h", "24h"]).default("1h") })).query(({ ctx, input }) => {
+  timeline: viewerProcedure.input(z.object({ ip, range: z.enum(["15m", "1h", "24h"]).default("1h") })).query(({ ctx, input }) => {
     const now = ctx.hub.clock();
     return ctx.hub.timeline(input.ip, now - RANGE_MS[input.range], now);
   }),
 
   /** live pushes the whole list, then only the IPs that changed (and as views age), at most once a second; resumable. */
-  live: publicProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => liveIps(ctx.hub, signal, input?.lastEventId)),
+  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => liveIps(ctx.hub, signal, input?.lastEventId)),
 
   /** byIpLive pushes one IP whenever it changes. */
-  byIpLive: publicProcedure
+  byIpLive: viewerProcedure
     .input(liveInput.extend({ ip }))
     .subscription(({ ctx, signal, input }) => live(ctx.hub, signal, `ip:${input.ip}`, input.lastEventId, () => ctx.hub.ip(input.ip))),
 } satisfies TRPCRouterRecord;

@@ -1,0 +1,32 @@
+"use client";
+
+import { createContext, useContext, type ReactNode } from "react";
+
+export type Role = "viewer" | "operator" | "admin";
+
+/** A Session is who is signed in, as the hub told the page (never what the browser claims). */
+export interface Session {
+  readonly user: string;
+  readonly role: Role;
+  /** Sent with every mutation (CSRF_HEADER); "" for none. */
+  readonly csrf: string;
+}
+
+const SessionContext = createContext<Session | null>(null);
+
+export function SessionProvider({ session, children }: { session: Session | null; children: ReactNode }) {
+  return <SessionContext.Provider value={session}>{children}</SessionContext.Provider>;
+}
+
+/** useSession returns who is signed in (null on the sign-in page). */
+export function useSession(): Session | null {
+  return useContext(SessionContext);
+}
+
+const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
+
+/** useCan says whether the signed-in user has at least `role` (the hub checks again: this only hides buttons). */
+export function useCan(role: Role): boolean {
+  const s = useSession();
+  return s !== null && RANK[s.role] >= RANK[role];
+}

@@ -1,0 +1,273 @@
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { ProbeRounds, WIRE_VERSION, type AgentMessage, type HubMessage, type Logger, type ProbeRound, type ProbeSummary } from "@whohas/core";
+import type { Hub } from "../hub/hub.js";
+
+/** A CommandSender reaches one node's agent (the AgentGateway). */
+export interface CommandSender {
+  command(node: string, msg: Extract<HubMessage, { type: "announce" | "probe" }>, onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void): boolean;
+}
+
+/** An ActionRefused is an action that could not start, with the reason a person can act on (nothing was changed). */
+export class ActionRefused extends Error {}
+
+/** PROBERS: a node never hears its own answer to its own broadcast, so the hub probes from two (each hears the other). */
+const PROBERS = 2;
+/** PROBE_INTERVAL_MS: one request a second, as operators probe by hand. */
+const PROBE_INTERVAL_MS = 1000;
+/** COMMAND_GRACE_MS: how long after its planned end an agent may take to report a command done. */
+const COMMAND_GRACE_MS = 15_000;
+/** MAX_RUNNING_PROBES bounds probes at once (each sends a broadcast a second from two nodes). */
+const MAX_RUNNING_PROBES = 8;
+/** KEEP_FINISHED_MS: how long a finished probe stays readable (a page reloaded after it ended still shows it). */
+const KEEP_FINISHED_MS = 15 * 60_000;
+
+type Reply = ProbeRound["replies"][number] & { readonly node: string | null };
+
+/** A ProbeRunView is a probe as the dashboard shows it while it runs and after. */
+export interface ProbeRunView {
+  readonly id: string;
+  readonly ip: string;
+  readonly by: string;
+  readonly probers: readonly string[];
+  readonly startedAt: number;
+  readonly durationMs: number;
+  readonly state: "running" | "done" | "failed";
+  /** One round per second: the union of what every prober heard for that request number. */
+  readonly rounds: readonly (Omit<ProbeRound, "replies"> & { readonly replies: readonly Reply[] })[];
+  readonly summary: (Omit<ProbeSummary, "macs"> & { readonly macs: readonly (ProbeSummary["macs"][number] & { readonly node: string | null })[] }) | null;
+  /** Each prober's outcome, as its agent reported it. */
+  readonly messages: readonly string[];
+  /** Bumped on every change (the subscription's event id). */
+  readonly version: number;
+}
+
+interface ProbeRun {
+  readonly id: string;
+  readonly ip: string;
+  readonly by: string;
+  readonly probers: string[];
+  readonly startedAt: number;
+  readonly durationMs: number;
+  readonly rounds: ProbeRounds;
+  readonly pending: Set<string>;
+  readonly messages: string[];
+  failed: number;
+  version: number;
+  endedAt: number | null;
+  timer: NodeJS.Timeout | null;
+}
+
+export interface ActionsOptions {
+  readonly hub: Hub;
+  readonly agents: CommandSender;
+  readonly logger: Logger;
+  readonly probeMs: number;
+  readonly announceMs: number;
+}
+
+/**
+ * Actions runs what the dashboard's operators ask of the network: Force re-announce (on the expected owner only)
+ * and Probe (from two nodes, merged per request by core's ProbeRounds). Every action is audited with its user,
+ * input and outcome, refusals included.
+ */
+export class Actions {
+  readonly #runs = new Map<string, ProbeRun>();
+  readonly #events = new EventEmitter<{ change: [string] }>();
+
+  constructor(readonly o: ActionsOptions) {
+    this.#events.setMaxListeners(0);
+  }
+
+  #audit(actor: string, action: string, input: unknown, outcome: "ok" | "refused" | "failed", detail: string): void {
+    this.o.hub.store.audit({ t: this.o.hub.clock(), actor, action, input, outcome, detail });
+    this.o.logger.info("action", { actor, action, input, outcome, detail });
+  }
+
+  /** #upAgents names the nodes whose agents are connected now. */
+  #upAgents(): string[] {
+    return this.o.hub
+      .agents()
+      .filter((a) => a.up && a.connected)
+      .map((a) => a.node)
+      .sort();
+  }
+
+  /**
+   * reannounce makes the IP's expected owner send MetalLB's gratuitous announcements, so switches and clients
+   * holding a stale MAC learn the right one. Refused (and audited) when the owner is unknown or its agent is away:
+   * announcing from any other node would create the very conflict whohas looks for.
+   */
+  async reannounce(ip: string, actor: string): Promise<{ node: string; bursts: number; message: string }> {
+    const input = { ip };
+    const owner = this.o.hub.ip(ip)?.expectedOwner?.node ?? null;
+    if (owner === null) {
+      const message = `whohas does not know which node should own ${ip}: it needs Kubernetes access with the IP's Service (and MetalLB's status or speakers) to name the owner`;
+      this.#audit(actor, "ip.reannounce", input, "refused", message);
+      throw new ActionRefused(message);
+    }
+    let m: Extract<AgentMessage, { type: "command-done" }>;
+    try {
+      m = await new Promise((resolve, reject) => {
+        const id = randomUUID();
+        const limit = this.o.announceMs + COMMAND_GRACE_MS;
+        const timer = setTimeout(() => reject(new Error(`the agent on ${owner} did not report back within ${Math.round(limit / 1000)} s`)), limit);
+        const msg = { v: WIRE_VERSION, type: "announce", id, ip, durationMs: this.o.announceMs, expectedOwner: owner, force: false } as const;
+        const sent = this.o.agents.command(owner, msg, (r) => {
+          if (r.type !== "command-done") return;
+          clearTimeout(timer);
+          resolve(r);
+        });
+        if (!sent) {
+          clearTimeout(timer);
+          reject(new ActionRefused(`no agent is connected on ${owner}, the node that should own ${ip}: check the whohas agent pod there`));
+        }
+      });
+    } catch (e) {
+      this.#audit(actor, "ip.reannounce", { ...input, node: owner }, e instanceof ActionRefused ? "refused" : "failed", (e as Error).message);
+      throw e;
+    }
+    this.#audit(actor, "ip.reannounce", { ...input, node: owner }, m.ok ? "ok" : "failed", m.message);
+    if (!m.ok) throw new Error(`${owner}: ${m.message}`);
+    return { node: owner, bursts: m.bursts ?? 0, message: m.message };
+  }
+
+  /**
+   * probe asks who has the IP once a second for the configured time, from two nodes at once, and returns the run's
+   * id; `view` and `changes` follow it. A probe of an IP that is already being probed joins that run.
+   */
+  probe(ip: string, actor: string): string {
+    for (const r of this.#runs.values()) if (r.ip === ip && r.endedAt === null) return r.id;
+    const running = [...this.#runs.values()].filter((r) => r.endedAt === null).length;
+    if (running >= MAX_RUNNING_PROBES) {
+      const message = `${running} probes are running already (at most ${MAX_RUNNING_PROBES}): wait for one to finish`;
+      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      throw new ActionRefused(message);
+    }
+    const probers = this.#upAgents().slice(0, PROBERS);
+    if (probers.length === 0) {
+      const message = "no agent is connected: deploy the whohas agent DaemonSet, then probe again";
+      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      throw new ActionRefused(message);
+    }
+    this.#prune();
+    const run: ProbeRun = {
+      id: randomUUID(),
+      ip,
+      by: actor,
+      probers: [],
+      startedAt: this.o.hub.clock(),
+      durationMs: this.o.probeMs,
+      rounds: new ProbeRounds(ip),
+      pending: new Set(),
+      messages: probers.length < PROBERS ? [`only ${probers[0] ?? ""} has an agent connected: its own answers cannot be heard (a node does not hear itself)`] : [],
+      failed: 0,
+      version: 1,
+      endedAt: null,
+      timer: null,
+    };
+    this.#runs.set(run.id, run);
+    for (const [i, node] of probers.entries()) {
+      const sent = this.o.agents.command(node, { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ip, durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS }, (m) => this.#onResult(run, node, m));
+      if (sent) {
+        run.probers.push(node);
+        run.pending.add(node);
+      }
+    }
+    if (run.probers.length === 0) {
+      this.#runs.delete(run.id);
+      const message = "the agents went away as the probe started: try again";
+      this.#audit(actor, "ip.probe", { ip }, "failed", message);
+      throw new ActionRefused(message);
+    }
+    run.timer = setTimeout(() => {
+      for (const node of run.pending) run.messages.push(`${node}: no report within ${Math.round(COMMAND_GRACE_MS / 1000)} s of the end (agent gone?)`);
+      run.failed += run.pending.size;
+      run.pending.clear();
+      this.#finish(run);
+    }, this.o.probeMs + COMMAND_GRACE_MS);
+    run.timer.unref();
+    this.#audit(actor, "ip.probe", { ip, probers: run.probers, durationMs: this.o.probeMs }, "ok", `started from ${run.probers.join(" and ")}`);
+    return run.id;
+  }
+
+  #onResult(run: ProbeRun, node: string, m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>): void {
+    if (run.endedAt !== null) return;
+    if (m.type === "probe-result") run.rounds.add(node, m);
+    else {
+      run.pending.delete(node);
+      if (!m.ok) run.failed++;
+      run.messages.push(`${node}: ${m.message}`);
+      if (run.pending.size === 0) return this.#finish(run);
+    }
+    run.version++;
+    this.#events.emit("change", run.id);
+  }
+
+  #finish(run: ProbeRun): void {
+    if (run.endedAt !== null) return;
+    run.endedAt = this.o.hub.clock();
+    if (run.timer !== null) clearTimeout(run.timer);
+    run.version++;
+    const s = run.rounds.summary();
+    const outcome = run.failed === run.probers.length ? "failed" : "ok";
+    this.#audit(run.by, "ip.probe.result", { ip: run.ip, id: run.id }, outcome, `${s.requests} requests, ${s.multiAnswered} answered by several MACs, ${s.unanswered} unanswered; ${run.messages.join("; ")}`);
+    this.#events.emit("change", run.id);
+  }
+
+  #prune(): void {
+    const now = this.o.hub.clock();
+    for (const [id, r] of this.#runs) if (r.endedAt !== null && now - r.endedAt > KEEP_FINISHED_MS) this.#runs.delete(id);
+  }
+
+  /** view returns a probe run as the dashboard shows it, null when unknown (or long finished). */
+  view(id: string): ProbeRunView | null {
+    const r = this.#runs.get(id);
+    if (r === undefined) return null;
+    const node = (mac: string) => this.o.hub.nodeOf(mac);
+    const ended = r.endedAt !== null;
+    const summary = r.rounds.summary();
+    return {
+      id: r.id,
+      ip: r.ip,
+      by: r.by,
+      probers: r.probers,
+      startedAt: r.startedAt,
+      durationMs: r.durationMs,
+      state: !ended ? "running" : r.failed === r.probers.length ? "failed" : "done",
+      rounds: r.rounds.rounds().map((x) => ({ ...x, replies: x.replies.map((y) => ({ ...y, node: node(y.mac) })) })),
+      summary: ended ? { ...summary, macs: summary.macs.map((m) => ({ ...m, node: node(m.mac) })) } : null,
+      messages: [...r.messages],
+      version: r.version,
+    };
+  }
+
+  /** durations: how long a probe and a re-announce run here (actions.probeDuration / announceDuration). */
+  get durations(): { readonly probeMs: number; readonly announceMs: number } {
+    return { probeMs: this.o.probeMs, announceMs: this.o.announceMs };
+  }
+
+  /** latestProbe returns the newest probe of an IP (running or finished), so a reloaded page finds it again. */
+  latestProbe(ip: string): string | null {
+    let best: ProbeRun | null = null;
+    for (const r of this.#runs.values()) if (r.ip === ip && (best === null || r.startedAt > best.startedAt)) best = r;
+    return best?.id ?? null;
+  }
+
+  /** changes resolves when probe `id` changes, or when `signal` aborts. */
+  changed(id: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const on = (changed: string) => {
+        if (changed !== id) return;
+        done();
+      };
+      const done = () => {
+        this.#events.off("change", on);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#events.on("change", on);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,248 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { BlockList, isIPv4, isIPv6 } from "node:net";
+import type { TLSSocket } from "node:tls";
+import type { Logger } from "@whohas/core";
+import type { Store } from "../store/store.js";
+import { TokenBucket } from "../gateway/agent-gateway.js";
+import { verifyPassword } from "./passwords.js";
+import { highest, type Role } from "./roles.js";
+
+/** SESSION_COOKIE holds a dashboard sign-in (HttpOnly, SameSite=Lax; Secure when the hub is reached over TLS). */
+export const SESSION_COOKIE = "whohas_session";
+/** CSRF_HEADER carries the page's CSRF token on every request that changes anything. */
+export const CSRF_HEADER = "x-whohas-csrf";
+/**
+ * Headers the hub sets for the dashboard's server-side rendering (who is signed in, the CSRF token). They are
+ * removed from every incoming request first, so a client can never set them itself.
+ */
+export const USER_HEADER = "x-whohas-user";
+export const ROLE_HEADER = "x-whohas-role";
+
+/** LOGIN_RATE / LOGIN_BURST: failed sign-ins allowed per client address (5 a minute, bursts of 10). */
+const LOGIN_RATE = 5 / 60;
+const LOGIN_BURST = 10;
+/** MAX_TRACKED_PEERS bounds the failed-sign-in table (oldest forgotten first). */
+const MAX_TRACKED_PEERS = 10_000;
+
+export interface LocalUser {
+  readonly name: string;
+  /** argon2id in PHC form (`whohas-hub hash-password`). */
+  readonly passwordHash: string;
+  readonly role: Role;
+}
+
+/** ProxyAuth trusts an authenticating reverse proxy's headers, from its addresses only. */
+export interface ProxyAuth {
+  readonly userHeader: string;
+  readonly groupsHeader: string | null;
+  /** Addresses or CIDRs the proxy connects from; a request from anywhere else has its headers ignored. */
+  readonly trustedProxies: readonly string[];
+  /** Role of each group; a user gets the strongest of their groups'. */
+  readonly groupRoles: Readonly<Record<string, Role>>;
+  /** Role of a proxy user none of whose groups has one; null: such users are refused. */
+  readonly defaultRole: Role | null;
+}
+
+export interface AuthConfig {
+  readonly users: readonly LocalUser[];
+  readonly proxy: ProxyAuth | null;
+  readonly sessionTtlMs: number;
+  /** The read API's Bearer token from the config file (api.viewerTokenFile); tokens made in Settings work too. */
+  readonly viewerToken: string | null;
+}
+
+/** A Principal is who makes a request, and how they proved it. */
+export interface Principal {
+  readonly user: string;
+  readonly role: Role;
+  readonly via: "session" | "proxy" | "token";
+  /** The CSRF token mutations must carry; null for Bearer tokens (no cookie, so no cross-site request to forge). */
+  readonly csrf: string | null;
+}
+
+export type LoginResult =
+  | { readonly ok: true; readonly user: string; readonly role: Role; readonly setCookie: string }
+  | { readonly ok: false; readonly status: 401 | 429; readonly message: string };
+
+/** peerAddress is the client's address, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket). */
+export function peerAddress(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? "unix";
+  return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** cookieValue reads one cookie from a Cookie header. */
+export function cookieValue(header: string | undefined, name: string): string | null {
+  for (const part of (header ?? "").split(";")) {
+    const i = part.indexOf("=");
+    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+  }
+  return null;
+}
+
+/** trustList builds the proxy allow list; throws naming the entry that is neither an address nor a CIDR. */
+export function trustList(entries: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const e of entries) {
+    const [addr = "", bits] = e.split("/");
+    const type = isIPv4(addr) ? "ipv4" : isIPv6(addr) ? "ipv6" : null;
+    const prefix = bits === undefined ? (type === "ipv4" ? 32 : 128) : Number(bits);
+    if (type === null || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`"${e}" is not an address or CIDR`);
+    list.addSubnet(addr, prefix, type);
+  }
+  return list;
+}
+
+/**
+ * Auth decides who a request comes from: a session cookie from /login (local users), an authenticating proxy's
+ * headers (from trusted addresses only), or a Bearer token (read API). It also signs users in and out, checks CSRF
+ * tokens, and rate-limits failed sign-ins per client address.
+ */
+export class Auth {
+  readonly #users: ReadonlyMap<string, LocalUser>;
+  readonly #trusted: BlockList | null;
+  readonly #secret: Buffer;
+  readonly #failures = new Map<string, TokenBucket>();
+
+  constructor(
+    readonly config: AuthConfig,
+    readonly store: Store,
+    readonly logger: Logger,
+    readonly clock: () => number = Date.now,
+  ) {
+    this.#users = new Map(config.users.map((u) => [u.name, u]));
+    this.#trusted = config.proxy === null ? null : trustList(config.proxy.trustedProxies);
+    // One secret per database, so CSRF tokens outlive a hub restart as the sessions do.
+    let secret = store.setting<string>("auth.secret");
+    if (secret === null) {
+      secret = randomBytes(32).toString("base64");
+      store.setSetting("auth.secret", secret, clock());
+    }
+    this.#secret = Buffer.from(secret, "base64");
+  }
+
+  /** methods says how people can sign in, for the login page and the logs. */
+  get methods(): { readonly local: boolean; readonly proxy: boolean } {
+    return { local: this.#users.size > 0, proxy: this.config.proxy !== null };
+  }
+
+  #csrf(subject: string): string {
+    return createHmac("sha256", this.#secret).update(subject).digest("base64url").slice(0, 32);
+  }
+
+  /** principal returns who made `req`, or null when no valid credential came with it. */
+  principal(req: IncomingMessage): Principal | null {
+    return this.#fromProxy(req) ?? this.#fromSession(req) ?? this.#fromBearer(req);
+  }
+
+  #fromProxy(req: IncomingMessage): Principal | null {
+    const p = this.config.proxy;
+    if (p === null || this.#trusted === null) return null;
+    const peer = peerAddress(req);
+    if (!this.#trusted.check(peer, isIPv6(peer) ? "ipv6" : "ipv4")) return null;
+    const user = req.headers[p.userHeader.toLowerCase()];
+    if (typeof user !== "string" || user === "") return null;
+    const groupsText = p.groupsHeader === null ? undefined : req.headers[p.groupsHeader.toLowerCase()];
+    const groups = typeof groupsText === "string" ? groupsText.split(",").map((g) => g.trim()).filter((g) => g !== "") : [];
+    const role = highest(groups.flatMap((g) => (p.groupRoles[g] === undefined ? [] : [p.groupRoles[g]]))) ?? p.defaultRole;
+    if (role === null) {
+      this.logger.warn("auth.proxy_no_role", { user, groups, hint: "map one of the user's groups in auth.proxy.groupRoles, or set auth.proxy.defaultRole" });
+      return null;
+    }
+    return { user, role, via: "proxy", csrf: this.#csrf(`proxy\0${user}`) };
+  }
+
+  #fromSession(req: IncomingMessage): Principal | null {
+    const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
+    if (id === null || id.length > 128) return null;
+    const idHash = sha256(id);
+    const s = this.store.session(idHash, this.clock());
+    if (s === null) return null;
+    // The role comes from the configuration of now: a user removed or demoted there loses access at once.
+    const u = this.#users.get(s.user);
+    if (u === undefined) return null;
+    return { user: u.name, role: u.role, via: "session", csrf: this.#csrf(`session\0${idHash}`) };
+  }
+
+  #fromBearer(req: IncomingMessage): Principal | null {
+    const m = /^Bearer (\S{16,256})$/.exec(req.headers.authorization ?? "");
+    if (m?.[1] === undefined) return null;
+    const token = m[1];
+    if (this.config.viewerToken !== null && same(token, this.config.viewerToken)) return { user: "viewer-token", role: "viewer", via: "token", csrf: null };
+    const t = this.store.apiTokenByHash(sha256(token), this.clock());
+    return t === null ? null : { user: `token:${t.name}`, role: "viewer", via: "token", csrf: null };
+  }
+
+  /** csrfOk: a request from a cookie or proxy sign-in carries its CSRF token in CSRF_HEADER (Bearer needs none). */
+  csrfOk(req: IncomingMessage, p: Principal): boolean {
+    if (p.csrf === null) return true;
+    const h = req.headers[CSRF_HEADER];
+    return typeof h === "string" && same(h, p.csrf);
+  }
+
+  /** login checks a local user's password and opens a session; failures are rate-limited per client address. */
+  async login(name: string, password: string, req: IncomingMessage, cookiePath: string): Promise<LoginResult> {
+    const peer = peerAddress(req);
+    const now = this.clock();
+    const bucket = this.#failures.get(peer);
+    // A full bucket refuses before the password is even checked: guessing is slowed whoever the target is.
+    if (bucket !== undefined && !bucket.peek(now)) {
+      this.logger.warn("auth.login_throttled", { user: name, peer });
+      return { ok: false, status: 429, message: "too many failed sign-ins from your address: wait a minute and try again" };
+    }
+    const u = this.#users.get(name);
+    const ok = await verifyPassword(u?.passwordHash ?? null, password);
+    if (!ok || u === undefined) {
+      this.#fail(peer, now);
+      this.logger.warn("auth.login_failed", { user: name, peer, reason: u === undefined ? "unknown user" : "wrong password" });
+      return { ok: false, status: 401, message: "wrong user name or password" };
+    }
+    const id = randomBytes(32).toString("base64url");
+    this.store.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer });
+    this.logger.info("auth.login", { user: u.name, role: u.role, peer });
+    const secure = (req.socket as Partial<TLSSocket>).encrypted === true || this.#forwardedHttps(req);
+    const cookie = [`${SESSION_COOKIE}=${id}`, `Path=${cookiePath}`, `Max-Age=${Math.floor(this.config.sessionTtlMs / 1000)}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])];
+    return { ok: true, user: u.name, role: u.role, setCookie: cookie.join("; ") };
+  }
+
+  /** logout ends the request's session (if any) and returns the Set-Cookie that clears the cookie. */
+  logout(req: IncomingMessage, cookiePath: string): string {
+    const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
+    if (id !== null) this.store.deleteSession(sha256(id));
+    return `${SESSION_COOKIE}=; Path=${cookiePath}; Max-Age=0; HttpOnly; SameSite=Lax`;
+  }
+
+  #forwardedHttps(req: IncomingMessage): boolean {
+    const peer = peerAddress(req);
+    return this.#trusted !== null && this.#trusted.check(peer, isIPv6(peer) ? "ipv6" : "ipv4") && req.headers["x-forwarded-proto"] === "https";
+  }
+
+  #fail(peer: string, now: number): void {
+    let b = this.#failures.get(peer);
+    if (b === undefined) {
+      if (this.#failures.size >= MAX_TRACKED_PEERS) {
+        const oldest = this.#failures.keys().next();
+        if (oldest.done !== true) this.#failures.delete(oldest.value);
+      }
+      b = new TokenBucket(LOGIN_RATE, LOGIN_BURST, now);
+      this.#failures.set(peer, b);
+    }
+    b.take(now);
+  }
+}
+
+/** newApiToken makes a read-API token: the token (shown once), its hash (stored) and its visible prefix. */
+export function newApiToken(): { token: string; hash: string; prefix: string } {
+  const token = `whohas_${randomBytes(24).toString("base64url")}`;
+  return { token, hash: sha256(token), prefix: token.slice(0, 11) };
+}

@@ -1,0 +1,26 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Store } from "../store/store.js";
+import type { LocalUser } from "./auth.js";
+import { hashPassword } from "./passwords.js";
+
+/** BOOTSTRAP_FILE is where the first admin's password is written, next to the database. */
+export const BOOTSTRAP_FILE = "initial-admin-password";
+
+/**
+ * bootstrapAdmin gives a hub with no users and no proxy configured one way in, as Argo CD does: an `admin` user
+ * whose random password is written once, readable by root only, next to the database. Its hash is kept in the
+ * database so the password survives restarts; listing users in the config replaces it.
+ */
+export async function bootstrapAdmin(store: Store, dbPath: string, now: number): Promise<{ user: LocalUser; file: string; created: boolean }> {
+  const file = join(dbPath === ":memory:" ? "." : dirname(dbPath), BOOTSTRAP_FILE);
+  const saved = store.setting<string>("auth.bootstrapAdminHash");
+  if (saved !== null) return { user: { name: "admin", passwordHash: saved, role: "admin" }, file, created: false };
+  const password = randomBytes(18).toString("base64url");
+  const passwordHash = await hashPassword(password);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  store.setSetting("auth.bootstrapAdminHash", passwordHash, now);
+  return { user: { name: "admin", passwordHash, role: "admin" }, file, created: true };
+}

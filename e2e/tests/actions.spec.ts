@@ -1,0 +1,96 @@
+import { expect, test, type Page } from "@playwright/test";
+
+const url = process.env.WHOHAS_E2E_URL ?? "";
+const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer" | "operator" | "admin", { name: string; password: string }>;
+const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
+const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
+const vip0 = vips[0] ?? "";
+const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
+const as = (role: "viewer" | "operator" | "admin") => `test-results/.auth/${role}.json`;
+
+test.describe("signing in", () => {
+  test.use({ storageState: { cookies: [], origins: [] } });
+
+  test("a page sends an unsigned visitor to /login, a wrong password says so, the right one lands where they were going", async ({ page }) => {
+    await page.goto(`${url}/nodes`);
+    await expect(page).toHaveURL(/\/login\?next=%2Fnodes/);
+    await page.getByLabel("User name").fill(users.operator.name);
+    await page.getByLabel("Password").fill("not the password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect(page.locator(".login [role=alert]")).toHaveText("Wrong user name or password.");
+    await shot(page, "login");
+    await page.getByLabel("User name").fill(users.operator.name);
+    await page.getByLabel("Password").fill(users.operator.password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect(page).toHaveURL(`${url}/nodes`);
+    await expect(page.locator("header .who")).toContainText(`${users.operator.name} (operator)`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await expect(page).toHaveURL(/\/login/);
+    await page.goto(`${url}/ips`);
+    await expect(page).toHaveURL(/\/login/);
+  });
+});
+
+test("Probe counts three responders on every request, live, then summarises", async ({ page }) => {
+  await page.goto(`${url}/ips/${vip0}`);
+  await page.getByTestId("probe").click();
+  const panel = page.getByTestId("probe-panel");
+  await expect(panel).toHaveAttribute("data-state", "running");
+  await expect(panel.getByRole("status")).toContainText("Probing");
+  // Live: rounds arrive while it runs, each answered by all three nodes.
+  await expect(panel).toHaveAttribute("data-max-responders", "3");
+  await expect(page.getByTestId("probe-last")).toContainText("several answer");
+  await expect(panel).toHaveAttribute("data-state", "done", { timeout: 30_000 });
+  const summary = page.getByTestId("probe-summary");
+  await expect(summary).toContainText(/(\d+) requests: \1 answered by more than one MAC, 0 unanswered/);
+  for (const n of nodes) await expect(summary).toContainText(n.mac);
+  await expect(panel.locator(".recharts-bar-rectangle").first()).toBeVisible();
+  await shot(page, "probe");
+});
+
+test("Force re-announce asks first, runs on the expected owner, and its frames appear in the timeline", async ({ page }) => {
+  await page.goto(`${url}/ips/${vip0}`);
+  const owner = (await page.getByTestId("expected-owner").locator("strong").innerText()).trim();
+  expect(nodes.map((n) => n.name)).toContain(owner);
+  await page.getByTestId("reannounce").click();
+  await expect(page.getByRole("dialog")).toContainText(`Announce ${vip0} from ${owner}?`);
+  await page.getByTestId("confirm-reannounce").click();
+  await expect(page.getByRole("status").filter({ hasText: "is announcing" })).toBeVisible();
+  await expect(page.getByTestId("reannounce-result")).toContainText(`${owner} announced ${vip0}`, { timeout: 30_000 });
+  await expect(page.getByTestId("timeline")).toHaveAttribute("data-series", new RegExp(`${owner} announcements`), { timeout: 30_000 });
+  await shot(page, "reannounce");
+});
+
+test("a viewer sees the actions but cannot use them", async ({ browser }) => {
+  const page = await browser.newPage({ storageState: as("viewer") });
+  await page.goto(`${url}/ips/${vip0}`);
+  await expect(page.getByTestId("probe")).toBeDisabled();
+  await expect(page.getByTestId("reannounce")).toBeDisabled();
+  await expect(page.getByText("Force re-announce: needs the operator role.")).toBeVisible();
+  await page.goto(`${url}/incidents`);
+  await expect(page.getByTestId("acknowledge")).toHaveCount(0);
+  await page.close();
+});
+
+test("an operator acknowledges an incident; the admin's audit log shows every action with its user", async ({ page, browser }) => {
+  await page.goto(`${url}/incidents`);
+  const row = page.locator('[data-testid="incidents-open"] tr[data-type="multi-responder"]').first();
+  await row.getByTestId("acknowledge").click();
+  await expect(row.getByTestId("acknowledged")).toContainText(`by ${users.operator.name}`);
+
+  const admin = await browser.newPage({ storageState: as("admin") });
+  await admin.goto(`${url}/settings`);
+  const audit = admin.getByTestId("audit");
+  for (const action of ["incident.acknowledge", "ip.reannounce", "ip.probe", "ip.probe.result"]) {
+    await expect(audit.locator(`tr[data-action="${action}"]`).first()).toContainText(users.operator.name);
+  }
+  // Settings: a read-API token is made, shown once, and works.
+  await admin.getByTestId("token-name").fill("e2e");
+  await admin.getByRole("button", { name: "Make token" }).click();
+  const token = (await admin.getByTestId("new-token").innerText()).trim();
+  const res = await fetch(`${url}/api/v1/ips`, { headers: { authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  await expect(admin.getByTestId("tokens")).toContainText("e2e");
+  await shot(admin, "settings");
+  await admin.close();
+});

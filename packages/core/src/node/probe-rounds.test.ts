@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { ProbeRounds } from "./probe-rounds.js";
+
+const A = "02:00:00:00:00:0a";
+const B = "02:00:00:00:00:0b";
+const C = "02:00:00:00:00:0c";
+
+describe("ProbeRounds", () => {
+  it("joins two probers' requests: each misses its own answer, the round has all three responders", () => {
+    const p = new ProbeRounds("192.0.2.10");
+    // node-a (MAC A) hears B and C; node-b (MAC B) hears A and C.
+    p.add("node-a", { seq: 1, sentAt: 1000, replies: [{ mac: C, latencyMs: 0.4 }, { mac: B, latencyMs: 0.9 }] });
+    p.add("node-b", { seq: 1, sentAt: 1002, replies: [{ mac: A, latencyMs: 0.2 }, { mac: C, latencyMs: 0.6 }] });
+    p.add("node-a", { seq: 2, sentAt: 2000, replies: [{ mac: C, latencyMs: 0.5 }] });
+    const rounds = p.rounds();
+    expect(rounds).toHaveLength(2);
+    expect(rounds[0]).toEqual({
+      seq: 1,
+      at: 1000,
+      probers: ["node-a", "node-b"],
+      replies: [
+        { mac: A, latencyMs: 0.2, probers: ["node-b"] },
+        { mac: C, latencyMs: 0.4, probers: ["node-a", "node-b"] },
+        { mac: B, latencyMs: 0.9, probers: ["node-a"] },
+      ],
+    });
+    expect(rounds[1]?.probers).toEqual(["node-a"]);
+    expect(p.summary()).toEqual({
+      ip: "192.0.2.10",
+      requests: 2,
+      unanswered: 0,
+      multiAnswered: 1,
+      macs: [
+        { mac: C, replies: 2, first: 1 },
+        { mac: A, replies: 1, first: 1 },
+        { mac: B, replies: 1, first: 0 },
+      ],
+    });
+  });
+
+  it("counts unanswered rounds, and a repeated result changes nothing", () => {
+    const p = new ProbeRounds("192.0.2.10");
+    const r = { seq: 1, sentAt: 1000, replies: [{ mac: A, latencyMs: 1 }] };
+    p.add("node-b", r);
+    p.add("node-b", r);
+    p.add("node-b", { seq: 2, sentAt: 2000, replies: [] });
+    expect(p.summary()).toMatchObject({ requests: 2, unanswered: 1, multiAnswered: 0, macs: [{ mac: A, replies: 1, first: 1 }] });
+  });
+});
