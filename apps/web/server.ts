@@ -12,6 +12,7 @@ import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig } from "./src/server/conf
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
+import { registerHub } from "./src/server/registry.js";
 import { Settings } from "./src/server/settings.js";
 import { openSqlite } from "./src/server/store/db.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "./src/server/store/store.js";
@@ -66,6 +67,7 @@ async function main(): Promise<void> {
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
   const store = new Store(openSqlite(config.storage.path), Date.now());
   const hub = new Hub({ store, restoreMs: config.storage.retentionMs });
+  registerHub(hub);
   logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents().length, openIncidents: hub.incidents({ open: true }).length });
 
   const appDir = fileURLToPath(new URL("..", import.meta.url));

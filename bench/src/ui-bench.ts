@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
 import { SimAgent, VIEWER, sleep, startHub } from "./sim.js";
 
+/** VISITS: how many first-time visitors open the IPs page, one after the other. */
+const VISITS = 5;
 const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"];
 
 interface Frames {
@@ -68,19 +70,49 @@ async function main(): Promise<void> {
     })();
     const total = perAgent * agentsN;
 
-    // The page reads as the read-API token would (a viewer): the hub accepts it on pages as well as on the API.
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { authorization: `Bearer ${VIEWER}` } });
-    await page.goto(`${hub.base}/ips`, { waitUntil: "commit" });
-    await page.waitForFunction((n) => document.querySelector('[data-testid="row-count"]')?.textContent.startsWith(`${n} of`) === true && document.querySelector("[data-ip]") !== null, total, { polling: "raf", timeout: 30_000 });
-    const rowsAt = await page.evaluate(() => performance.now());
-    // The rows come in the server-rendered HTML: the first paint with them is the later of "in the DOM" and the first
-    // contentful paint. Interactive (hydrated, live subscription starting) is the load event.
-    await page.waitForLoadState("load");
-    const { fcp, load } = await page.evaluate(() => ({
-      fcp: performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? Number.NaN,
-      load: (performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined)?.loadEventEnd ?? Number.NaN,
-    }));
-    const firstRender = Math.max(rowsAt, fcp);
+    // Each visit is a first-time visitor: a fresh browser context (no cached scripts), the page read as the read-API
+    // token would (a viewer; the hub accepts it on pages as on the API). The first visit also meets a hub whose
+    // Next.js route is not loaded yet (once per hub process); the later ones meet the hub as it runs all day.
+    const visit = async () => {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { authorization: `Bearer ${VIEWER}` } });
+      const page = await context.newPage();
+      await page.goto(`${hub?.base ?? ""}/ips`, { waitUntil: "commit" });
+      // The predicate notes the time it first held (a later evaluate would wait for the main thread to be free).
+      await page.waitForFunction(
+        (n) => {
+          const ok = document.querySelector('[data-testid="row-count"]')?.textContent.startsWith(`${n} of`) === true && document.querySelector("[data-ip]") !== null;
+          const w = window as unknown as { rowsAt?: number };
+          if (ok) w.rowsAt ??= performance.now();
+          return ok;
+        },
+        total,
+        { polling: "raf", timeout: 30_000 },
+      );
+      // The first screen of rows comes in the server-rendered HTML: the first paint with them is the later of "in the
+      // DOM" and the first contentful paint. Interactive (hydrated, live subscription starting) is the load event.
+      await page.waitForLoadState("load");
+      const t = await page.evaluate(() => {
+        const nav = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming | undefined;
+        return {
+          rowsAt: (window as unknown as { rowsAt: number }).rowsAt,
+          fcp: performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? Number.NaN,
+          load: nav?.loadEventEnd ?? Number.NaN,
+          firstByte: nav?.responseStart ?? Number.NaN,
+        };
+      });
+      return { page, context, ...t, firstRender: Math.max(t.rowsAt, t.fcp) };
+    };
+    const visits = [];
+    for (let i = 0; i < VISITS; i++) {
+      const v = await visit();
+      visits.push(v);
+      if (i < VISITS - 1) await v.context.close();
+    }
+    const cold = visits[0];
+    const page = visits.at(-1)?.page;
+    if (cold === undefined || page === undefined) throw new Error("no visit");
+    const warm = visits.slice(1).map((v) => v.firstRender).sort((a, b) => a - b);
+    const warmMedian = warm[Math.floor(warm.length / 2)] ?? Number.NaN;
     await sleep(2000); // let a few live updates land
     const rows = await page.locator("[data-ip]").count();
     const live = await scrollFrames(page, ".vbody", 5000);
@@ -105,11 +137,14 @@ async function main(): Promise<void> {
       [
         `dashboard benchmark: IPs page with ${total} IPs while ${updatesPerSecond} updates/s stream into the hub (Chromium ${browser.version()}, headless)`,
         "",
-        `whohas IPs page:  first render ${firstRender.toFixed(0)} ms (navigation start -> all ${total} counted and the first rows painted; ${rows} row elements in the DOM); interactive (load) ${load.toFixed(0)} ms`,
-        `                  scrolling 5 s: ${fmt(live)}`,
+        `whohas IPs page, first render (navigation start -> all ${total} counted and the first rows painted), ${VISITS} first-time visitors one after the other:`,
+        ...visits.map((v, i) => `  visit ${i + 1}${i === 0 ? " (hub's first page load)" : ""}: ${v.firstRender.toFixed(0)} ms (first byte ${v.firstByte.toFixed(0)} ms, first contentful paint ${v.fcp.toFixed(0)} ms, rows counted ${v.rowsAt.toFixed(0)} ms; interactive ${v.load.toFixed(0)} ms)`),
+        `  median of visits 2-${VISITS}: ${warmMedian.toFixed(0)} ms, worst ${(warm.at(-1) ?? Number.NaN).toFixed(0)} ms; ${rows} row elements in the DOM`,
+        `  scrolling 5 s: ${fmt(live)}`,
         `naive <table> (reference, ${data.result.data.length} rows, data already in the page): render ${refRender.toFixed(0)} ms; scrolling 5 s: ${fmt(refScroll)}`,
         "",
-        `targets: first render <= 1.5 s (${firstRender <= 1500 ? "met" : "NOT met"}), no frame over 100 ms while scrolling (${live.over100 === 0 ? "met" : "NOT met"})`,
+        `ratio first render / reference render: ${(warmMedian / refRender).toFixed(2)}`,
+        `targets: first render <= 1.5 s (median of visits 2-${VISITS}: ${warmMedian <= 1500 ? "met" : "NOT met"}; the hub's first page load: ${cold.firstRender <= 1500 ? "met" : "NOT met"}), no frame over 100 ms while scrolling (${live.over100 === 0 ? "met" : "NOT met"})`,
       ].join("\n") + "\n",
     );
   } finally {

@@ -23,6 +23,10 @@ test("the Overview turns red with three responders and shows every node's ARP be
 });
 
 test("the IPs page lists the responders, filters and sorts with the state in the URL", async ({ page }) => {
+  // The first screen of rows comes in the HTML: the browser must take it over without a hydration mismatch.
+  const errors: string[] = [];
+  page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
+  page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(`${url}/ips`);
   const row = page.locator(`[data-ip="${vip0}"]`);
   await expect(row).toHaveAttribute("data-state", "multi-responder");
@@ -32,6 +36,7 @@ test("the IPs page lists the responders, filters and sorts with the state in the
   // The two responders that are not the expected owner are marked wrong.
   const owner = await row.getByTestId("owner").getAttribute("data-owner");
   await expect(row.locator('[data-testid="responder"].wrong')).toHaveCount(nodes.filter((n) => n.name !== owner).length);
+  expect(errors.filter((e) => /hydrat|did not match|error #(418|423|425)/i.test(e))).toEqual([]);
   await shot(page, "ips");
 
   await page.getByTestId("search").fill(vip1);

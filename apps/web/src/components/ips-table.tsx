@@ -2,27 +2,16 @@
 
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { useMemo, useRef, useState, type UIEvent } from "react";
-import { useIps, type Ip } from "./ui/use-ips";
+import { memo, useMemo, useRef, useState, type UIEvent } from "react";
+import { STATE_TEXT, ipsQuery, viewRows, type Ip, type SortKey } from "./ui/ips-view";
+import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
 
-const STATE_TEXT: Record<Ip["state"], string> = { "multi-responder": "several responders", "no-responder": "no responder", single: "one responder", idle: "idle" };
-const STATE_RANK: Record<Ip["state"], number> = { "multi-responder": 0, "no-responder": 1, single: 2, idle: 3 };
 /** ROW_PX: every row has the same height, so only the rows in view are rendered (5,000 IPs stay smooth). */
 const ROW_PX = 56;
 const OVERSCAN = 8;
-
-type SortKey = "ip" | "state" | "service" | "owner" | "responders" | "requests";
-const SORTS: Record<SortKey, (a: Ip, b: Ip) => number> = {
-  ip: () => 0, // the hub sends IPs in numeric order already
-  state: (a, b) => STATE_RANK[a.state] - STATE_RANK[b.state],
-  service: (a, b) => (a.services[0]?.name ?? "~").localeCompare(b.services[0]?.name ?? "~"),
-  owner: (a, b) => (a.expectedOwner?.node ?? "~").localeCompare(b.expectedOwner?.node ?? "~"),
-  responders: (a, b) => b.responders.filter((r) => r.answering).length - a.responders.filter((r) => r.answering).length,
-  requests: (a, b) => b.requests - a.requests,
-};
 const COLUMNS: { key: SortKey | null; label: string }[] = [
   { key: "ip", label: "IP" },
   { key: "service", label: "Service" },
@@ -36,24 +25,24 @@ const COLUMNS: { key: SortKey | null; label: string }[] = [
   { key: "requests", label: "Requests" },
 ];
 
-function matches(ip: Ip, q: string): boolean {
-  if (q === "") return true;
-  const hay = [ip.ip, ...ip.services.map((s) => `${s.namespace}/${s.name}`), ip.expectedOwner?.node ?? "", ...ip.responders.flatMap((r) => [r.mac, r.node ?? ""]), ...ip.findings.map((f) => f.type)];
-  return hay.some((h) => h.toLowerCase().includes(q));
+/**
+ * FirstScreen is what the server rendered before the list arrives: the first rows of the view the URL asks for, and
+ * the counts, so the page shows data at its first paint.
+ */
+export interface FirstScreen {
+  readonly rows: readonly Ip[];
+  readonly matched: number;
+  readonly total: number;
 }
 
 /** IpsTable lists every IP with sort, filter and search kept in the URL, so a filtered view can be shared as a link. */
-export function IpsTable() {
+export function IpsTable({ initial }: { initial: FirstScreen | null }) {
   const ips = useIps();
   const params = useSearchParams();
   const router = useRouter();
   const path = usePathname();
-  const q = params.get("q") ?? "";
-  const state = params.get("state") ?? "";
-  const finding = params.get("finding") ?? "";
-  const sortParam = params.get("sort") ?? "ip";
-  const sort: SortKey = Object.hasOwn(SORTS, sortParam) ? (sortParam as SortKey) : "ip";
-  const desc = params.get("dir") === "desc";
+  const view = ipsQuery((k) => params.get(k));
+  const { q, state, finding, sort, desc } = view;
   const set = (changes: Record<string, string>) => {
     const next = new URLSearchParams(params.toString());
     for (const [key, value] of Object.entries(changes)) {
@@ -62,12 +51,12 @@ export function IpsTable() {
     }
     router.replace(`${path}${next.size > 0 ? `?${next.toString()}` : ""}`, { scroll: false });
   };
-  const rows = useMemo(() => {
-    const list = (ips.data ?? []).filter((i) => (state === "" || i.state === state) && (finding === "" || i.findings.some((f) => f.type === finding)) && matches(i, q.toLowerCase()));
-    const cmp = SORTS[sort];
-    const sorted = [...list].sort(cmp);
-    return desc ? sorted.reverse() : sorted;
-  }, [ips.data, q, state, finding, sort, desc]);
+  const rows = useMemo(() => (ips.data === undefined ? null : viewRows(ips.data, { q, state, finding, sort, desc })), [ips.data, q, state, finding, sort, desc]);
+  // Until the whole list is here, the first screen the server rendered (its rows are the first of the same view).
+  const shown = rows ?? initial?.rows ?? [];
+  const matched = rows?.length ?? initial?.matched ?? 0;
+  const total = ips.data?.length ?? initial?.total ?? 0;
+  const ready = ips.data !== undefined || initial !== null;
 
   const [top, setTop] = useState(0);
   const [height, setHeight] = useState(600);
@@ -77,7 +66,7 @@ export function IpsTable() {
     setHeight(e.currentTarget.clientHeight);
   };
   const first = Math.max(0, Math.floor(top / ROW_PX) - OVERSCAN);
-  const last = Math.min(rows.length, Math.ceil((top + height) / ROW_PX) + OVERSCAN);
+  const last = Math.min(shown.length, Math.ceil((top + height) / ROW_PX) + OVERSCAN);
 
   if (ips.error !== null) return <Failure message={ips.error} />;
   return (
@@ -109,16 +98,16 @@ export function IpsTable() {
           </select>
         </label>
         <span className="muted" data-testid="row-count">
-          {rows.length} of {ips.data?.length ?? 0} IPs
+          {matched} of {total} IPs
         </span>
         <span className="muted">Nodes in red answer although they are not the expected owner.</span>
       </div>
-      {ips.data === undefined ? (
+      {!ready ? (
         <Skeleton rows={8} />
-      ) : ips.data.length === 0 ? (
+      ) : total === 0 ? (
         <Empty>No IP seen yet. Agents report an IP as soon as a client asks for it; with Kubernetes, every LoadBalancer IP is listed even before that.</Empty>
       ) : (
-        <div className="vtable" role="table" aria-label="LoadBalancer IPs" aria-rowcount={rows.length + 1} data-testid="ips">
+        <div className="vtable" role="table" aria-label="LoadBalancer IPs" aria-rowcount={matched + 1} data-testid="ips">
           <div className="vrow vhead" role="row">
             {COLUMNS.map((c) => (
               <div key={c.label} role="columnheader" aria-sort={c.key !== null && c.key === sort ? (desc ? "descending" : "ascending") : undefined}>
@@ -134,8 +123,8 @@ export function IpsTable() {
             ))}
           </div>
           <div className="vbody" ref={box} onScroll={onScroll} tabIndex={0} aria-label="rows (scroll)">
-            <div style={{ height: rows.length * ROW_PX, position: "relative" }}>
-              {rows.slice(first, last).map((ip, k) => (
+            <div style={{ height: matched * ROW_PX, position: "relative" }}>
+              {shown.slice(first, last).map((ip, k) => (
                 <Row key={ip.ip} ip={ip} y={(first + k) * ROW_PX} index={first + k} />
               ))}
             </div>
@@ -146,7 +135,8 @@ export function IpsTable() {
   );
 }
 
-function Row({ ip, y, index }: { ip: Ip; y: number; index: number }) {
+/** Row is one IP; memoised, so scrolling renders only the rows that come into view, not every row in it. */
+const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: number }) {
   const owner = ip.expectedOwner?.node ?? null;
   const answering = ip.responders.filter((r) => r.answering);
   const fastest = ip.responders.find((r) => r.mac === ip.fastest);
@@ -188,4 +178,4 @@ function Row({ ip, y, index }: { ip: Ip; y: number; index: number }) {
       </div>
     </div>
   );
-}
+});

@@ -40,7 +40,8 @@ export function Ago({ t, empty = "never" }: { t: number | null; empty?: string }
   const now = useNow();
   if (t === null || t === 0) return <span className="muted">{empty}</span>;
   return (
-    <time dateTime={new Date(t).toISOString()} title={new Date(t).toLocaleString()}>
+    // The server's relative time and zone differ from the browser's by a moment and a zone: the browser's win.
+    <time dateTime={new Date(t).toISOString()} title={new Date(t).toLocaleString()} suppressHydrationWarning>
       {relative(t, now)}
     </time>
   );

@@ -2,11 +2,10 @@
 
 import { useEffect, useMemo, useState } from "react";
 import { useSubscription } from "@trpc/tanstack-react-query";
-import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { SNAPSHOT_URL } from "./urls";
 
-export type Ip = RouterOutputs["ips"]["list"][number];
+import type { Ip } from "./ips-view";
 
 /**
  * ipKey orders addresses numerically, IPv4 before IPv6, as core's compareIP does on the hub; written again here
