@@ -5,6 +5,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
 import { Actions } from "./src/server/actions/actions.js";
+import { Alerter } from "./src/server/alerts/alerter.js";
+import type { Receiver } from "./src/server/alerts/receivers.js";
 import { Auth } from "./src/server/auth/auth.js";
 import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
 import { hashPassword } from "./src/server/auth/passwords.js";
@@ -38,6 +40,8 @@ API, Bearer token), /api/auth/{login,logout,me}, /api/trpc (dashboard API), /met
 
 /** TICK_MS: how often the hub judges IPs and writes what it buffered. */
 const TICK_MS = 1000;
+/** FAST_TICK_MS: how often the IPs agents just reported are judged between the rounds. */
+const FAST_TICK_MS = 100;
 /** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
 const JUDGE_SLICE = 2500;
 const WRITE_SLICE = 1500;
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
   }
   const auth = new Auth({ users, proxy: config.auth.proxy, sessionTtlMs: config.auth.sessionTtlMs, viewerToken: config.viewerToken }, store, logger);
   const settings = new Settings(store, config.storage.retentionMs, users, auth.methods);
+  const receivers = (): Receiver[] => [...config.webhooks, ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const }))];
   hub.onTransition((t, id) => logger.info(`incident.${t.kind}`, { id, ip: t.finding.ip, type: t.finding.type, macs: t.finding.macs, detail: t.finding.detail }));
   const server = createHubServer({
     hub,
@@ -99,11 +104,16 @@ async function main(): Promise<void> {
     auth,
     actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
     settings,
+    alerter: (metrics) =>
+      new Alerter({ hub, outbox: store.outbox, receivers, policy: config.alerting, logger, onOutcome: (receiver, outcome) => metrics.deliveries.inc({ receiver, outcome }) }),
     logger,
     basePath,
     pages: (req, res) => void handle(req, res),
     otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
+
+  server.alerter?.start();
+  logger.info("alerting", { receivers: receivers().map((r) => `${r.name} (${r.format}, ${r.source})`), groupWaitMs: config.alerting.groupWaitMs, repeatIntervalMs: config.alerting.repeatIntervalMs });
 
   // Once a second the hub judges its IPs, and half a second later writes what it buffered; both in slices with
   // network I/O served between them, so that tens of thousands of IPs never pause the event loop for long.
@@ -144,6 +154,16 @@ async function main(): Promise<void> {
     writing = false;
   };
   const tick = setInterval(() => void judge(), TICK_MS);
+  // Between the rounds, what agents just reported is judged at once: a second responder becomes an incident (and a
+  // notification) within a fraction of a second.
+  const fast = setInterval(() => {
+    if (judging) return;
+    try {
+      hub.tickTouched();
+    } catch (e) {
+      logger.error("hub.tick_failed", { message: (e as Error).message });
+    }
+  }, FAST_TICK_MS);
   let writer: NodeJS.Timeout | null = null;
   const offset = setTimeout(() => (writer = setInterval(() => void write(), TICK_MS)), TICK_MS / 2);
   const prune = async () => {
@@ -178,9 +198,11 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     logger.info("hub.stopping", { signal });
     clearInterval(tick);
+    clearInterval(fast);
     clearTimeout(offset);
     if (writer !== null) clearInterval(writer);
     clearInterval(pruner);
+    server.alerter?.stop();
     server.gateway.close();
     tcp.close();
     unix?.close();

@@ -34,6 +34,8 @@ export interface StackOptions {
   readonly kube?: boolean;
   /** How long the dashboard's Probe runs (actions.probeDuration; the product's default is 60 s). */
   readonly probeDuration?: string;
+  /** More keys for the hub's config file (alerting, webhooks, ...), merged over the lab's. */
+  readonly hubConfig?: Readonly<Record<string, unknown>>;
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -63,6 +65,8 @@ export interface Stack {
   restartHub(): Promise<void>;
   /** stopHub and startHub split a restart, for outages of a chosen length. */
   stopHub(): Promise<void>;
+  /** killHub kills the hub with SIGKILL: nothing is flushed, as in a crash or an OOM kill. */
+  killHub(): Promise<void>;
   startHub(): Promise<void>;
   /** stopAgent kills one node's agent (SIGKILL: the hub learns only from the silence); startAgent starts it again. */
   stopAgent(node: string): Promise<void>;
@@ -195,6 +199,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
         auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
         actions: { probeDuration: opts.probeDuration ?? "60s" },
+        ...opts.hubConfig,
       }),
     );
     const startHub = async () => {
@@ -204,6 +209,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     };
     let hub = await startHub();
     const stopHub = () => stopChild(hub);
+    const killHub = async () => {
+      if (hub.exitCode !== null || hub.signalCode !== null) return;
+      const exited = new Promise((r) => hub.once("exit", r));
+      killed.add(hub);
+      // The launcher goes at once; the server it started sees its IPC channel close and kills itself (server.ts).
+      hub.kill("SIGKILL");
+      await exited;
+    };
     const startHubAgain = async () => {
       hub = await startHub();
     };
@@ -229,7 +242,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     };
     for (const n of lab.nodes) startAgent(n.name);
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, startHub: startHubAgain, stopAgent, startAgent };
+    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

@@ -4,6 +4,7 @@ import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { memo, useMemo, useRef, useState, type UIEvent } from "react";
 import { STATE_TEXT, ipsQuery, viewRows, type Ip, type SortKey } from "./ui/ips-view";
+import { Options } from "./ui/table";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
@@ -79,11 +80,7 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
           State{" "}
           <select value={state} onChange={(e) => set({ state: e.target.value })} data-testid="filter-state">
             <option value="">any</option>
-            {Object.entries(STATE_TEXT).map(([k, v]) => (
-              <option key={k} value={k}>
-                {v}
-              </option>
-            ))}
+            <Options of={STATE_TEXT} />
           </select>
         </label>
         <label>

@@ -4,7 +4,7 @@ import { useState } from "react";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useTRPC } from "~/trpc/react";
 import { useCan } from "./ui/session";
-import { Head } from "./ui/table";
+import { Head, Options } from "./ui/table";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
@@ -53,6 +53,8 @@ export function SettingsPage() {
         {retention.isPending && <span className="progress">Saving…</span>}
         {retention.error !== null && <span className="bad-text" role="alert">{retention.error.message}</span>}
       </div>
+
+      <Receivers />
 
       <h2>Read-API tokens</h2>
       <p className="muted">
@@ -146,6 +148,141 @@ export function SettingsPage() {
             ))}
           </tbody>
         </table>
+      )}
+    </>
+  );
+}
+
+const FORMAT_TEXT = { generic: "generic JSON, signed (Standard Webhooks)", slack: "Slack incoming webhook", alertmanager: "Alertmanager webhook (v4)" } as const;
+
+/** Receivers: where notifications go; add, edit, send a test (with the receiver's answer), see how deliveries fare. */
+function Receivers() {
+  const trpc = useTRPC();
+  const list = useQuery({ ...trpc.alerts.receivers.queryOptions(), refetchInterval: 5000 });
+  const deliveries = useQuery({ ...trpc.alerts.deliveries.queryOptions(), refetchInterval: 5000 });
+  const save = useMutation(trpc.alerts.saveReceiver.mutationOptions({ onSuccess: () => void list.refetch() }));
+  const remove = useMutation(trpc.alerts.deleteReceiver.mutationOptions({ onSuccess: () => void list.refetch() }));
+  const test = useMutation(trpc.alerts.testReceiver.mutationOptions());
+  const [form, setForm] = useState<{ name: string; url: string; format: "generic" | "slack" | "alertmanager"; secret: string; editing: boolean }>({ name: "", url: "", format: "generic", secret: "", editing: false });
+  return (
+    <>
+      <h2>Alert receivers</h2>
+      <p className="muted">
+        Webhooks told when several nodes answer for an IP (and when it is fixed). Receivers of the config file (<code>webhooks</code>) and environment are listed here and edited there.
+      </p>
+      {list.data === undefined ? (
+        <Skeleton rows={2} />
+      ) : list.data.length === 0 ? (
+        <Empty testId="no-receivers">No receiver: nobody is told about incidents until you add one.</Empty>
+      ) : (
+        <table data-testid="receivers">
+          <Head cols={["Name", "Format", "URL", "From", "Last delivered", "Problems", ""]} />
+          <tbody>
+            {list.data.map((r) => (
+              <tr key={r.name} data-receiver={r.name}>
+                <td>{r.name}</td>
+                <td>
+                  {FORMAT_TEXT[r.format]}
+                  {r.signed ? "" : r.format === "generic" ? " (unsigned)" : ""}
+                </td>
+                <td className="mono">{r.url}</td>
+                <td>{r.source === "settings" ? "Settings" : r.source === "env" ? "environment" : "config file"}</td>
+                <td>{r.lastDelivered === null ? <span className="muted">never</span> : <Ago t={r.lastDelivered} />}</td>
+                <td>
+                  {r.gone ? <strong className="bad-text">answered 410 Gone: stopped until edited. </strong> : null}
+                  {r.pending > 0 ? <span className="progress">{r.pending} pending. </span> : null}
+                  {r.lastError === null ? null : <span className="bad-text">{r.lastError.error}</span>}
+                </td>
+                <td>
+                  <button type="button" disabled={test.isPending} onClick={() => test.mutate({ name: r.name })} data-testid="test-receiver">
+                    Send test
+                  </button>{" "}
+                  {r.source === "settings" && (
+                    <>
+                      <button type="button" onClick={() => setForm({ name: r.name, url: "", format: r.format, secret: "", editing: true })}>
+                        Edit
+                      </button>{" "}
+                      <button type="button" disabled={remove.isPending} onClick={() => confirm(`Delete receiver ${r.name}? Its pending notifications are cancelled.`) && remove.mutate({ name: r.name })}>
+                        Delete
+                      </button>
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {test.isPending && <p className="progress" role="status">Sending a test notification…</p>}
+      {test.data !== undefined && (
+        <p className={test.data.ok ? "banner ok" : "banner bad"} role="status" data-testid="test-result">
+          {test.data.error !== null ? `No answer: ${test.data.error}` : `The receiver answered HTTP ${test.data.status ?? ""} in ${test.data.ms} ms`}
+          {test.data.body === "" ? null : (
+            <>
+              : <code>{test.data.body}</code>
+            </>
+          )}
+        </p>
+      )}
+      {test.error !== null && <p className="bad-text" role="alert">{test.error.message}</p>}
+      <form
+        className="actions"
+        onSubmit={(e) => {
+          e.preventDefault();
+          save.mutate(
+            { name: form.name, url: form.url, format: form.format, secret: form.secret === "" ? null : form.secret, keepSecret: form.editing && form.secret === "" },
+            { onSuccess: () => setForm({ name: "", url: "", format: "generic", secret: "", editing: false }) },
+          );
+        }}
+        aria-label="add or edit a receiver"
+      >
+        <label>
+          Name <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required readOnly={form.editing} pattern="[A-Za-z0-9._-]{1,64}" data-testid="receiver-name" />
+        </label>
+        <label>
+          URL <input value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} required type="url" placeholder="https://hooks.example/whohas" size={36} data-testid="receiver-url" />
+        </label>
+        <label>
+          Format{" "}
+          <select value={form.format} onChange={(e) => setForm({ ...form, format: e.target.value as typeof form.format })} data-testid="receiver-format">
+            <Options of={FORMAT_TEXT} />
+          </select>
+        </label>
+        <label>
+          Signing secret <input value={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.value })} type="password" placeholder={form.editing ? "unchanged" : "optional, 16+ characters"} data-testid="receiver-secret" />
+        </label>
+        <button type="submit" disabled={save.isPending}>
+          {form.editing ? "Save" : "Add receiver"}
+        </button>
+        {form.editing && (
+          <button type="button" onClick={() => setForm({ name: "", url: "", format: "generic", secret: "", editing: false })}>
+            Cancel
+          </button>
+        )}
+        {save.error !== null && <span className="bad-text" role="alert">{save.error.message}</span>}
+      </form>
+      {(deliveries.data ?? []).length > 0 && (
+        <details>
+          <summary>Recent notifications ({deliveries.data?.length})</summary>
+          <table data-testid="deliveries">
+            <Head cols={["Decided", "Receiver", "IP", "Kind", "Status", "Attempts", "Last answer"]} />
+            <tbody>
+              {(deliveries.data ?? []).map((d) => (
+                <tr key={d.id} data-status={d.status}>
+                  <td>
+                    <Ago t={d.createdAt} />
+                  </td>
+                  <td>{d.receiver}</td>
+                  <td className="mono">{d.ip}</td>
+                  <td>{d.kind}</td>
+                  <td className={d.status === "delivered" ? "ok-text" : d.status === "pending" ? "progress" : "bad-text"}>{d.status}</td>
+                  <td>{d.attempts}</td>
+                  <td>{d.lastError ?? (d.lastStatus === null ? "" : `HTTP ${d.lastStatus}`)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </details>
       )}
     </>
   );

@@ -3,6 +3,8 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { trustList, type LocalUser, type ProxyAuth } from "./auth/auth.js";
 import { HASH_PREFIX } from "./auth/passwords.js";
+import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "./alerts/receivers.js";
+import { FORMATS } from "./store/outbox.js";
 import { ROLES } from "./auth/roles.js";
 
 /**
@@ -24,6 +26,9 @@ export interface HubConfig {
   readonly logLevel: "info" | "warn" | "error";
   /** Who may use the dashboard: local users (from the file and auth.usersFile) and an authenticating proxy. */
   readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number };
+  /** Notification policy (group_wait, repeat_interval, the per-IP cap) and the receivers of the file and environment. */
+  readonly alerting: AlertPolicy;
+  readonly webhooks: readonly Receiver[];
   /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
   readonly actions: { readonly probeMs: number; readonly announceMs: number };
 }
@@ -76,6 +81,27 @@ const FileSchema = z.strictObject({
     })
     .optional(),
   actions: z.strictObject({ probeDuration: duration.optional(), announceDuration: duration.optional() }).optional(),
+  alerting: z
+    .strictObject({
+      groupWait: z.union([duration, z.literal(0), z.literal("0")]).optional(),
+      repeatInterval: duration.optional(),
+      maxPerIpPerHour: z.number().int().min(1).max(1000).optional(),
+      sendResolved: z.boolean().optional(),
+      allowHosts: z.array(z.string().min(1)).optional(),
+      externalUrl: z.string().url().optional(),
+    })
+    .optional(),
+  webhooks: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (at most 64)"),
+        url: z.string().min(1),
+        format: z.enum(FORMATS).default("generic"),
+        secretFile: z.string().min(1).optional(),
+      }),
+    )
+    .max(50)
+    .optional(),
 });
 type FileConfig = z.infer<typeof FileSchema>;
 
@@ -95,6 +121,9 @@ export const ENV_OVERRIDES = {
   WHOHAS_LOG_LEVEL: "log.level",
   WHOHAS_USERS_FILE: "auth.usersFile",
   WHOHAS_PROBE_DURATION: "actions.probeDuration",
+  WHOHAS_WEBHOOK_URL: "webhooks (one more receiver, named env)",
+  WHOHAS_WEBHOOK_FORMAT: "its format: generic, slack or alertmanager",
+  WHOHAS_WEBHOOK_SECRET_FILE: "its signing secret",
 } as const;
 
 /** A ConfigError names the key at fault and why, so start-up can fail with one line a person can act on. */
@@ -237,6 +266,35 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   const proxy: ProxyAuth | null =
     p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: p.trustedProxies, groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
 
+  const allowHosts = f.alerting?.allowHosts ?? [];
+  const webhooks: Receiver[] = (f.webhooks ?? []).map((w, i) => {
+    const bad = checkUrl(w.url, allowHosts);
+    if (bad !== null) throw new ConfigError(`webhooks.${i}.url`, bad);
+    return { name: w.name, url: w.url, format: w.format, secret: w.secretFile === undefined ? null : readToken(`webhooks.${i}.secretFile`, w.secretFile), source: "config" };
+  });
+  if (env.WHOHAS_WEBHOOK_URL !== undefined) {
+    const bad = checkUrl(env.WHOHAS_WEBHOOK_URL, allowHosts);
+    if (bad !== null) throw new ConfigError("WHOHAS_WEBHOOK_URL", bad);
+    const format = env.WHOHAS_WEBHOOK_FORMAT ?? "generic";
+    if (!(FORMATS as readonly string[]).includes(format)) throw new ConfigError("WHOHAS_WEBHOOK_FORMAT", `one of ${FORMATS.join(", ")}`);
+    const secret = env.WHOHAS_WEBHOOK_SECRET_FILE === undefined ? null : readToken("WHOHAS_WEBHOOK_SECRET_FILE", env.WHOHAS_WEBHOOK_SECRET_FILE);
+    webhooks.push({ name: "env", url: env.WHOHAS_WEBHOOK_URL, format: format as Receiver["format"], secret, source: "env" });
+  }
+  const receiverNames = new Set<string>();
+  for (const w of webhooks) {
+    if (receiverNames.has(w.name)) throw new ConfigError("webhooks", `receiver "${w.name}" is listed twice`);
+    receiverNames.add(w.name);
+  }
+  const gw = f.alerting?.groupWait;
+  const alerting: AlertPolicy = {
+    groupWaitMs: gw === undefined ? DEFAULT_POLICY.groupWaitMs : gw === 0 || gw === "0" ? 0 : (parseDuration(gw) ?? 0),
+    repeatIntervalMs: f.alerting?.repeatInterval === undefined ? DEFAULT_POLICY.repeatIntervalMs : durationMs("alerting.repeatInterval", f.alerting.repeatInterval, 60_000),
+    maxPerIpPerHour: f.alerting?.maxPerIpPerHour ?? DEFAULT_POLICY.maxPerIpPerHour,
+    sendResolved: f.alerting?.sendResolved ?? DEFAULT_POLICY.sendResolved,
+    allowHosts,
+    externalUrl: f.alerting?.externalUrl ?? null,
+  };
+
   return {
     listen: listenAt,
     dev: env.NODE_ENV === "development",
@@ -247,6 +305,8 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
     auth: { users: localUsers, proxy, sessionTtlMs: durationMs("auth.sessionTtl", f.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000) },
+    alerting,
+    webhooks,
     actions: {
       probeMs: durationMs(env.WHOHAS_PROBE_DURATION !== undefined ? "WHOHAS_PROBE_DURATION" : "actions.probeDuration", env.WHOHAS_PROBE_DURATION ?? f.actions?.probeDuration ?? DEFAULTS.probeDuration, 1000),
       announceMs: durationMs("actions.announceDuration", f.actions?.announceDuration ?? DEFAULTS.announceDuration, 1000),

@@ -5,6 +5,7 @@ import type { Actions, CommandSender } from "./actions/actions.js";
 import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
 import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
+import type { Alerter } from "./alerts/alerter.js";
 import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
@@ -23,6 +24,8 @@ export interface HubServerOptions {
   /** Makes the operators' actions on the gateway's agents (absent: those procedures say they are unavailable). */
   readonly actions?: (agents: CommandSender) => Actions;
   readonly settings?: Settings;
+  /** Makes the alerter, which counts its deliveries in the hub's metrics. */
+  readonly alerter?: (metrics: HubMetrics) => Alerter;
   readonly logger: Logger;
   /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
   readonly pages: RequestListener;
@@ -39,6 +42,7 @@ export interface HubServerOptions {
 export interface HubServer {
   readonly gateway: AgentGateway;
   readonly actions: Actions | undefined;
+  readonly alerter: Alerter | undefined;
   readonly metrics: HubMetrics;
   /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
   readonly listener: RequestListener;
@@ -52,12 +56,13 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const metrics = new HubMetrics(opts.hub);
   const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
   const actions = opts.actions?.(gateway);
+  const alerter = opts.alerter?.(metrics);
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: TRPC_PREFIX,
     createContext: ({ req }) => {
       const principal = auth.principal(req);
-      return { hub: opts.hub, actions, settings: opts.settings, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
+      return { hub: opts.hub, actions, settings: opts.settings, alerter, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
     },
   });
   const base = opts.basePath ?? "";
@@ -119,6 +124,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   return {
     gateway,
     actions,
+    alerter,
     metrics,
     listener,
     upgrade,

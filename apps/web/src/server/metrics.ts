@@ -18,6 +18,13 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly deliveries = new Counter({
+    name: "whohas_webhook_deliveries_total",
+    help: "Webhook notifications by receiver and outcome (delivered, retry, failed, gone, suppressed).",
+    labelNames: ["receiver", "outcome"],
+    registers: [this.registry],
+  });
+
   constructor(hub: Hub) {
     // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
     collectDefaultMetrics({ register: this.registry });
@@ -30,7 +37,7 @@ export class HubMetrics {
       },
     });
     const incidents = new Gauge({
-      name: "whohas_hub_incidents_open",
+      name: "whohas_incidents_open",
       help: "Open incidents, by finding type.",
       labelNames: ["type"],
       registers: [this.registry],
@@ -50,6 +57,45 @@ export class HubMetrics {
         agents.set({ state: "down" }, all.filter((a) => !a.up).length);
       },
     });
+    new Gauge({
+      name: "whohas_agents_connected",
+      help: "Agents connected to the hub now.",
+      registers: [this.registry],
+      collect() {
+        this.set(hub.agents().filter((a) => a.up && a.connected).length);
+      },
+    });
+    const findings = new Gauge({
+      name: "whohas_findings",
+      help: "IPs with each finding open now.",
+      labelNames: ["type"],
+      registers: [this.registry],
+      collect: () => {
+        findings.reset();
+        for (const t of ["multi-responder", "wrong-owner", "silent-drop", "split-brain", "no-responder"]) findings.set({ type: t }, 0);
+        for (const v of hub.ips()) for (const f of v.findings) findings.inc({ type: f.type });
+      },
+    });
+    new Gauge({
+      name: "whohas_strictarp_configured",
+      help: "kube-proxy's strictARP as its ConfigMap says (1 true, 0 false; absent without Kubernetes or an IPVS config).",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const kp = hub.cluster().kubeProxy;
+        if (kp !== null && kp.error === null) this.set(kp.strictARP ? 1 : 0);
+      },
+    });
+    const arpIgnore = new Gauge({
+      name: "whohas_node_arp_ignore",
+      help: "Each node's effective arp_ignore (the weakest over its captured interfaces; strictARP makes it 1).",
+      labelNames: ["node"],
+      registers: [this.registry],
+      collect: () => {
+        arpIgnore.reset();
+        for (const n of hub.cluster().strictArp.nodes) arpIgnore.set({ node: n.node }, n.arpIgnore);
+      },
+    });
     const ips = new Gauge({
       name: "whohas_hub_ips",
       help: "IPs seen, by state (multi-responder is the incident whohas exists for).",
@@ -62,13 +108,16 @@ export class HubMetrics {
       },
     });
     const responders = new Gauge({
-      name: "whohas_hub_answering_responders",
+      name: "whohas_ip_responders",
       help: `MACs answering now for each LoadBalancer IP, and any other IP several MACs answer for (at most ${MAX_IP_SERIES} IPs; more than 1 means several nodes answer).`,
-      labelNames: ["ip"],
+      labelNames: ["ip", "namespace", "service"],
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n] of hub.answering(MAX_IP_SERIES)) responders.set({ ip }, n);
+        for (const [ip, n] of hub.answering(MAX_IP_SERIES)) {
+          const svc = hub.ip(ip)?.services[0];
+          responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        }
       },
     });
   }

@@ -12,3 +12,16 @@ export function Head({ cols }: { cols: readonly string[] }) {
     </thead>
   );
 }
+
+/** Options are a select's choices, value to label. */
+export function Options({ of }: { of: Readonly<Record<string, string>> }) {
+  return (
+    <>
+      {Object.entries(of).map(([k, v]) => (
+        <option key={k} value={k}>
+          {v}
+        </option>
+      ))}
+    </>
+  );
+}

@@ -44,7 +44,12 @@ describe("loadConfig", () => {
         `  proxy: { userHeader: X-Forwarded-User, groupsHeader: X-Forwarded-Groups, trustedProxies: [10.0.0.0/8, "::1"], groupRoles: { sre: operator } }`,
         `  sessionTtl: 8h`,
         `actions: { probeDuration: 5s, announceDuration: 2s }`,
+        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], externalUrl: "https://whohas.example" }`,
+        `webhooks:`,
+        `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
+        `  - { name: am, url: "https://hooks.example/am", format: alertmanager }`,
       ].join("\n"),
+      hook: "hook-secret-0123456789\n",
       "users.yaml": `- { name: boss, passwordHash: "${HASH}", role: admin }\n`,
       agent: `${TOKEN}\n`,
       viewer: `viewer-${TOKEN}`,
@@ -67,6 +72,11 @@ describe("loadConfig", () => {
         sessionTtlMs: 8 * 3_600_000,
       },
       actions: { probeMs: 5000, announceMs: 2000 },
+      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], externalUrl: "https://whohas.example" },
+      webhooks: [
+        { name: "ops", url: "https://hooks.example/whohas", format: "generic", secret: "hook-secret-0123456789", source: "config" },
+        { name: "am", url: "https://hooks.example/am", format: "alertmanager", secret: null, source: "config" },
+      ],
     });
   });
 
@@ -101,6 +111,8 @@ describe("loadConfig", () => {
       cidr: `auth: { proxy: { userHeader: X-User, trustedProxies: [10.0.0.0/33] } }\n`,
       noproxies: `auth: { proxy: { userHeader: X-User, trustedProxies: [] } }\n`,
       file: `auth: { usersFile: DIR/nope.yaml }\n`,
+      hookScheme: `webhooks: [ { name: x, url: "ftp://hooks.example/" } ]\n`,
+      hookHost: `alerting: { allowHosts: [hooks.example] }\nwebhooks: [ { name: x, url: "https://evil.example/" } ]\n`,
     });
     const env = { WHOHAS_AGENT_TOKEN: TOKEN };
     expect(failure(join(d, "plain"), env)).toMatch(/^auth.users.0.passwordHash: an argon2id hash .*whohas-hub hash-password/);
@@ -109,6 +121,9 @@ describe("loadConfig", () => {
     expect(failure(join(d, "cidr"), env)).toBe('auth.proxy.trustedProxies: "10.0.0.0/33" is not an address or CIDR');
     expect(failure(join(d, "noproxies"), env)).toMatch(/^auth.proxy.trustedProxies: name the proxy's addresses/);
     expect(failure(join(d, "file"), env)).toMatch(/^auth.usersFile: cannot read .*ENOENT/);
+    expect(failure(join(d, "hookScheme"), env)).toMatch(/^webhooks.0.url: only http and https/);
+    expect(failure(join(d, "hookHost"), env)).toMatch(/^webhooks.0.url: evil.example is not in alerting.allowHosts/);
+    expect(failure(null, { ...env, WHOHAS_WEBHOOK_URL: "https://x.example/", WHOHAS_WEBHOOK_FORMAT: "teams" })).toMatch(/^WHOHAS_WEBHOOK_FORMAT: one of generic, slack, alertmanager/);
   });
 
   it("accepts the shipped example once its files exist", () => {

@@ -38,4 +38,19 @@ describe("Hub", () => {
     ac.abort();
     expect((await ended).done).toBe(true);
   });
+
+  it("judges what agents just reported between the rounds (tickTouched), so a second responder opens at once", () => {
+    const now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    const b = { ...hello, node: "node-b", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0b", up: true }] };
+    hub.connect(hello);
+    hub.connect(b);
+    hub.tick(); // a round has run: the context is known
+    const entry = (kind: "request" | "reply", mac: string) => ({ ip: "192.0.2.7", mac, kind, iface: "eth0", count: 1, firstSeen: now - 100, lastSeen: now - 100, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01"), entry("reply", "02:00:5e:00:00:0a"), entry("reply", "02:00:5e:00:00:0b")] });
+    const t = hub.tickTouched();
+    expect(t.map((x) => [x.kind, x.finding.type])).toEqual([["opened", "multi-responder"]]);
+    expect(hub.tickTouched()).toEqual([]); // nothing new reported
+    expect(hub.incidents({ open: true }).map((i) => i.type)).toEqual(["multi-responder"]);
+  });
 });

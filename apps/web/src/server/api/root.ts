@@ -1,5 +1,6 @@
 import { actionsRouter } from "./router/actions.js";
 import { agentsRouter } from "./router/agents.js";
+import { alertsRouter } from "./router/alerts.js";
 import { clusterRouter } from "./router/cluster.js";
 import { incidentsRouter } from "./router/incidents.js";
 import { ipsRouter } from "./router/ips.js";
@@ -16,6 +17,7 @@ export const appRouter = createTRPCRouter({
   incidents: incidentsRouter,
   actions: actionsRouter,
   settings: settingsRouter,
+  alerts: alertsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -5,6 +5,7 @@
  */
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { Actions } from "../actions/actions.js";
+import type { Alerter } from "../alerts/alerter.js";
 import type { Principal } from "../auth/auth.js";
 import { allows, type Role } from "../auth/roles.js";
 import type { Hub } from "../hub/hub.js";
@@ -15,6 +16,7 @@ export interface Context {
   /** Absent in tests and tools that only read. */
   readonly actions?: Actions;
   readonly settings?: Settings;
+  readonly alerter?: Alerter;
   /** Who is asking (null: nobody signed in); the HTTP handler fills it from the request. */
   readonly principal: Principal | null;
   /** Whether the request carried the principal's CSRF token (mutations need it). */

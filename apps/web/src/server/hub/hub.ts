@@ -106,6 +106,9 @@ export interface ClusterSummary {
   readonly strictArp: StrictArpStatus;
 }
 
+/** MAX_TOUCHED bounds the IPs waiting for the fast pass; beyond it they wait for the round. */
+const MAX_TOUCHED = 10_000;
+
 /** AGENT_SILENCE_MS: an agent silent this long is shown as down (issue 4: within 30 s). */
 export const AGENT_SILENCE_MS = 30_000;
 
@@ -174,6 +177,8 @@ export class Hub {
   #seq = 0;
   #everythingSeq = 0;
   readonly #changed = new Map<string, number>();
+  /** IPs reported since the fast pass last looked (tickTouched), at most MAX_TOUCHED. */
+  readonly #touched = new Set<string>();
   #round: { now: number; inv: Map<string, IpInventory>; down: Set<string>; all: boolean; ips: Generator<string> } | null = null;
   readonly #startedAt: number;
   #cluster: ClusterSource | null = null;
@@ -288,7 +293,10 @@ export class Hub {
     const touched = this.#table.apply(node, msg.entries);
     if (touched.size === 0) return;
     const seq = ++this.#seq;
-    for (const ip of touched) this.#changed.set(ip, seq);
+    for (const ip of touched) {
+      this.#changed.set(ip, seq);
+      if (this.#touched.size < MAX_TOUCHED) this.#touched.add(ip);
+    }
     this.#emit();
   }
 
@@ -330,28 +338,58 @@ export class Hub {
         this.#round = null;
         break;
       }
-      const ip = next.value;
-      const sig = this.#table.signature(ip, now, SPLIT_BRAIN_MS);
-      let present = this.#present.get(ip);
-      if (all || this.#judged.get(ip) !== sig) {
-        // Its view moved with time alone (a MAC stopped answering...): subscribers need it again.
-        if (!all && this.#judged.has(ip)) this.#changed.set(ip, ++this.#seq);
-        this.#judged.set(ip, sig);
-        const v = this.#view(ip, now, inv);
-        present = v === null ? [] : liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
-        if (present.length > 0) this.#present.set(ip, present);
-        else this.#present.delete(ip);
-      } else if (present === undefined && !this.#tracker.has(ip)) {
-        continue;
-      }
-      const changes = this.#tracker.update(ip, now, present ?? []);
-      if (changes.length === 0) continue;
-      this.#changed.set(ip, ++this.#seq);
+      this.#judge(next.value, now, inv, down, all, out);
+    }
+    if (out.length > 0) this.#emit();
+    return out;
+  }
+
+  /**
+   * #judge looks at one IP: judged again when its signature moved (or `all`), its findings fed to the tracker, and
+   * the transitions recorded as incidents and pushed to `out`.
+   */
+  #judge(ip: string, now: number, inv: Map<string, IpInventory>, down: ReadonlySet<string>, all: boolean, out: Transition[]): void {
+    const sig = this.#table.signature(ip, now, SPLIT_BRAIN_MS);
+    let present = this.#present.get(ip);
+    if (all || this.#judged.get(ip) !== sig) {
+      // Its view moved with time alone (a MAC stopped answering...): subscribers need it again.
+      if (!all && this.#judged.has(ip)) this.#changed.set(ip, ++this.#seq);
+      this.#judged.set(ip, sig);
       const v = this.#view(ip, now, inv);
-      for (const t of changes) {
-        this.#record(t, v);
-        out.push(t);
-      }
+      present = v === null ? [] : liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
+      if (present.length > 0) this.#present.set(ip, present);
+      else this.#present.delete(ip);
+    } else if (present === undefined && !this.#tracker.has(ip)) {
+      return;
+    }
+    const changes = this.#tracker.update(ip, now, present ?? []);
+    if (changes.length === 0) return;
+    this.#changed.set(ip, ++this.#seq);
+    const v = this.#view(ip, now, inv);
+    for (const t of changes) {
+      this.#record(t, v);
+      out.push(t);
+    }
+  }
+
+  /**
+   * tickTouched judges, between the rounds, the IPs agents reported since the last call (at most `max`; the round
+   * gets the rest): a second responder is an incident, and a notification, within a fraction of a second rather
+   * than at the next round. Nothing happens while the context has moved (the next round judges everything).
+   */
+  tickTouched(max = 2000): Transition[] {
+    const out: Transition[] = [];
+    if (this.#touched.size === 0) return out;
+    const now = this.clock();
+    const inv = this.#inventoryMap();
+    const downList = this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node);
+    if (`${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}` !== this.#contextKey) return out;
+    const down = new Set(downList);
+    let n = 0;
+    for (const ip of this.#touched) {
+      this.#touched.delete(ip);
+      this.#judge(ip, now, inv, down, false, out);
+      if (++n >= max) break;
     }
     if (out.length > 0) this.#emit();
     return out;

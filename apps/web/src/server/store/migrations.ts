@@ -110,6 +110,41 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 3,
+    name: "alert receivers and the notification outbox",
+    sql: `
+      -- Webhook receivers added in Settings (those of the config file are not stored).
+      CREATE TABLE receivers (
+        name       TEXT    PRIMARY KEY,
+        url        TEXT    NOT NULL,
+        format     TEXT    NOT NULL,
+        secret     TEXT,
+        created_by TEXT    NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+
+      -- Every notification is written here before it is sent, and survives a crash: at-least-once delivery with
+      -- the same webhook id on every retry. The body is fixed at the first attempt (what the receiver may dedupe).
+      CREATE TABLE outbox (
+        id           TEXT    PRIMARY KEY, -- the webhook-id
+        receiver     TEXT    NOT NULL,
+        group_key    TEXT    NOT NULL,    -- the IP
+        kind         TEXT    NOT NULL,    -- firing, resolved, repeat, test
+        created_at   INTEGER NOT NULL,
+        not_before   INTEGER NOT NULL,    -- group_wait, then the next retry
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        status       TEXT    NOT NULL,    -- pending, delivered, failed, cancelled
+        body         TEXT,               -- JSON, null until the first attempt
+        last_status  INTEGER,
+        last_error   TEXT,
+        delivered_at INTEGER
+      ) WITHOUT ROWID;
+      CREATE INDEX outbox_due ON outbox (status, not_before);
+      CREATE INDEX outbox_group ON outbox (receiver, group_key, created_at);
+    `,
+  },
 ];
 
 /**

@@ -1,6 +1,7 @@
 import type { FindingType, InterfaceInfo, NodeFacts, ObservationAggregate, ObservationKind, OpenFinding } from "@whohas/core";
 import type { Db, Param } from "./db.js";
 import { migrate } from "./migrations.js";
+import { Outbox } from "./outbox.js";
 
 const MINUTE_MS = 60_000;
 /**
@@ -151,9 +152,12 @@ export class Store {
   readonly #dirty = new Set<Bucket>();
   readonly #dirtyAgents = new Map<string, StoredAgent>();
   #evicted = 0;
+  /** Alert receivers added in Settings and the notifications outbox. */
+  readonly outbox: Outbox;
 
   constructor(readonly db: Db, now: number) {
     migrate(db, now);
+    this.outbox = new Outbox(db);
   }
 
   /** record adds one agent's batch to the minute buckets (in memory until the next flush). */
@@ -401,6 +405,7 @@ export class Store {
     ).changes;
     if (n < PRUNE_BATCH) n += this.db.run("DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)", [cut, PRUNE_BATCH - n]).changes;
     if (n < PRUNE_BATCH) n += this.db.run("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)", [now, PRUNE_BATCH - n]).changes;
+    if (n < PRUNE_BATCH) n += this.outbox.prune(now, PRUNE_BATCH - n);
     if (n < PRUNE_BATCH) n += this.db.run("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE t < ? LIMIT ?)", [now - AUDIT_RETENTION_MS, PRUNE_BATCH - n]).changes;
     return n;
   }

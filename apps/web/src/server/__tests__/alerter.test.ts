@@ -1,0 +1,194 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createHmac } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { silentLogger } from "@whohas/core";
+import { Alerter, type Outcome } from "../alerts/alerter.js";
+import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
+import { Hub } from "../hub/hub.js";
+
+const IP = "192.0.2.10";
+const SECRET = "whsec_" + Buffer.from("a very secret signing key!").toString("base64");
+
+/** A Received request, as the loopback receiver saw it. */
+interface Received {
+  readonly at: number;
+  readonly headers: IncomingMessage["headers"];
+  readonly body: string;
+}
+
+/** receiver starts a real HTTP receiver on loopback that answers with `answer(n)` for its n-th request. */
+async function receiver(answer: (n: number, res: ServerResponse) => void = (_n, res) => res.writeHead(200).end("ok")) {
+  const got: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      got.push({ at: Date.now(), headers: req.headers, body });
+      answer(got.length, res);
+    });
+  });
+  servers.push(server);
+  server.listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, got };
+}
+const servers: Server[] = [];
+const alerters: Alerter[] = [];
+afterEach(async () => {
+  for (const a of alerters.splice(0)) a.stop();
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}) {
+  const hub = new Hub();
+  hub.connect({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }] });
+  hub.connect({ v: 1, type: "hello", node: "node-b", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }] });
+  const outcomes: [string, Outcome][] = [];
+  const alerter = new Alerter({ hub, outbox: hub.store.outbox, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
+  alerters.push(alerter);
+  const open = (type = "multi-responder") =>
+    hub.store.openIncident({ ip: IP, type: type as "multi-responder", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], detail: `2 nodes answer for ${IP} (node-a, node-b)`, firstSeen: Date.now() - 5000, lastSeen: Date.now(), count: 3, samples: [Date.now() - 5000] }, {});
+  return { hub, alerter, outcomes, open };
+}
+
+const until = async (ok: () => boolean, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error("not reached");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe("webhook formats", () => {
+  it("signs the generic format per Standard Webhooks, and the receiver can verify it", async () => {
+    const r = await receiver();
+    const { alerter, open } = setup([{ name: "ops", url: r.url, format: "generic", secret: SECRET, source: "config" }]);
+    open();
+    alerter.enqueue(IP, "firing");
+    await until(() => r.got.length === 1);
+    const req = r.got[0];
+    if (req === undefined) throw new Error("nothing received");
+    const id = String(req.headers["webhook-id"]);
+    const ts = String(req.headers["webhook-timestamp"]);
+    const key = Buffer.from(SECRET.slice(6), "base64");
+    const expected = createHmac("sha256", key).update(`${id}.${ts}.${req.body}`).digest("base64");
+    expect(req.headers["webhook-signature"]).toBe(`v1,${expected}`);
+    expect(Math.abs(Number(ts) - Date.now() / 1000)).toBeLessThan(5);
+    expect(JSON.parse(req.body)).toMatchObject({
+      version: "1",
+      type: "whohas.incident",
+      id,
+      status: "firing",
+      ip: IP,
+      alerts: [{ type: "multi-responder", status: "firing", responders: [{ mac: "02:00:00:00:00:0a", node: "node-a" }, { mac: "02:00:00:00:00:0b", node: "node-b" }] }],
+    });
+  });
+
+  it("sends Alertmanager's webhook v4 shape, firing then resolved", async () => {
+    const r = await receiver();
+    const { hub, alerter, open } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
+    const id = open();
+    alerter.enqueue(IP, "firing");
+    await until(() => r.got.length === 1);
+    const firing = JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(firing).toMatchObject({ version: "4", groupKey: `{}:{ip="${IP}"}`, status: "firing", receiver: "am", groupLabels: { ip: IP }, commonLabels: { alertname: "WhohasMultiResponder", ip: IP, severity: "critical" }, truncatedAlerts: 0 });
+    const alert = (firing.alerts as Record<string, unknown>[])[0];
+    expect(alert).toMatchObject({ status: "firing", endsAt: "0001-01-01T00:00:00Z", labels: { alertname: "WhohasMultiResponder", type: "multi-responder" } });
+    expect(alert?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
+    hub.store.resolveIncident(id, { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] }, Date.now());
+    alerter.enqueue(IP, "resolved");
+    await until(() => r.got.length === 2);
+    const resolved = JSON.parse(r.got[1]?.body ?? "{}") as { status: string; alerts: { status: string; endsAt: string; fingerprint: string }[] };
+    expect(resolved.status).toBe("resolved");
+    expect(resolved.alerts[0]?.status).toBe("resolved");
+    expect(resolved.alerts[0]?.endsAt).not.toBe("0001-01-01T00:00:00Z");
+    expect(resolved.alerts[0]?.fingerprint).toBe(alert?.fingerprint);
+  });
+
+  it("sends Slack a text and blocks", async () => {
+    const r = await receiver();
+    const { alerter, open } = setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "settings" }]);
+    open();
+    alerter.enqueue(IP, "firing");
+    await until(() => r.got.length === 1);
+    const body = JSON.parse(r.got[0]?.body ?? "{}") as { text: string; blocks: { type: string }[] };
+    expect(body.text).toBe(`FIRING: ${IP}: 2 nodes answer for ${IP} (node-a, node-b)`);
+    expect(body.blocks.map((b) => b.type)).toEqual(["section", "section", "context"]);
+  });
+});
+
+describe("delivery", () => {
+  it("retries a receiver that fails twice, with the same id and body: one logical notification", async () => {
+    const r = await receiver((n, res) => res.writeHead(n <= 2 ? 503 : 200).end(n <= 2 ? "busy" : "ok"));
+    const { hub, alerter, open, outcomes } = setup([{ name: "ops", url: r.url, format: "generic", secret: SECRET, source: "config" }]);
+    open();
+    alerter.enqueue(IP, "firing");
+    alerter.start(); // the delivery loop picks up the retries
+    await until(() => r.got.length === 3);
+    await until(() => outcomes.some(([, o]) => o === "delivered"));
+    expect(new Set(r.got.map((g) => g.headers["webhook-id"])).size).toBe(1);
+    expect(new Set(r.got.map((g) => g.body)).size).toBe(1);
+    // Backoff with jitter: 0.5 s, then 1 s (random() = 0 takes the low end).
+    expect((r.got[1]?.at ?? 0) - (r.got[0]?.at ?? 0)).toBeGreaterThanOrEqual(450);
+    expect((r.got[2]?.at ?? 0) - (r.got[1]?.at ?? 0)).toBeGreaterThanOrEqual(950);
+    expect(hub.store.outbox.recent(10)).toEqual([expect.objectContaining({ status: "delivered", attempts: 3, lastStatus: 200 })]);
+    expect(outcomes).toEqual([["ops", "retry"], ["ops", "retry"], ["ops", "delivered"]]);
+  });
+
+  it("stops at 410 Gone: the receiver is marked and gets nothing more", async () => {
+    const r = await receiver((_n, res) => res.writeHead(410).end("gone"));
+    const { hub, alerter, open, outcomes } = setup([{ name: "old", url: r.url, format: "generic", secret: null, source: "config" }]);
+    open();
+    alerter.enqueue(IP, "firing");
+    await until(() => outcomes.length === 1);
+    expect(outcomes).toEqual([["old", "gone"]]);
+    expect(alerter.goneReceivers().has("old")).toBe(true);
+    alerter.enqueue("192.0.2.99", "firing");
+    await alerter.deliverDue();
+    expect(r.got).toHaveLength(1);
+    expect(hub.store.outbox.recent(10)[0]).toMatchObject({ status: "failed", lastStatus: 410 });
+  });
+
+  it("honours Slack's 429 Retry-After", async () => {
+    const r = await receiver((n, res) => (n === 1 ? res.writeHead(429, { "retry-after": "2" }).end("rate_limited") : res.writeHead(200).end("ok")));
+    const { alerter, open } = setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "config" }]);
+    open();
+    alerter.enqueue(IP, "firing");
+    alerter.start();
+    await until(() => r.got.length === 2, 6000);
+    expect((r.got[1]?.at ?? 0) - (r.got[0]?.at ?? 0)).toBeGreaterThanOrEqual(1950);
+  });
+
+  it("groups findings of one IP that come within group_wait, and caps a flapping IP", async () => {
+    const r = await receiver();
+    const { alerter, open, outcomes } = setup([{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }], { groupWaitMs: 300, maxPerIpPerHour: 2 });
+    open("multi-responder");
+    alerter.enqueue(IP, "firing");
+    open("wrong-owner");
+    alerter.enqueue(IP, "firing"); // joins the one waiting
+    await new Promise((res) => setTimeout(res, 350));
+    await alerter.deliverDue();
+    expect(r.got).toHaveLength(1);
+    expect((JSON.parse(r.got[0]?.body ?? "{}") as { alerts: { type: string }[] }).alerts.map((a) => a.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
+    alerter.enqueue(IP, "resolved");
+    alerter.enqueue(IP, "firing"); // joins
+    await new Promise((res) => setTimeout(res, 350));
+    await alerter.deliverDue();
+    alerter.enqueue(IP, "firing"); // the third in an hour: over the cap of 2
+    expect(outcomes.filter(([, o]) => o === "suppressed")).toHaveLength(1);
+  });
+});
+
+describe("receiver URLs", () => {
+  it("takes http and https only, without credentials, and only allowed hosts when a list is set", () => {
+    expect(checkUrl("https://hooks.example/x", [])).toBeNull();
+    expect(checkUrl("file:///etc/passwd", [])).toMatch(/only http and https/);
+    expect(checkUrl("https://u:p@hooks.example/", [])).toMatch(/user or password/);
+    expect(checkUrl("https://evil.example/", ["hooks.example"])).toMatch(/not in alerting.allowHosts/);
+    expect(checkUrl("nope", [])).toMatch(/not a URL/);
+  });
+});

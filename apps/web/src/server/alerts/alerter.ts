@@ -1,0 +1,284 @@
+import { randomBytes } from "node:crypto";
+import type { Logger, Transition } from "@whohas/core";
+import type { Hub } from "../hub/hub.js";
+import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
+import { headers, render, type Alert, type Notice } from "./formats.js";
+import type { AlertPolicy, Receiver } from "./receivers.js";
+
+/** REQUEST_TIMEOUT_MS: one delivery attempt's limit (issue 8). */
+export const REQUEST_TIMEOUT_MS = 10_000;
+/** GIVE_UP_MS: a notification still failing this long after it was decided is given up (and shown). */
+export const GIVE_UP_MS = 24 * 3_600_000;
+/** CONCURRENCY: requests in flight per receiver. */
+const CONCURRENCY = 2;
+/** SLACK_GAP_MS: Slack takes one message a second per incoming webhook. */
+const SLACK_GAP_MS = 1000;
+/** Backoff: 1 s doubling to 5 min, times a random 0.5-1 (jitter), or Retry-After when the receiver asks for longer. */
+const BACKOFF_BASE_MS = 1000;
+const BACKOFF_MAX_MS = 5 * 60_000;
+/** GONE_KEY: receivers that answered 410 Gone (no more notifications until edited). */
+const GONE_KEY = "alerting.gone";
+/** REPEAT_SWEEP_MS: how often broken IPs are checked for a repeat notification. */
+const REPEAT_SWEEP_MS = 60_000;
+/** Types that are notified (no-responder and capture-lost are shown, not paged: an idle or unwatched IP). */
+const NOTIFIED = new Set(["multi-responder", "wrong-owner", "silent-drop", "split-brain", "flip-flop", "changed"]);
+
+export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
+
+/** An Attempt is what a receiver answered (or why there was no answer). */
+export interface Attempt {
+  readonly status: number | null;
+  readonly body: string;
+  readonly ms: number;
+  readonly error: string | null;
+  readonly retryAfterMs: number | null;
+}
+
+export interface AlerterOptions {
+  readonly hub: Hub;
+  readonly outbox: Outbox;
+  /** The receivers of now (config, environment and Settings together). */
+  readonly receivers: () => readonly Receiver[];
+  readonly policy: AlertPolicy;
+  readonly logger: Logger;
+  readonly onOutcome?: (receiver: string, outcome: Outcome) => void;
+  readonly random?: () => number;
+}
+
+/** retryAfter reads Retry-After (seconds or an HTTP date) as milliseconds from now, null when absent or unreadable. */
+export function retryAfter(value: string | null, now: number): number | null {
+  if (value === null) return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const t = Date.parse(value);
+  return Number.isNaN(t) ? null : Math.max(0, t - now);
+}
+
+/** post sends one request with the per-attempt timeout and reads the answer (at most 2 KB of it). */
+export async function post(url: string, body: string, hdrs: Record<string, string>, now: () => number): Promise<Attempt> {
+  const t0 = now();
+  try {
+    const res = await fetch(url, { method: "POST", body, headers: hdrs, redirect: "manual", signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    const text = (await res.text()).slice(0, 2048);
+    return { status: res.status, body: text, ms: now() - t0, error: null, retryAfterMs: retryAfter(res.headers.get("retry-after"), now()) };
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string } };
+    const why = err.name === "TimeoutError" ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : (err.cause?.code ?? err.message);
+    return { status: null, body: "", ms: now() - t0, error: why, retryAfterMs: null };
+  }
+}
+
+/**
+ * The Alerter turns incidents into notifications and delivers them. Decisions are written to the outbox first
+ * (group_wait is a not-before time there, so a crash during it loses nothing); the body is fixed at the first
+ * attempt; retries keep the id. Per receiver: 2 requests at most in flight, Slack one a second, 410 stops it.
+ */
+export class Alerter {
+  readonly #inflight = new Map<string, number>();
+  readonly #slackNext = new Map<string, number>();
+  #timer: NodeJS.Timeout | null = null;
+  #sweeper: NodeJS.Timeout | null = null;
+  #passing = false;
+  readonly #random: () => number;
+
+  constructor(readonly o: AlerterOptions) {
+    this.#random = o.random ?? Math.random;
+  }
+
+  get #now(): number {
+    return this.o.hub.clock();
+  }
+
+  /** start delivers what is due (including what a previous process left pending) and follows the hub's incidents. */
+  start(): void {
+    this.o.hub.onTransition((t) => this.onTransition(t));
+    this.#timer = setInterval(() => void this.deliverDue(), 250);
+    this.#timer.unref();
+    this.#sweeper = setInterval(() => this.sweep(), REPEAT_SWEEP_MS);
+    this.#sweeper.unref();
+    void this.deliverDue();
+  }
+
+  stop(): void {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    if (this.#sweeper !== null) clearInterval(this.#sweeper);
+  }
+
+  #gone(): Set<string> {
+    return new Set(this.o.hub.store.setting<string[]>(GONE_KEY) ?? []);
+  }
+
+  /** revive lets a receiver that answered 410 receive again (it was edited). */
+  revive(name: string): void {
+    const gone = this.#gone();
+    if (gone.delete(name)) this.o.hub.store.setSetting(GONE_KEY, [...gone], this.#now);
+  }
+
+  /** status says, per receiver, whether it answered 410 and how its notifications fared. */
+  goneReceivers(): ReadonlySet<string> {
+    return this.#gone();
+  }
+
+  /** onTransition decides a notification for an IP whose finding opened or cleared. */
+  onTransition(t: Transition): void {
+    if (!NOTIFIED.has(t.finding.type)) return;
+    if (t.kind === "opened") this.enqueue(t.finding.ip, "firing");
+    else if (t.kind === "cleared" && this.o.policy.sendResolved && this.o.hub.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))) this.enqueue(t.finding.ip, "resolved");
+  }
+
+  /** enqueue writes one notification per receiver for the IP, unless one is still waiting to go or the IP hit its cap. */
+  enqueue(ip: string, kind: OutboxKind): void {
+    const now = this.#now;
+    const gone = this.#gone();
+    for (const r of this.o.receivers()) {
+      if (gone.has(r.name)) continue;
+      if (this.o.outbox.waiting(r.name, ip) !== null) continue; // it goes out with the one already waiting
+      if (this.o.outbox.sentSince(r.name, ip, now - 3_600_000) >= this.o.policy.maxPerIpPerHour) {
+        this.o.onOutcome?.(r.name, "suppressed");
+        this.o.logger.warn("alert.suppressed", { receiver: r.name, ip, kind, hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping` });
+        continue;
+      }
+      this.o.outbox.add({ id: `msg_${randomBytes(12).toString("hex")}`, receiver: r.name, groupKey: ip, kind, createdAt: now, notBefore: now + this.o.policy.groupWaitMs });
+    }
+    if (this.o.policy.groupWaitMs === 0) setImmediate(() => void this.deliverDue());
+  }
+
+  /** sweep notifies again IPs that stay broken longer than repeat_interval. */
+  sweep(): void {
+    const now = this.#now;
+    const ips = new Set(this.o.hub.incidents({ open: true, limit: 5000 }).filter((i) => NOTIFIED.has(i.type)).map((i) => i.ip));
+    for (const ip of ips) {
+      for (const r of this.o.receivers()) {
+        const last = this.o.outbox.lastCreated(r.name, ip);
+        if (last !== null && now - last >= this.o.policy.repeatIntervalMs) this.enqueue(ip, "repeat");
+      }
+    }
+  }
+
+  /** notice is what a notification says now: the IP's open incidents, and those cleared since the last one sent. */
+  notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Notice | null {
+    const ip = row.groupKey;
+    const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
+    const incidents = this.o.hub.incidents({ ip, limit: 200 }).filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
+    if (incidents.length === 0) return null;
+    const view = this.o.hub.ip(ip);
+    const alerts: Alert[] = incidents.map((i) => ({
+      incidentId: i.id,
+      type: i.type,
+      status: i.resolvedAt === null ? "firing" : "resolved",
+      detail: i.detail,
+      macs: i.macs,
+      nodes: i.macs.map((m) => this.o.hub.nodeOf(m)),
+      firstSeen: i.firstSeen,
+      lastSeen: i.lastSeen,
+      resolvedAt: i.resolvedAt,
+      samples: i.samples,
+    }));
+    return {
+      id: row.id,
+      receiver: row.receiver,
+      ip,
+      status: alerts.some((a) => a.status === "firing") ? "firing" : "resolved",
+      services: (view?.services ?? []).map((s) => ({ namespace: s.namespace, name: s.name })),
+      expectedOwner: view?.expectedOwner?.node ?? null,
+      alerts,
+      externalUrl: this.o.policy.externalUrl,
+    };
+  }
+
+  /** deliverDue sends what is due, within each receiver's limits; results are written back to the outbox. */
+  async deliverDue(): Promise<void> {
+    if (this.#passing) return;
+    this.#passing = true;
+    try {
+      const byName = new Map(this.o.receivers().map((r) => [r.name, r]));
+      const sends: Promise<void>[] = [];
+      for (const row of this.o.outbox.due(this.#now, 100)) {
+        const r = byName.get(row.receiver);
+        if (r === undefined) {
+          this.o.outbox.cancel(row.receiver, "the receiver was removed");
+          continue;
+        }
+        if ((this.#inflight.get(r.name) ?? 0) >= CONCURRENCY) continue;
+        if (r.format === "slack" && (this.#slackNext.get(r.name) ?? 0) > this.#now) continue;
+        if (r.format === "slack") this.#slackNext.set(r.name, this.#now + SLACK_GAP_MS);
+        sends.push(this.#send(r, row));
+      }
+      await Promise.all(sends);
+    } catch (e) {
+      this.o.logger.error("alert.delivery_pass_failed", { message: (e as Error).message });
+    } finally {
+      this.#passing = false;
+    }
+  }
+
+  async #send(r: Receiver, row: OutboxRow): Promise<void> {
+    let body = row.body;
+    if (body === null) {
+      const n = this.notice(row);
+      if (n === null) {
+        this.o.outbox.attempted(row.id, { status: "cancelled", notBefore: row.notBefore, lastStatus: null, lastError: "its incidents are gone (pruned)", deliveredAt: null });
+        return;
+      }
+      body = render(r.format, n);
+      this.o.outbox.freeze(row.id, body);
+    }
+    this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
+    const a = await post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now).finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
+    this.#settle(r, row, a);
+    // Another due row may have waited for this slot.
+    if (a.status !== null && a.status < 300) setImmediate(() => void this.deliverDue());
+  }
+
+  #settle(r: Receiver, row: OutboxRow, a: Attempt): void {
+    const now = this.#now;
+    const attempts = row.attempts + 1;
+    const base = { lastStatus: a.status, deliveredAt: null as number | null };
+    if (a.status !== null && a.status >= 200 && a.status < 300) {
+      this.o.outbox.attempted(row.id, { ...base, status: "delivered", notBefore: row.notBefore, lastError: null, deliveredAt: now });
+      this.o.onOutcome?.(r.name, "delivered");
+      this.o.logger.info("alert.delivered", { receiver: r.name, id: row.id, ip: row.groupKey, kind: row.kind, attempts, ms: a.ms });
+      return;
+    }
+    const why = a.error ?? `HTTP ${a.status ?? 0}: ${a.body.slice(0, 200)}`;
+    if (a.status === 410) {
+      this.o.outbox.attempted(row.id, { ...base, status: "failed", notBefore: row.notBefore, lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)` });
+      const cancelled = this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
+      const gone = this.#gone();
+      gone.add(r.name);
+      this.o.hub.store.setSetting(GONE_KEY, [...gone], now);
+      this.o.onOutcome?.(r.name, "gone");
+      this.o.logger.error("alert.receiver_gone", { receiver: r.name, cancelled, hint: "the receiver says it no longer exists: fix its URL in Settings or the config file" });
+      return;
+    }
+    const retryable = a.status === null || a.status === 429 || a.status === 408 || a.status >= 500;
+    if (!retryable || now - row.createdAt >= GIVE_UP_MS) {
+      this.o.outbox.attempted(row.id, { ...base, status: "failed", notBefore: row.notBefore, lastError: retryable ? `gave up after 24 h: ${why}` : why });
+      this.o.onOutcome?.(r.name, "failed");
+      this.o.logger.error("alert.failed", { receiver: r.name, id: row.id, status: a.status, why, attempts });
+      return;
+    }
+    const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)) * (0.5 + this.#random() / 2);
+    const wait = Math.max(backoff, a.retryAfterMs ?? 0);
+    this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
+    this.o.onOutcome?.(r.name, "retry");
+    this.o.logger.warn("alert.retry", { receiver: r.name, id: row.id, status: a.status, why, attempts, retryInMs: Math.round(wait) });
+  }
+
+  /** test sends a test notification to a receiver now (not through the outbox) and returns its answer. */
+  async test(r: Receiver): Promise<Attempt> {
+    const now = this.#now;
+    const n: Notice = {
+      id: `msg_test_${randomBytes(8).toString("hex")}`,
+      receiver: r.name,
+      ip: "192.0.2.1",
+      status: "firing",
+      services: [{ namespace: "whohas", name: "test" }],
+      expectedOwner: "node-a",
+      alerts: [{ incidentId: 0, type: "multi-responder", status: "firing", detail: "test: 2 nodes answer for 192.0.2.1 (node-a, node-b)", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], nodes: ["node-a", "node-b"], firstSeen: now, lastSeen: now, resolvedAt: null, samples: [now] }],
+      externalUrl: this.o.policy.externalUrl,
+      test: true,
+    };
+    const body = render(r.format, n);
+    return post(r.url, body, headers(n.id, r.secret, body, now), () => this.o.hub.clock());
+  }
+}

@@ -1,0 +1,171 @@
+import { createHash, createHmac } from "node:crypto";
+import type { Format } from "../store/outbox.js";
+
+/** An Alert is one incident of the notified IP, firing or resolved. */
+export interface Alert {
+  readonly incidentId: number;
+  readonly type: string;
+  readonly status: "firing" | "resolved";
+  readonly detail: string;
+  readonly macs: readonly string[];
+  /** The node of each MAC (null when no agent has it), in the same order. */
+  readonly nodes: readonly (string | null)[];
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+  readonly resolvedAt: number | null;
+  /** Times the finding was seen (the first few): when sample frames were captured. */
+  readonly samples: readonly number[];
+}
+
+/** A Notice is what one notification says: an IP's incidents, grouped as Alertmanager groups by label. */
+export interface Notice {
+  readonly id: string;
+  readonly receiver: string;
+  readonly ip: string;
+  readonly status: "firing" | "resolved";
+  readonly services: readonly { readonly namespace: string; readonly name: string }[];
+  readonly expectedOwner: string | null;
+  readonly alerts: readonly Alert[];
+  /** The dashboard's address for links (alerting.externalUrl), null when not configured. */
+  readonly externalUrl: string | null;
+  readonly test?: boolean;
+}
+
+const iso = (t: number) => new Date(t).toISOString();
+/** Alertmanager's "not resolved yet" endsAt. */
+const ZERO_TIME = "0001-01-01T00:00:00Z";
+
+const SEVERITY: Record<string, "critical" | "warning"> = { "multi-responder": "critical", "wrong-owner": "critical", "split-brain": "critical", "silent-drop": "critical" };
+
+function alertName(type: string): string {
+  return `Whohas${type.replace(/(^|-)(\w)/g, (_, _d: string, c: string) => c.toUpperCase())}`;
+}
+
+function ipUrl(n: Notice): string | null {
+  return n.externalUrl === null ? null : `${n.externalUrl.replace(/\/$/, "")}/ips/${encodeURIComponent(n.ip)}`;
+}
+
+function who(a: Alert): string {
+  return a.macs.map((m, i) => `${a.nodes[i] ?? "unknown node"} (${m})`).join(", ");
+}
+
+/** summary is the one line a person reads first. */
+export function summary(n: Notice): string {
+  const firing = n.alerts.filter((a) => a.status === "firing");
+  const svc = n.services.map((s) => `${s.namespace}/${s.name}`).join(", ");
+  const what = `${n.ip}${svc === "" ? "" : ` (${svc})`}`;
+  if (n.test === true) return `whohas test notification to ${n.receiver}`;
+  if (firing.length === 0) return `RESOLVED: ${what}: ${n.alerts.map((a) => a.type).join(", ")} cleared`;
+  return `FIRING: ${what}: ${firing.map((a) => a.detail).join("; ")}`;
+}
+
+/** genericBody is whohas' own JSON (signed per Standard Webhooks). */
+export function genericBody(n: Notice): unknown {
+  return {
+    version: "1",
+    type: n.test === true ? "whohas.test" : "whohas.incident",
+    id: n.id,
+    status: n.status,
+    summary: summary(n),
+    ip: n.ip,
+    services: n.services,
+    expectedOwner: n.expectedOwner,
+    url: ipUrl(n),
+    alerts: n.alerts.map((a) => ({
+      incidentId: a.incidentId,
+      type: a.type,
+      status: a.status,
+      detail: a.detail,
+      responders: a.macs.map((mac, i) => ({ mac, node: a.nodes[i] ?? null })),
+      firstSeen: iso(a.firstSeen),
+      lastSeen: iso(a.lastSeen),
+      resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt),
+      sampleTimes: a.samples.map(iso),
+    })),
+  };
+}
+
+/** slackBody is an incoming-webhook message: `text` (notifications, fallbacks) and Block Kit `blocks`. */
+export function slackBody(n: Notice): unknown {
+  const text = summary(n);
+  const url = ipUrl(n);
+  const lines = n.alerts.map((a) => `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${a.type}* ${a.detail}\nanswering: ${who(a) || "-"} · since ${iso(a.firstSeen)}`);
+  return {
+    text,
+    blocks: [
+      { type: "section", text: { type: "mrkdwn", text: `*${text}*` } },
+      ...lines.map((l) => ({ type: "section", text: { type: "mrkdwn", text: l } })),
+      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${n.expectedOwner ?? "unknown"}${url === null ? "" : ` · <${url}|open in whohas>`}` }] },
+    ],
+  };
+}
+
+function fingerprint(labels: Record<string, string>): string {
+  const text = Object.keys(labels)
+    .sort()
+    .map((k) => `${k}=${labels[k] ?? ""}`)
+    .join("\xff");
+  return createHash("sha256").update(text).digest("hex").slice(0, 16);
+}
+
+/** alertmanagerBody is Alertmanager's webhook payload, version 4: receivers written for Alertmanager take it unchanged. */
+export function alertmanagerBody(n: Notice): unknown {
+  const svc = n.services[0];
+  const alerts = n.alerts.map((a) => {
+    const labels: Record<string, string> = { alertname: alertName(a.type), ip: n.ip, type: a.type, severity: SEVERITY[a.type] ?? "warning" };
+    if (svc !== undefined) {
+      labels.namespace = svc.namespace;
+      labels.service = svc.name;
+    }
+    return {
+      status: a.status,
+      labels,
+      annotations: { summary: `${a.type} on ${n.ip}`, description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.` },
+      startsAt: iso(a.firstSeen),
+      endsAt: a.resolvedAt === null ? ZERO_TIME : iso(a.resolvedAt),
+      generatorURL: ipUrl(n) ?? "",
+      fingerprint: fingerprint(labels),
+    };
+  });
+  const common = (key: "labels" | "annotations") => {
+    const first = alerts[0]?.[key] ?? {};
+    return Object.fromEntries(Object.entries(first).filter(([k, v]) => alerts.every((a) => (a[key] as Record<string, string>)[k] === v)));
+  };
+  return {
+    version: "4",
+    groupKey: `{}:{ip="${n.ip}"}`,
+    truncatedAlerts: 0,
+    status: n.status,
+    receiver: n.receiver,
+    groupLabels: { ip: n.ip },
+    commonLabels: common("labels"),
+    commonAnnotations: common("annotations"),
+    externalURL: n.externalUrl ?? "",
+    alerts,
+  };
+}
+
+/** render is the body a receiver of `format` gets. */
+export function render(format: Format, n: Notice): string {
+  return JSON.stringify(format === "slack" ? slackBody(n) : format === "alertmanager" ? alertmanagerBody(n) : genericBody(n));
+}
+
+/**
+ * signature is Standard Webhooks' `webhook-signature`: "v1," + base64 HMAC-SHA256 of "id.timestamp.body". A secret
+ * written as `whsec_<base64>` is used as the bytes it encodes (the spec's form); any other text as its UTF-8 bytes.
+ */
+export function signature(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = secret.startsWith("whsec_") ? Buffer.from(secret.slice(6), "base64") : Buffer.from(secret, "utf8");
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`;
+}
+
+/** headers are the request headers of one attempt: JSON, and for signed receivers the Standard Webhooks trio. */
+export function headers(id: string, secret: string | null, body: string, now: number): Record<string, string> {
+  const h: Record<string, string> = { "content-type": "application/json", "user-agent": "whohas-hub", "webhook-id": id };
+  if (secret !== null) {
+    const ts = Math.floor(now / 1000);
+    h["webhook-timestamp"] = String(ts);
+    h["webhook-signature"] = signature(secret, id, ts, body);
+  }
+  return h;
+}

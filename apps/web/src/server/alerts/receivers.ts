@@ -1,0 +1,46 @@
+import type { Format } from "../store/outbox.js";
+
+/** A Receiver is where notifications go, from the config file, the environment, or Settings. */
+export interface Receiver {
+  readonly name: string;
+  readonly url: string;
+  readonly format: Format;
+  /** Signs every request (Standard Webhooks); null: unsigned (Slack checks its own URL). */
+  readonly secret: string | null;
+  readonly source: "config" | "env" | "settings";
+}
+
+/** AlertPolicy is Alertmanager's noise control, and whohas' cap for a flapping IP. */
+export interface AlertPolicy {
+  /** How long the first finding of an IP waits for the others before one notification goes out (0: at once). */
+  readonly groupWaitMs: number;
+  /** How often an IP that stays broken is notified again. */
+  readonly repeatIntervalMs: number;
+  /** At most this many notifications per IP and receiver in any hour (a flapping IP). */
+  readonly maxPerIpPerHour: number;
+  /** Whether a notification goes out when an IP's findings clear. */
+  readonly sendResolved: boolean;
+  /** Only these hosts may receive (empty: any). */
+  readonly allowHosts: readonly string[];
+  /** The dashboard's address, for links in notifications. */
+  readonly externalUrl: string | null;
+}
+
+export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, sendResolved: true, allowHosts: [], externalUrl: null };
+
+/**
+ * checkUrl says why a receiver URL is refused, or null when it is fine: http or https only, no credentials in it
+ * (put a secret in the receiver instead), and a host on the allow list when there is one.
+ */
+export function checkUrl(text: string, allowHosts: readonly string[]): string | null {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    return `"${text}" is not a URL`;
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") return `only http and https URLs can receive notifications, not ${u.protocol}`;
+  if (u.username !== "" || u.password !== "") return "the URL must not carry a user or password (give the receiver a secret instead)";
+  if (allowHosts.length > 0 && !allowHosts.includes(u.hostname)) return `${u.hostname} is not in alerting.allowHosts (${allowHosts.join(", ")})`;
+  return null;
+}
