@@ -1,4 +1,6 @@
 import { expect, test, type Page } from "@playwright/test";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer" | "operator" | "admin", { name: string; password: string }>;
@@ -91,6 +93,30 @@ test("an operator acknowledges an incident; the admin's audit log shows every ac
   const res = await fetch(`${url}/api/v1/ips`, { headers: { authorization: `Bearer ${token}` } });
   expect(res.status).toBe(200);
   await expect(admin.getByTestId("tokens")).toContainText("e2e");
+
+  // Settings: an alert receiver is added and "Send test" shows what it answered.
+  const bodies: string[] = [];
+  const hook = createServer((req, res) => {
+    let b = "";
+    req.on("data", (c: Buffer) => (b += c.toString()));
+    req.on("end", () => {
+      bodies.push(b);
+      res.writeHead(202).end("accepted by e2e");
+    });
+  });
+  hook.listen(0, "127.0.0.1");
+  await new Promise((r) => hook.once("listening", r));
+  await admin.getByTestId("receiver-name").fill("e2e-hook");
+  await admin.getByTestId("receiver-url").fill(`http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`);
+  await admin.getByTestId("receiver-format").selectOption("alertmanager");
+  await admin.getByRole("button", { name: "Add receiver" }).click();
+  const receiver = admin.locator('[data-testid="receivers"] tr[data-receiver="e2e-hook"]');
+  await expect(receiver).toContainText("Alertmanager webhook (v4)");
+  await receiver.getByTestId("test-receiver").click();
+  await expect(admin.getByTestId("test-result")).toContainText("HTTP 202");
+  await expect(admin.getByTestId("test-result")).toContainText("accepted by e2e");
+  expect((JSON.parse(bodies[0] ?? "{}") as { version?: string }).version).toBe("4");
+  hook.close();
   await shot(admin, "settings");
   await admin.close();
 });

@@ -16,6 +16,7 @@ export * from "./capture/pcap.js";
 export * from "./analysis/findings.js";
 export * from "./analysis/analyzer.js";
 export * from "./analysis/live-findings.js";
+export * from "./analysis/node-findings.js";
 export * from "./analysis/capture-analysis.js";
 export * from "./metallb/selector.js";
 export * from "./metallb/election.js";

@@ -12,13 +12,23 @@ import { Ago } from "./ui/time";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
 
+/** Subject links an incident's subject: its IP's page, or the Nodes page for a node's (node/NAME). */
+function Subject({ s }: { s: string }) {
+  if (s.startsWith("node/")) return <Link href="/nodes">node {s.slice(5)}</Link>;
+  return (
+    <Link href={`/ips/${s}`} className="mono">
+      {s}
+    </Link>
+  );
+}
+
 function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
   return (
     <table data-testid={testId}>
       <thead>
         <tr>
           <th scope="col">#</th>
-          <th scope="col">IP</th>
+          <th scope="col">Subject</th>
           <th scope="col">Finding</th>
           <th scope="col">Detail</th>
           <th scope="col">Opened</th>
@@ -33,8 +43,8 @@ function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
             <td>
               <Link href={`/incidents/${i.id}`}>#{i.id}</Link>
             </td>
-            <td className="mono">
-              <Link href={`/ips/${i.ip}`}>{i.ip}</Link>
+            <td>
+              <Subject s={i.ip} />
             </td>
             <td>{i.type}</td>
             <td>{i.detail}</td>
@@ -113,7 +123,7 @@ export function IncidentDetail({ id }: { id: number }) {
   return (
     <>
       <h1>
-        #{i.id} {i.type} on <Link href={`/ips/${i.ip}`} className="mono">{i.ip}</Link>{" "}
+        #{i.id} {i.type} on <Subject s={i.ip} />{" "}
         <span className={i.resolvedAt === null ? "state-multi-responder" : "state-single"} data-testid="incident-state">{i.resolvedAt === null ? "open" : "resolved"}</span>
       </h1>
       <p>{i.detail}</p>
@@ -124,15 +134,19 @@ export function IncidentDetail({ id }: { id: number }) {
         First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs: <span className="mono">{i.macs.join(", ") || "-"}</span>
       </p>
       <h2>Evidence when it opened</h2>
-      <ul data-testid="evidence">
-        <li>Services: {(ev.services ?? []).map((s) => `${s.namespace}/${s.name}`).join(", ") || "none known"}</li>
-        <li>Expected owner: {ev.expectedOwner ? `${ev.expectedOwner.node} (${ev.expectedOwner.source})` : "unknown"}</li>
-        <li>
-          Responders:{" "}
-          {(ev.responders ?? []).map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`).join("; ") || "none"}
-        </li>
-        <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
-      </ul>
+      {i.ip.startsWith("node/") ? (
+        <pre data-testid="evidence">{JSON.stringify(i.evidence, null, 2)}</pre>
+      ) : (
+        <ul data-testid="evidence">
+          <li>Services: {(ev.services ?? []).map((s) => `${s.namespace}/${s.name}`).join(", ") || "none known"}</li>
+          <li>Expected owner: {ev.expectedOwner ? `${ev.expectedOwner.node} (${ev.expectedOwner.source})` : "unknown"}</li>
+          <li>
+            Responders:{" "}
+            {(ev.responders ?? []).map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`).join("; ") || "none"}
+          </li>
+          <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
+        </ul>
+      )}
       <h2>Timeline</h2>
       <ol data-testid="incident-events">
         {i.events.map((e, k) => (

@@ -307,6 +307,8 @@ export class Analyzer {
         return `${a} answered, the expected owner is ${[...(this.#owners.get(key) ?? [])].map(formatMacNumber).join(" or ")}`;
       case "silent-drop":
       case "capture-lost":
+      case "agent-down":
+      case "strictarp-drift":
         // Judged by the hub from the cluster and its agents (live-findings.ts); frames alone cannot show them.
         return type;
     }

@@ -11,6 +11,8 @@
  * - `silent-drop`: under externalTrafficPolicy Local, a node with no local endpoint answers: clients that cache its
  *   MAC send traffic kube-proxy drops without a word (the hub only: it needs the cluster's EndpointSlices).
  * - `capture-lost`: every agent that captured this IP is down, so whohas is blind to it (the hub only).
+ * - `agent-down`: a node's agent has been silent for AGENT_DOWN_MS (the hub only; the subject is the node).
+ * - `strictarp-drift`: a node's kernel does not do what kube-proxy's ConfigMap says (the hub only; the node).
  */
 export type FindingType =
   | "multi-responder"
@@ -21,7 +23,9 @@ export type FindingType =
   | "ethernet-mismatch"
   | "wrong-owner"
   | "silent-drop"
-  | "capture-lost";
+  | "capture-lost"
+  | "agent-down"
+  | "strictarp-drift";
 
 /** The windows of the findings (issue 3). */
 export const REQUEST_WINDOW_MS = 1000;

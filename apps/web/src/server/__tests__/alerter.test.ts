@@ -121,6 +121,20 @@ describe("webhook formats", () => {
   });
 });
 
+describe("node incidents", () => {
+  it("groups a node's incident by node: Alertmanager gets a node label, the generic body a node", async () => {
+    const r = await receiver();
+    const { hub, alerter } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
+    hub.store.openIncident({ ip: "node/node-b", type: "agent-down", macs: [], detail: "the whohas agent on node-b has been silent for 31 s", firstSeen: Date.now(), lastSeen: Date.now(), count: 1, samples: [] }, {});
+    alerter.enqueue("node/node-b", "firing");
+    await until(() => r.got.length === 1);
+    const body = JSON.parse(r.got[0]?.body ?? "{}") as { groupKey: string; groupLabels: Record<string, string>; alerts: { labels: Record<string, string> }[] };
+    expect(body.groupKey).toBe('{}:{node="node-b"}');
+    expect(body.groupLabels).toEqual({ node: "node-b" });
+    expect(body.alerts[0]?.labels).toMatchObject({ alertname: "WhohasAgentDown", node: "node-b", type: "agent-down" });
+  });
+});
+
 describe("delivery", () => {
   it("retries a receiver that fails twice, with the same id and body: one logical notification", async () => {
     const r = await receiver((n, res) => res.writeHead(n <= 2 ? 503 : 200).end(n <= 2 ? "busy" : "ok"));

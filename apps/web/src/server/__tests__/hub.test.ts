@@ -53,4 +53,19 @@ describe("Hub", () => {
     expect(hub.tickTouched()).toEqual([]); // nothing new reported
     expect(hub.incidents({ open: true }).map((i) => i.type)).toEqual(["multi-responder"]);
   });
+
+  it("opens an agent-down incident for a node silent past 30 s, and resolves it once the agent is back", () => {
+    let now = 0;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello);
+    hub.tick();
+    hub.disconnect("node-a");
+    now = AGENT_SILENCE_MS + 1000;
+    expect(hub.tick().map((t) => [t.kind, t.finding.type, t.finding.ip])).toEqual([["opened", "agent-down", "node/node-a"]]);
+    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down", detail: expect.stringContaining("silent for 31 s") })]);
+    hub.connect(hello);
+    now += 61_000; // the 60 s of hysteresis every finding has
+    hub.heartbeat("node-a");
+    expect(hub.tick().map((t) => [t.kind, t.finding.type])).toEqual([["cleared", "agent-down"]]);
+  });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Logger, Transition } from "@whohas/core";
+import { subjectNode, type Logger, type Transition } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
 import { headers, render, type Alert, type Notice } from "./formats.js";
@@ -20,8 +20,11 @@ const BACKOFF_MAX_MS = 5 * 60_000;
 const GONE_KEY = "alerting.gone";
 /** REPEAT_SWEEP_MS: how often broken IPs are checked for a repeat notification. */
 const REPEAT_SWEEP_MS = 60_000;
-/** Types that are notified (no-responder and capture-lost are shown, not paged: an idle or unwatched IP). */
-const NOTIFIED = new Set(["multi-responder", "wrong-owner", "silent-drop", "split-brain", "flip-flop", "changed"]);
+/**
+ * Types that are notified (no-responder and capture-lost are shown, not paged: an idle or unwatched IP). Node findings
+ * (agent-down, strictarp-drift) are grouped by their subject, node/NAME, as IP findings by IP.
+ */
+const NOTIFIED = new Set(["multi-responder", "wrong-owner", "silent-drop", "split-brain", "flip-flop", "changed", "agent-down", "strictarp-drift"]);
 
 export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
 
@@ -160,7 +163,7 @@ export class Alerter {
     const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
     const incidents = this.o.hub.incidents({ ip, limit: 200 }).filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
     if (incidents.length === 0) return null;
-    const view = this.o.hub.ip(ip);
+    const view = subjectNode(ip) === null ? this.o.hub.ip(ip) : null;
     const alerts: Alert[] = incidents.map((i) => ({
       incidentId: i.id,
       type: i.type,

@@ -1,4 +1,5 @@
 import { createHash, createHmac } from "node:crypto";
+import { subjectNode } from "@whohas/core";
 import type { Format } from "../store/outbox.js";
 
 /** An Alert is one incident of the notified IP, firing or resolved. */
@@ -21,6 +22,7 @@ export interface Alert {
 export interface Notice {
   readonly id: string;
   readonly receiver: string;
+  /** The subject: an IP, or node/NAME for a node's incidents (agent down, strictARP drift). */
   readonly ip: string;
   readonly status: "firing" | "resolved";
   readonly services: readonly { readonly namespace: string; readonly name: string }[];
@@ -42,7 +44,15 @@ function alertName(type: string): string {
 }
 
 function ipUrl(n: Notice): string | null {
-  return n.externalUrl === null ? null : `${n.externalUrl.replace(/\/$/, "")}/ips/${encodeURIComponent(n.ip)}`;
+  if (n.externalUrl === null) return null;
+  const base = n.externalUrl.replace(/\/$/, "");
+  return subjectNode(n.ip) === null ? `${base}/ips/${encodeURIComponent(n.ip)}` : `${base}/nodes`;
+}
+
+/** subjectLabels are the grouping labels: the IP, or the node. */
+function subjectLabels(n: Notice): Record<string, string> {
+  const node = subjectNode(n.ip);
+  return node === null ? { ip: n.ip } : { node };
 }
 
 function who(a: Alert): string {
@@ -67,7 +77,8 @@ export function genericBody(n: Notice): unknown {
     id: n.id,
     status: n.status,
     summary: summary(n),
-    ip: n.ip,
+    ip: subjectNode(n.ip) === null ? n.ip : null,
+    node: subjectNode(n.ip),
     services: n.services,
     expectedOwner: n.expectedOwner,
     url: ipUrl(n),
@@ -112,7 +123,7 @@ function fingerprint(labels: Record<string, string>): string {
 export function alertmanagerBody(n: Notice): unknown {
   const svc = n.services[0];
   const alerts = n.alerts.map((a) => {
-    const labels: Record<string, string> = { alertname: alertName(a.type), ip: n.ip, type: a.type, severity: SEVERITY[a.type] ?? "warning" };
+    const labels: Record<string, string> = { alertname: alertName(a.type), ...subjectLabels(n), type: a.type, severity: SEVERITY[a.type] ?? "warning" };
     if (svc !== undefined) {
       labels.namespace = svc.namespace;
       labels.service = svc.name;
@@ -120,7 +131,7 @@ export function alertmanagerBody(n: Notice): unknown {
     return {
       status: a.status,
       labels,
-      annotations: { summary: `${a.type} on ${n.ip}`, description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.` },
+      annotations: { summary: `${a.type} on ${subjectNode(n.ip) ?? n.ip}`, description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.` },
       startsAt: iso(a.firstSeen),
       endsAt: a.resolvedAt === null ? ZERO_TIME : iso(a.resolvedAt),
       generatorURL: ipUrl(n) ?? "",
@@ -133,11 +144,11 @@ export function alertmanagerBody(n: Notice): unknown {
   };
   return {
     version: "4",
-    groupKey: `{}:{ip="${n.ip}"}`,
+    groupKey: `{}:{${Object.entries(subjectLabels(n)).map(([k, v]) => `${k}="${v}"`).join(",")}}`,
     truncatedAlerts: 0,
     status: n.status,
     receiver: n.receiver,
-    groupLabels: { ip: n.ip },
+    groupLabels: subjectLabels(n),
     commonLabels: common("labels"),
     commonAnnotations: common("annotations"),
     externalURL: n.externalUrl ?? "",

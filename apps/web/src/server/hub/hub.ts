@@ -6,6 +6,8 @@ import {
   compareIP,
   inventoryByIp,
   liveFindings,
+  nodeFindings,
+  subjectNode,
   parseKubeProxyConfig,
   strictArpStatus,
   type AgentMessage,
@@ -320,6 +322,7 @@ export class Hub {
    * between which the server serves the network (`ticking` tells whether the round is still open).
    */
   tick(budget = Infinity): Transition[] {
+    const out: Transition[] = [];
     if (this.#round === null) {
       const now = this.clock();
       const inv = this.#inventoryMap();
@@ -329,9 +332,9 @@ export class Hub {
       this.#round = { now, inv, down: new Set(downList), all: contextKey !== this.#contextKey, ips: this.#allIps() };
       this.#contextKey = contextKey;
       if (this.#round.all) this.#everything();
+      this.#judgeNodes(now, out);
     }
     const { now, inv, down, all, ips } = this.#round;
-    const out: Transition[] = [];
     for (let n = 0; n < budget; n++) {
       const next = ips.next();
       if (next.done === true) {
@@ -372,6 +375,26 @@ export class Hub {
     }
   }
 
+  /** #judgeNodes judges every node once a round: its agent down, its ARP behaviour drifted from kube-proxy's config. */
+  #judgeNodes(now: number, out: Transition[]): void {
+    const agents = this.agents();
+    const strictArp = this.cluster().strictArp;
+    const nodes = agents.map((a) => {
+      const silentForMs = now - Math.max(a.lastSeen, this.#startedAt);
+      return { node: a.node, down: !a.up && silentForMs > AGENT_SILENCE_MS, silentForMs };
+    });
+    for (const [subject, present] of nodeFindings(nodes, strictArp.drift)) {
+      const changes = this.#tracker.update(subject, now, present);
+      if (changes.length === 0) continue;
+      const node = subjectNode(subject);
+      const evidence = { agent: agents.find((a) => a.node === node) ?? null, arp: strictArp.nodes.find((n) => n.node === node) ?? null, drift: strictArp.drift.find((d) => d.node === node) ?? null };
+      for (const t of changes) {
+        this.#record(t, null, evidence);
+        out.push(t);
+      }
+    }
+  }
+
   /**
    * tickTouched judges, between the rounds, the IPs agents reported since the last call (at most `max`; the round
    * gets the rest): a second responder is an incident, and a notification, within a fraction of a second rather
@@ -406,12 +429,12 @@ export class Hub {
     return () => this.#events.off("transition", fn);
   }
 
-  #record(t: Transition, v: HubIpView | null): void {
+  #record(t: Transition, v: HubIpView | null, nodeEvidence?: unknown): void {
     const f = t.finding;
     const key = incidentKey(f.ip, f.type);
     let id = this.#incidentIds.get(key) ?? 0;
     if (t.kind === "opened") {
-      const evidence = {
+      const evidence = nodeEvidence ?? {
         services: v?.services ?? [],
         expectedOwner: v?.expectedOwner ?? null,
         responders: (v?.responders ?? []).map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
