@@ -67,13 +67,13 @@ export class HubMetrics {
     });
     const findings = new Gauge({
       name: "whohas_findings",
-      help: "IPs with each finding open now.",
+      help: "IPs with each finding present now (as last judged).",
       labelNames: ["type"],
       registers: [this.registry],
       collect: () => {
         findings.reset();
         for (const t of ["multi-responder", "wrong-owner", "silent-drop", "split-brain", "no-responder"]) findings.set({ type: t }, 0);
-        for (const v of hub.ips()) for (const f of v.findings) findings.inc({ type: f.type });
+        for (const [type, n] of hub.findingCounts()) findings.set({ type }, n);
       },
     });
     new Gauge({
@@ -114,10 +114,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n] of hub.answering(MAX_IP_SERIES)) {
-          const svc = hub.ip(ip)?.services[0];
-          responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
-        }
+        for (const [ip, n, svc] of hub.answering(MAX_IP_SERIES)) responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
       },
     });
   }

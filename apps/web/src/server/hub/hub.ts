@@ -400,7 +400,7 @@ export class Hub {
    * gets the rest): a second responder is an incident, and a notification, within a fraction of a second rather
    * than at the next round. Nothing happens while the context has moved (the next round judges everything).
    */
-  tickTouched(max = 2000): Transition[] {
+  tickTouched(max = 500): Transition[] {
     const out: Transition[] = [];
     if (this.#touched.size === 0) return out;
     const now = this.clock();
@@ -472,19 +472,27 @@ export class Hub {
    * answering (in traffic-only mode, any IP with one or more): at most `max` of them, so that a segment with
    * thousands of hosts does not explode a metric's label set.
    */
-  answering(max: number): [string, number][] {
+  answering(max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
     const now = this.clock();
     const lb = this.#inventoryMap();
-    const out: [string, number][] = [];
-    for (const ip of lb.keys()) out.push([ip, this.#table.answeringCount(ip, now)]);
+    const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
+    for (const [ip, inv] of lb) out.push([ip, this.#table.answeringCount(ip, now), inv.services[0] ?? null]);
     for (const ip of this.#table.ips()) {
       if (out.length >= max) break;
       if (lb.has(ip)) continue;
       const n = this.#table.answeringCount(ip, now);
-      if (n >= (this.#cluster === null ? 1 : 2)) out.push([ip, n]);
+      if (n >= (this.#cluster === null ? 1 : 2)) out.push([ip, n, null]);
     }
     return out.slice(0, max);
   }
+
+  /** findingCounts counts the IPs holding each finding now (without building any view: /metrics reads it). */
+  findingCounts(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const present of this.#present.values()) for (const f of present) out.set(f.type, (out.get(f.type) ?? 0) + 1);
+    return out;
+  }
+
 
   /** stateCounts counts the IPs per state without building views (for /metrics). */
   stateCounts(): Record<IpView["state"], number> {
