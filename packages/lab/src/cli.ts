@@ -19,7 +19,7 @@ async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
   await requireRoot();
   await collectGarbage();
-  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000), kube: true });
+  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000), kube: true, cluster: true });
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -44,6 +44,8 @@ async function demo(argv: string[]): Promise<void> {
       `  client ${lab.client.ip} asks for each VIP every second. Logs: ${stack.logDir}`,
       `  Kubernetes: a test API server at ${stack.api?.url ?? "-"} holds a LoadBalancer Service per VIP (demo/web-N),`,
       "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",
+      "  Each node also runs a MetalLB-like speaker (answering for the IPs MetalLB's election gives it) and a kube-proxy",
+      "  stand-in that applies strictARP's sysctls when its DaemonSet restarts: fix it and one node answers per IP.",
       `  Hub: whohas-hub --config ${stack.hubConfig} (SQLite ${stack.dbPath}).`,
       `  Read API: curl -H 'Authorization: Bearer ${stack.viewerToken}' ${stack.url}/api/v1/ips`,
       "",

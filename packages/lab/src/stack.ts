@@ -8,8 +8,10 @@ import { tmpdir } from "node:os";
 import { stringify as stringifyYaml } from "yaml";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
-import { seedCluster } from "./kube/seed.js";
+import { seedCluster, type SeedService } from "./kube/seed.js";
 import { startTestApiServer, type TestApiServer } from "./kube/server.js";
+import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
+import { elect } from "@whohas/core";
 
 /** REPO_ROOT: the lab starts the built hub and agent from the checkout it belongs to. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -17,6 +19,7 @@ export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const HUB_BIN = `${REPO_ROOT}apps/web/bin/whohas-hub.js`;
 export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
 export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
+export const SPEAKER = `${REPO_ROOT}packages/lab/dist/speaker.js`;
 
 export interface StackOptions {
   readonly nodes?: number;
@@ -36,6 +39,12 @@ export interface StackOptions {
   readonly probeDuration?: string;
   /** More keys for the hub's config file (alerting, webhooks, ...), merged over the lab's. */
   readonly hubConfig?: Readonly<Record<string, unknown>>;
+  /**
+   * Complete the cluster (needs `kube`): a MetalLB speaker in each node namespace answering for the IPs the election
+   * gives its node, and a kube-proxy stand-in per node applying strictARP's sysctls on each DaemonSet restart. Then
+   * strictARP true leaves exactly one responder per IP: the elected node's speaker.
+   */
+  readonly cluster?: boolean;
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -61,6 +70,9 @@ export interface Stack {
   readonly logDir: string;
   /** The test API server, when `kube` was asked for. */
   readonly api: TestApiServer | null;
+  /** The kube-proxy stand-ins and each VIP's elected owner, when `cluster` was asked for. */
+  readonly kubeProxies: KubeProxies | null;
+  readonly owners: ReadonlyMap<string, string>;
   /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
   restartHub(): Promise<void>;
   /** stopHub and startHub split a restart, for outages of a chosen length. */
@@ -135,8 +147,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const logDir = opts.logDir ?? `${tmpdir()}/whohas-lab-${lab.names.id}`;
   let stopping = false;
   let api: TestApiServer | null = null;
+  let kubeProxies: KubeProxies | null = null;
+  const owners = new Map<string, string>();
   const stop = async () => {
     stopping = true;
+    kubeProxies?.stop();
     await Promise.all(children.map(stopChild));
     await api?.close();
     await lab.destroy();
@@ -144,13 +159,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   try {
     await mkdir(logDir, { recursive: true });
     const killed = new WeakSet<ChildProcess>();
-    const spawnLogged = (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const spawnLogged = (name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv = {}, stdin = false) => {
       const log = createWriteStream(`${logDir}/${name}.log`, { flags: "a" });
       // Children inherit this process's environment (PATH, CI) plus their own settings.
       // eslint-disable-next-line no-restricted-properties
-      const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-      child.stdout.pipe(log);
-      child.stderr.pipe(log);
+      const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: [stdin ? "pipe" : "ignore", "pipe", "pipe"] });
+      child.stdout?.pipe(log);
+      child.stderr?.pipe(log);
       children.push(child);
       child.once("exit", (code, signal) => {
         // A clean exit or one asked for (Ctrl-C reaches the whole process group) is not news; a crash is.
@@ -170,12 +185,30 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     let kubeconfig: string | null = null;
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
-      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"]]) });
+      const proxyToken = randomBytes(24).toString("hex");
+      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true });
+      const services: SeedService[] = lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] }));
       seedCluster(
         api,
         lab.nodes.map((n) => n.name),
-        lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] })),
+        services,
       );
+      if (opts.cluster === true) {
+        const log = createWriteStream(`${logDir}/kube-proxy.log`, { flags: "a" });
+        kubeProxies = startKubeProxies({ url: api.url, ca: api.ca, token: proxyToken }, lab, (line) => log.write(`${new Date().toISOString()} ${line}\n`));
+        // MetalLB's election, as every speaker runs it: all nodes have a speaker, one L2Advertisement selects all.
+        for (const svc of services) {
+          const e = elect({
+            ingressIPs: [svc.ip],
+            externalTrafficPolicy: svc.externalTrafficPolicy,
+            endpoints: svc.endpointNodes.map((nodeName) => ({ nodeName, ready: true, serving: true })),
+            nodes: lab.nodes.map((n) => ({ name: n.name, labels: {}, networkUnavailable: false })),
+            speakers: new Set(lab.nodes.map((n) => n.name)),
+            l2Advertisements: [{ nodeSelectors: [] }],
+          });
+          if (e.owner !== null) owners.set(svc.ip, e.owner);
+        }
+      }
       kubeconfig = `${lab.names.stateDir}/kubeconfig`;
       await writeFile(kubeconfig, api.kubeconfig(admin), { mode: 0o600 });
     }
@@ -241,8 +274,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await exited;
     };
     for (const n of lab.nodes) startAgent(n.name);
+    if (opts.cluster === true) {
+      for (const n of lab.nodes) {
+        const speaker = spawnLogged(`speaker-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, SPEAKER, "eth0"], {}, true);
+        speaker.stdin?.write(`${JSON.stringify({ owned: lab.vips.filter((v) => owners.get(v) === n.name) })}\n`);
+      }
+    }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, stopAgent, startAgent };
+    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

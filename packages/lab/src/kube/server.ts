@@ -23,7 +23,16 @@ export interface TestApiServerOptions {
   readonly omitGroups?: readonly string[];
   /** How long the simulated DaemonSet controller takes to finish a rollout. */
   readonly rolloutDelayMs?: number;
+  /**
+   * The DaemonSet controller counts Pods instead of finishing rollouts on a timer: a DaemonSet's status comes from
+   * the Pods its selector matches (annotation TEMPLATE_GENERATION, condition Ready), which the lab's kube-proxy
+   * stand-ins write as they restart on each node.
+   */
+  readonly daemonSetPods?: boolean;
 }
+
+/** TEMPLATE_GENERATION: the DaemonSet generation a Pod runs (the lab's stand-in for pod-template-generation). */
+export const TEMPLATE_GENERATION = "whohas.lab/template-generation";
 
 /** A TestApiServer is a Kubernetes API server stand-in that speaks the real REST protocol for whohas's resources. */
 export interface TestApiServer {
@@ -118,7 +127,24 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
 
   // The DaemonSet controller, reduced to what `kubectl rollout status` reads: after a delay, every node runs the
   // current generation.
+  const dsStatusFromPods = () => {
+    const nodes = store.list(resourceNamed("nodes"), null).length;
+    for (const ds of store.list(resourceNamed("daemonsets"), null)) {
+      const gen = Number(ds.metadata.generation ?? 1);
+      const sel = (((ds.spec ?? {}) as Record<string, Json>).selector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
+      const pods = store.list(resourceNamed("pods"), str(ds.metadata.namespace)).filter((p) => Object.entries(sel).every(([k, v]) => (p.metadata.labels as Record<string, Json> | undefined)?.[k] === v));
+      const updated = pods.filter((p) => (p.metadata.annotations as Record<string, Json> | undefined)?.[TEMPLATE_GENERATION] === String(gen));
+      const ready = updated.filter((p) => ((((p.status ?? {}) as Record<string, Json>).conditions ?? []) as { type: string; status: string }[]).some((c) => c.type === "Ready" && c.status === "True"));
+      const next = { observedGeneration: gen, desiredNumberScheduled: nodes, currentNumberScheduled: pods.length, updatedNumberScheduled: updated.length, numberAvailable: ready.length, numberReady: ready.length, numberMisscheduled: 0 };
+      if (JSON.stringify(ds.status ?? {}) === JSON.stringify(next)) continue;
+      store.update(resourceNamed("daemonsets"), str(ds.metadata.namespace), str(ds.metadata.name), { ...ds, status: next }, { status: true });
+    }
+  };
   store.subscribe((e) => {
+    if (opts.daemonSetPods === true) {
+      if (e.r.resource === "pods" || (e.r.resource === "daemonsets" && e.type !== "DELETED")) queueMicrotask(dsStatusFromPods);
+      return;
+    }
     if (e.r.resource !== "daemonsets" || e.type === "DELETED") return;
     const o = e.object;
     const gen = Number(o.metadata.generation ?? 1);
