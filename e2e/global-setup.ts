@@ -20,10 +20,11 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   await requireRoot();
   await collectGarbage();
   // Probe is shortened from its 60 s (a test setting of the hub: actions.probeDuration).
-  const stack = await startStack({ nodes: 3, vips: 2, kube: true, probeDuration: "6s" });
+  const stack = await startStack({ nodes: 3, vips: 2, kube: true, cluster: true, probeDuration: "6s" });
   mkdirSync(STATE_DIR, { recursive: true });
   for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
   process.env.WHOHAS_E2E_URL = stack.url;
+  process.env.WHOHAS_E2E_KUBECONFIG = `${stack.lab.names.stateDir}/kubeconfig`;
   process.env.WHOHAS_E2E_USERS = JSON.stringify(stack.users);
   process.env.WHOHAS_E2E_NODES = JSON.stringify(stack.lab.nodes.map((n) => ({ name: n.name, mac: n.mac })));
   process.env.WHOHAS_E2E_VIPS = JSON.stringify(stack.lab.vips);

@@ -8,6 +8,7 @@ import { Actions } from "./src/server/actions/actions.js";
 import { Alerter } from "./src/server/alerts/alerter.js";
 import type { Receiver } from "./src/server/alerts/receivers.js";
 import { Auth } from "./src/server/auth/auth.js";
+import { Remediation } from "./src/server/remediation/remediation.js";
 import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
 import { hashPassword } from "./src/server/auth/passwords.js";
 import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig } from "./src/server/config.js";
@@ -80,8 +81,9 @@ async function main(): Promise<void> {
   await app.prepare();
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
+  let kc: ReturnType<typeof loadKubeConfig> | null = null;
   if (config.kubernetes !== null) {
-    const kc = loadKubeConfig(config.kubernetes === "in-cluster" ? null : config.kubernetes);
+    kc = loadKubeConfig(config.kubernetes === "in-cluster" ? null : config.kubernetes);
     const inventory = await startInventory(kc, () => hub.clusterChanged(), logger);
     hub.setCluster(inventory);
     logger.info("kube.connected", { source: config.kubernetes, server: kc.getCurrentCluster()?.server, metallb: inventory.metallb });
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
     auth,
     actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
     settings,
+    remediation: kc === null ? undefined : (actions) => new Remediation({ kc, hub, actions: () => actions, logger }),
     alerter: (metrics) =>
       new Alerter({ hub, outbox: store.outbox, receivers, policy: config.alerting, logger, onOutcome: (receiver, outcome) => metrics.deliveries.inc({ receiver, outcome }) }),
     logger,

@@ -9,7 +9,7 @@ import { stringify as stringifyYaml } from "yaml";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
 import { seedCluster, type SeedService } from "./kube/seed.js";
-import { startTestApiServer, type TestApiServer } from "./kube/server.js";
+import { startTestApiServer, type ForbiddenRule, type TestApiServer } from "./kube/server.js";
 import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
 import { elect } from "@whohas/core";
 
@@ -45,6 +45,8 @@ export interface StackOptions {
    * strictARP true leaves exactly one responder per IP: the elected node's speaker.
    */
   readonly cluster?: boolean;
+  /** Requests the test API server refuses with 403 (RBAC the hub lacks). */
+  readonly forbidden?: readonly ForbiddenRule[];
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -186,7 +188,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
       const proxyToken = randomBytes(24).toString("hex");
-      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true });
+      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true, forbidden: opts.forbidden });
       const services: SeedService[] = lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] }));
       seedCluster(
         api,

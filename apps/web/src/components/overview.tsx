@@ -51,7 +51,10 @@ export function Overview() {
               kube-proxy in IPVS mode with <code>strictARP: false</code> makes every node answer for every IP on kube-ipvs0: set{" "}
               <code>ipvs.strictARP: true</code> in ConfigMap kube-system/kube-proxy and restart the kube-proxy DaemonSet (
               <code>kubectl -n kube-system rollout restart ds/kube-proxy</code>), then flush the clients&apos; stale entries (
-              <code>ip neigh flush to IP</code>).
+              <code>ip neigh flush to IP</code>).{" "}
+              <Link href="/fix" className="fix-link" data-testid="fix-link">
+                Fix strictARP from here
+              </Link>
             </>
           ) : (
             <>Check for two speakers announcing the same IP (split brain) and for nodes answering ARP for addresses they hold.</>

@@ -6,6 +6,7 @@ import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
 import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
 import type { Alerter } from "./alerts/alerter.js";
+import type { Remediation } from "./remediation/remediation.js";
 import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
 import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
@@ -26,6 +27,8 @@ export interface HubServerOptions {
   readonly settings?: Settings;
   /** Makes the alerter, which counts its deliveries in the hub's metrics. */
   readonly alerter?: (metrics: HubMetrics) => Alerter;
+  /** Makes the strictARP fix, which probes through the actions (absent without Kubernetes). */
+  readonly remediation?: (actions: Actions | undefined) => Remediation;
   readonly logger: Logger;
   /** Serves everything that is not ours (Next.js); tests pass a 404 handler. */
   readonly pages: RequestListener;
@@ -57,12 +60,13 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
+  const remediation = opts.remediation?.(actions);
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: TRPC_PREFIX,
     createContext: ({ req }) => {
       const principal = auth.principal(req);
-      return { hub: opts.hub, actions, settings: opts.settings, alerter, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
+      return { hub: opts.hub, actions, settings: opts.settings, alerter, remediation, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
     },
   });
   const base = opts.basePath ?? "";

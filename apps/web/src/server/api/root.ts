@@ -5,6 +5,7 @@ import { clusterRouter } from "./router/cluster.js";
 import { incidentsRouter } from "./router/incidents.js";
 import { ipsRouter } from "./router/ips.js";
 import { nodesRouter } from "./router/nodes.js";
+import { remediationRouter } from "./router/remediation.js";
 import { settingsRouter } from "./router/settings.js";
 import { createTRPCRouter } from "./trpc.js";
 
@@ -18,6 +19,7 @@ export const appRouter = createTRPCRouter({
   actions: actionsRouter,
   settings: settingsRouter,
   alerts: alertsRouter,
+  remediation: remediationRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -9,6 +9,7 @@ import type { Alerter } from "../alerts/alerter.js";
 import type { Principal } from "../auth/auth.js";
 import { allows, type Role } from "../auth/roles.js";
 import type { Hub } from "../hub/hub.js";
+import type { Remediation } from "../remediation/remediation.js";
 import type { Settings } from "../settings.js";
 
 export interface Context {
@@ -17,6 +18,8 @@ export interface Context {
   readonly actions?: Actions;
   readonly settings?: Settings;
   readonly alerter?: Alerter;
+  /** The strictARP fix (absent without Kubernetes access). */
+  readonly remediation?: Remediation;
   /** Who is asking (null: nobody signed in); the HTTP handler fills it from the request. */
   readonly principal: Principal | null;
   /** Whether the request carried the principal's CSRF token (mutations need it). */

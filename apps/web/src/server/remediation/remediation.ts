@@ -1,0 +1,396 @@
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { nodeArp, parseKubeProxyConfig, patchStrictArp, type Logger } from "@whohas/core";
+import type { Actions } from "../actions/actions.js";
+import type { Hub } from "../hub/hub.js";
+
+const NS = "kube-system";
+const NAME = "kube-proxy";
+const CONFIG_KEY = "config.conf";
+/** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */
+const BACKUPS_KEY = "remediation.backups";
+const MAX_BACKUPS = 20;
+/** MAX_PROBED: affected IPs probed during verification (each from two nodes). */
+const MAX_PROBED = 8;
+
+/** A RemediationRefused is a step that cannot go on, with what to do about it; nothing after it ran. */
+export class RemediationRefused extends Error {
+  constructor(
+    message: string,
+    readonly code: "CONFLICT" | "FORBIDDEN" | "PRECONDITION_FAILED",
+  ) {
+    super(message);
+  }
+}
+
+export interface Preview {
+  readonly resourceVersion: string;
+  readonly mode: string;
+  readonly strictARP: boolean;
+  readonly current: string;
+  readonly patched: string;
+  readonly changed: boolean;
+  /** Nodes whose kernel answers for any local address now (they change after the restart). */
+  readonly affected: readonly string[];
+  readonly warnings: readonly string[];
+  /** Why Apply is off (mode not ipvs, nothing to change), null when it may run. */
+  readonly disabledReason: string | null;
+  readonly backups: readonly { readonly name: string; readonly createdAt: number }[];
+}
+
+export type StepState = "pending" | "running" | "ok" | "failed" | "skipped";
+export interface Step {
+  readonly name: string;
+  state: StepState;
+  detail: string;
+}
+
+/** A Run is one apply or rollback as the dashboard follows it. */
+export interface Run {
+  readonly id: string;
+  readonly kind: "apply" | "rollback";
+  readonly by: string;
+  readonly startedAt: number;
+  readonly dryRun: boolean;
+  endedAt: number | null;
+  result: "running" | "verified" | "done" | "failed";
+  message: string;
+  readonly steps: Step[];
+  backup: string | null;
+  version: number;
+}
+
+export interface RemediationOptions {
+  readonly kc: KubeConfig;
+  readonly hub: Hub;
+  readonly actions: () => Actions | undefined;
+  readonly logger: Logger;
+  /** How long to wait for the rollout, and for every node's sysctls (defaults 5 min and 2 min). */
+  readonly rolloutTimeoutMs?: number;
+  readonly sysctlTimeoutMs?: number;
+}
+
+interface StoredBackup {
+  readonly name: string;
+  readonly createdAt: number;
+  readonly text: string;
+}
+
+/** kubeMessage turns an API error into what a person can act on. */
+function kubeMessage(e: unknown, what: string): RemediationRefused | Error {
+  if (e instanceof ApiException) {
+    let msg = "";
+    try {
+      msg = (JSON.parse(String(e.body)) as { message?: string }).message ?? "";
+    } catch {
+      msg = String(e.body).slice(0, 200);
+    }
+    if (e.code === 403) return new RemediationRefused(`${what}: forbidden (${msg}). Grant whohas's ServiceAccount this permission (deploy/ RBAC), then try again.`, "FORBIDDEN");
+    if (e.code === 409) return new RemediationRefused(`${what}: kube-proxy's ConfigMap changed since the preview (${msg}). Nothing was overwritten: preview again.`, "CONFLICT");
+    if (e.code === 404) return new RemediationRefused(`${what}: not found (${msg}).`, "PRECONDITION_FAILED");
+    return new Error(`${what}: HTTP ${e.code} ${msg}`);
+  }
+  return new Error(`${what}: ${(e as Error).message}`);
+}
+
+/** rolloutComplete is kubectl rollout status's rule for a DaemonSet (DESIGN 2.4). */
+function rolloutComplete(ds: { metadata?: { generation?: number }; status?: { observedGeneration?: number; updatedNumberScheduled?: number; desiredNumberScheduled?: number; numberAvailable?: number } }): boolean {
+  const s = ds.status ?? {};
+  return (ds.metadata?.generation ?? 0) <= (s.observedGeneration ?? -1) && (s.updatedNumberScheduled ?? 0) >= (s.desiredNumberScheduled ?? 0) && (s.numberAvailable ?? 0) >= (s.desiredNumberScheduled ?? 0);
+}
+
+/**
+ * Remediation is the one-click strictARP fix (issue 7): preview, then apply (backup, patch with the previewed
+ * resourceVersion, optional server-side dry run, rollout restart, follow the rollout, verify sysctls and probe),
+ * and rollback. One run at a time; every step audited; each failure stops the flow with what to do.
+ */
+export class Remediation {
+  readonly #core: CoreV1Api;
+  readonly #apps: AppsV1Api;
+  #run: Run | null = null;
+  readonly #events = new EventEmitter<{ change: [] }>();
+
+  constructor(readonly o: RemediationOptions) {
+    this.#core = o.kc.makeApiClient(CoreV1Api);
+    this.#apps = o.kc.makeApiClient(AppsV1Api);
+    this.#events.setMaxListeners(0);
+  }
+
+  #backups(): StoredBackup[] {
+    return this.o.hub.store.setting<StoredBackup[]>(BACKUPS_KEY) ?? [];
+  }
+
+  /** preview reads kube-proxy's ConfigMap and shows the patched text, who changes, and what to know first. */
+  async preview(): Promise<Preview> {
+    let cm;
+    try {
+      cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS });
+    } catch (e) {
+      throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
+    }
+    const text = cm.data?.[CONFIG_KEY];
+    if (text === undefined) throw new RemediationRefused(`ConfigMap ${NS}/${NAME} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`, "PRECONDITION_FAILED");
+    const p = patchStrictArp(text);
+    if (!p.ok) throw new RemediationRefused(`${CONFIG_KEY}: ${p.message}`, "PRECONDITION_FAILED");
+    const parsed = parseKubeProxyConfig(text);
+    const mode = parsed.ok ? parsed.value.mode : "";
+    const warnings: string[] = [];
+    let disabledReason: string | null = null;
+    if (mode !== "ipvs") disabledReason = `kube-proxy runs in ${mode === "" ? "iptables" : mode} mode: it binds no LoadBalancer IP to an interface, so there is nothing to fix`;
+    else if (!p.changed) disabledReason = "strictARP is already true in the ConfigMap; if nodes still answer, restart kube-proxy (the drift on the Overview says which)";
+    const kubeadm = await this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS }).then(
+      () => true,
+      () => false,
+    );
+    if (kubeadm) warnings.push("kubeadm: the ConfigMap is the place, and kubeadm upgrade reads it back, so the setting survives upgrades.");
+    warnings.push(
+      "If an installer manages this cluster, persist the setting there too or its next run undoes it: kubespray kube_proxy_strict_arp: true; Kubermatic KKP spec.clusterNetwork.ipvs.strictArp; KubeOne clusterNetwork.kubeProxy.ipvs.strictARP.",
+    );
+    const antrea = await this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS }).then(
+      () => true,
+      () => false,
+    );
+    if (antrea) warnings.push("Antrea is installed: Antrea Egress does not work with strictARP (Antrea's documentation).");
+    const affected = this.o.hub
+      .nodes()
+      .filter((n) => n.facts !== null && !nodeArp(n.facts).strict)
+      .map((n) => n.node);
+    return {
+      resourceVersion: cm.metadata?.resourceVersion ?? "",
+      mode,
+      strictARP: parsed.ok && parsed.value.strictARP,
+      current: text,
+      patched: p.text,
+      changed: p.changed,
+      affected,
+      warnings,
+      disabledReason,
+      backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
+    };
+  }
+
+  /** current is the running or last run, null before the first. */
+  current(): Run | null {
+    return this.#run;
+  }
+
+  /** changed resolves at the next change of the run, or when `signal` aborts. */
+  changed(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#events.off("change", done);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#events.on("change", done);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  #start(kind: Run["kind"], by: string, dryRun: boolean, steps: string[]): Run {
+    const busy = this.#run;
+    if (busy !== null && busy.result === "running") throw new RemediationRefused(`${busy.by} is already running a ${busy.kind} (since ${new Date(busy.startedAt).toISOString()}): wait for it to finish`, "CONFLICT");
+    const run: Run = { id: randomUUID(), kind, by, startedAt: this.o.hub.clock(), dryRun, endedAt: null, result: "running", message: "", steps: steps.map((name) => ({ name, state: "pending", detail: "" })), backup: null, version: 1 };
+    this.#run = run;
+    this.#emit();
+    return run;
+  }
+
+  #emit(): void {
+    if (this.#run !== null) this.#run.version++;
+    this.#events.emit("change");
+  }
+
+  async #step<T>(run: Run, name: string, fn: (say: (detail: string) => void) => Promise<T>): Promise<T> {
+    const s = run.steps.find((x) => x.name === name);
+    if (s === undefined) throw new Error(`no step ${name}`);
+    s.state = "running";
+    this.#emit();
+    try {
+      const out = await fn((detail) => {
+        s.detail = detail;
+        this.#emit();
+      });
+      s.state = "ok";
+      this.#emit();
+      return out;
+    } catch (e) {
+      s.state = "failed";
+      s.detail = (e as Error).message;
+      this.#emit();
+      throw e;
+    }
+  }
+
+  #finish(run: Run, result: Run["result"], message: string, input: unknown): void {
+    run.result = result;
+    run.message = message;
+    run.endedAt = this.o.hub.clock();
+    for (const s of run.steps) if (s.state === "pending") s.state = "skipped";
+    this.o.hub.store.audit({ t: run.endedAt, actor: run.by, action: `remediation.${run.kind}`, input, outcome: result === "failed" ? "failed" : "ok", detail: message });
+    this.o.logger.info(`remediation.${run.kind}`, { by: run.by, result, message });
+    this.#emit();
+  }
+
+  /**
+   * apply runs the fix with the resourceVersion read at preview. It returns when the run has started; the run goes on
+   * and is followed with `current` / `changed`. Refused at once (nothing written) when another run is going.
+   */
+  apply(resourceVersion: string, by: string, dryRun: boolean): Run {
+    const steps = dryRun ? ["backup", "patch"] : ["backup", "patch", "restart", "rollout", "sysctls", "probe"];
+    const run = this.#start("apply", by, dryRun, steps);
+    void this.#apply(run, resourceVersion).catch(() => undefined);
+    return run;
+  }
+
+  async #apply(run: Run, resourceVersion: string): Promise<void> {
+    const input = { resourceVersion, dryRun: run.dryRun };
+    try {
+      const cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS }).catch((e: unknown) => {
+        throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
+      });
+      const original = cm.data?.[CONFIG_KEY] ?? "";
+      const p = patchStrictArp(original);
+      if (!p.ok) throw new RemediationRefused(p.message, "PRECONDITION_FAILED");
+      if (cm.metadata?.resourceVersion !== resourceVersion) throw new RemediationRefused(`kube-proxy's ConfigMap changed since the preview (resourceVersion ${resourceVersion} -> ${cm.metadata?.resourceVersion ?? "?"}). Nothing was written: preview again.`, "CONFLICT");
+      const backup = await this.#step(run, "backup", async (say) => {
+        const name = `kube-proxy-whohas-backup-${new Date(this.o.hub.clock()).toISOString().replace(/[^0-9]/g, "").slice(0, 14)}`;
+        await this.#core
+          .createNamespacedConfigMap({ namespace: NS, body: { metadata: { name, namespace: NS, labels: { "app.kubernetes.io/managed-by": "whohas", "whohas.io/backup-of": NAME } }, data: { [CONFIG_KEY]: original } }, dryRun: run.dryRun ? "All" : undefined })
+          .catch((e: unknown) => {
+            throw kubeMessage(e, `creating backup ConfigMap ${NS}/${name}`);
+          });
+        if (!run.dryRun) {
+          this.o.hub.store.setSetting(BACKUPS_KEY, [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS), this.o.hub.clock());
+          // The full original text is in the audit log too: the backup outlives a deleted ConfigMap.
+          this.o.hub.store.audit({ t: this.o.hub.clock(), actor: run.by, action: "remediation.backup", input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name }, outcome: "ok", detail: original });
+        }
+        say(`${run.dryRun ? "would create" : "created"} ${NS}/${name}`);
+        return name;
+      });
+      run.backup = run.dryRun ? null : backup;
+      await this.#step(run, "patch", async (say) => {
+        await this.#core
+          .patchNamespacedConfigMap(
+            { name: NAME, namespace: NS, body: { metadata: { resourceVersion }, data: { [CONFIG_KEY]: p.text } }, dryRun: run.dryRun ? "All" : undefined },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+          )
+          .catch((e: unknown) => {
+            throw kubeMessage(e, `patching ConfigMap ${NS}/${NAME}`);
+          });
+        say(`${run.dryRun ? "the API server accepts" : "set"} ipvs.strictARP: true (only that line changes)`);
+      });
+      if (run.dryRun) return this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
+      await this.#restartAndWait(run);
+      await this.#verify(run);
+      this.#finish(run, "verified", "strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner", input);
+    } catch (e) {
+      this.#finish(run, "failed", (e as Error).message, input);
+      if (!(e instanceof RemediationRefused)) this.o.logger.error("remediation.failed", { message: (e as Error).message });
+    }
+  }
+
+  async #restartAndWait(run: Run): Promise<void> {
+    await this.#step(run, "restart", async (say) => {
+      const at = new Date(this.o.hub.clock()).toISOString();
+      await this.#apps
+        .patchNamespacedDaemonSet({ name: NAME, namespace: NS, body: { spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": at } } } } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch))
+        .catch((e: unknown) => {
+          throw kubeMessage(e, `restarting DaemonSet ${NS}/${NAME}`);
+        });
+      say(`kubectl.kubernetes.io/restartedAt=${at}`);
+    });
+    await this.#step(run, "rollout", async (say) => {
+      const end = this.o.hub.clock() + (this.o.rolloutTimeoutMs ?? 300_000);
+      for (;;) {
+        const ds = await this.#apps.readNamespacedDaemonSet({ name: NAME, namespace: NS }).catch((e: unknown) => {
+          throw kubeMessage(e, `reading DaemonSet ${NS}/${NAME}`);
+        });
+        const s = ds.status;
+        say(`${s?.updatedNumberScheduled ?? 0} of ${s?.desiredNumberScheduled ?? 0} updated, ${s?.numberAvailable ?? 0} available`);
+        if (rolloutComplete(ds)) return;
+        if (this.o.hub.clock() > end) throw new Error(`the rollout did not complete in ${Math.round((this.o.rolloutTimeoutMs ?? 300_000) / 1000)} s (${s?.numberAvailable ?? 0} of ${s?.desiredNumberScheduled ?? 0} available): check kube-proxy's pods (kubectl -n kube-system get pods -l k8s-app=kube-proxy)`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    });
+  }
+
+  async #verify(run: Run): Promise<void> {
+    await this.#step(run, "sysctls", async (say) => {
+      const end = this.o.hub.clock() + (this.o.sysctlTimeoutMs ?? 120_000);
+      for (;;) {
+        const nodes = this.o.hub.nodes().filter((n) => n.up);
+        const loose = nodes.filter((n) => n.facts === null || !nodeArp(n.facts).strict).map((n) => n.node);
+        say(loose.length === 0 ? `all ${nodes.length} nodes: arp_ignore=1, arp_announce=2` : `waiting for ${loose.join(", ")} (agents report every 10 s)`);
+        if (nodes.length > 0 && loose.length === 0) return;
+        if (this.o.hub.clock() > end) throw new Error(`${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    });
+    await this.#step(run, "probe", async (say) => {
+      const actions = this.o.actions();
+      if (actions === undefined) throw new Error("probes are not available in this process");
+      const ips = this.o.hub
+        .ips()
+        .filter((v) => v.services.length > 0 && v.expectedOwner !== null)
+        .slice(0, MAX_PROBED);
+      if (ips.length === 0) {
+        say("no LoadBalancer IP with a known owner to probe");
+        return;
+      }
+      const ids = ips.map((v) => actions.probe(v.ip, run.by));
+      say(`probing ${ips.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(actions.durations.probeMs / 1000)} s`);
+      for (;;) {
+        const views = ids.map((id) => actions.view(id));
+        if (views.every((v) => v !== null && v.state !== "running")) {
+          const bad: string[] = [];
+          views.forEach((v, i) => {
+            const ip = ips[i];
+            if (v === null || ip === undefined) return;
+            const owner = ip.expectedOwner?.node ?? null;
+            const several = v.rounds.filter((r) => r.replies.length > 1).length;
+            const wrong = v.rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
+            const none = v.rounds.filter((r) => r.replies.length === 0).length;
+            if (several + wrong + none > 0) bad.push(`${ip.ip}: ${several} requests answered by several MACs, ${wrong} by a node other than ${owner ?? "?"}, ${none} unanswered`);
+          });
+          if (bad.length > 0) throw new Error(bad.join("; "));
+          say(`${ips.length} IPs: every request answered once, by the expected owner`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    });
+  }
+
+  /**
+   * rollback puts back the text of a backup, byte for byte, and restarts kube-proxy. kube-proxy never resets the
+   * sysctls, so the nodes keep answering strictly until they reboot.
+   */
+  rollback(name: string, by: string): Run {
+    const b = this.#backups().find((x) => x.name === name);
+    if (b === undefined) throw new RemediationRefused(`no backup ${name} known to this hub`, "PRECONDITION_FAILED");
+    const run = this.#start("rollback", by, false, ["restore", "restart", "rollout"]);
+    run.backup = name;
+    void (async () => {
+      try {
+        await this.#step(run, "restore", async (say) => {
+          const cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS }).catch((e: unknown) => {
+            throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
+          });
+          await this.#core
+            .patchNamespacedConfigMap({ name: NAME, namespace: NS, body: { metadata: { resourceVersion: cm.metadata?.resourceVersion }, data: { [CONFIG_KEY]: b.text } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch))
+            .catch((e: unknown) => {
+              throw kubeMessage(e, `restoring ConfigMap ${NS}/${NAME}`);
+            });
+          say(`${CONFIG_KEY} is the text of ${name} again (${b.text.length} bytes)`);
+        });
+        await this.#restartAndWait(run);
+        this.#finish(run, "done", `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot.`, { backup: name });
+      } catch (e) {
+        this.#finish(run, "failed", (e as Error).message, { backup: name });
+      }
+    })();
+    return run;
+  }
+}

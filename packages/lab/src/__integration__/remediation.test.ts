@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { startStack, type Stack } from "../stack.js";
+import { eventually } from "./hub-client.js";
+
+const exec = promisify(execFile);
+
+interface Run {
+  kind: string;
+  by: string;
+  result: string;
+  message: string;
+  steps: { name: string; state: string; detail: string }[];
+}
+
+/** Operator is a signed-in operator's HTTP client of the hub's dashboard API (session cookie and CSRF token). */
+async function operator(stack: Stack) {
+  const login = await fetch(`${stack.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: stack.users.operator.name, password: stack.users.operator.password }) });
+  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const { csrf } = (await (await fetch(`${stack.url}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string };
+  const headers = { cookie, "x-whohas-csrf": csrf, "content-type": "application/json" };
+  return {
+    query: async <T>(path: string) => ((await (await fetch(`${stack.url}/api/trpc/${path}`, { headers })).json()) as { result: { data: T } }).result.data,
+    mutate: async (path: string, input: unknown) => {
+      const res = await fetch(`${stack.url}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(input) });
+      return { status: res.status, body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } } };
+    },
+    /** run reads the current run from the live subscription's first event. */
+    run: async (): Promise<Run | null> => {
+      const ac = new AbortController();
+      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, { headers: { ...headers, accept: "text/event-stream" }, signal: ac.signal });
+      const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
+      let text = "";
+      for (;;) {
+        const chunk = await reader?.read();
+        if (chunk === undefined || chunk.done) break;
+        text += new TextDecoder().decode(chunk.value);
+        // The first message event (the "connected" event comes before it) carries the run.
+        for (const block of text.split("\n\n").slice(0, -1)) {
+          if (/^event:/m.test(block)) continue;
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (data === undefined) continue;
+          ac.abort();
+          return JSON.parse(data) as Run | null;
+        }
+      }
+      return null;
+    },
+  };
+}
+
+const configText = async (stack: Stack) =>
+  (await exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, "-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "jsonpath={.data.config\\.conf}"])).stdout;
+
+// The strictARP fix against the test API server, through the hub's API as an operator: what must stop it, and how.
+describe("remediation refuses to do harm", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ nodes: 2, vips: 1, kube: true, cluster: true });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  it("stops on a ConfigMap changed since the preview (409: never overwrites), and lets one operator run at a time", async () => {
+    const op = await operator(stack);
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    // Someone edits kube-proxy's ConfigMap between the preview and Apply.
+    const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited by hand");
+    await exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, "-n", "kube-system", "patch", "configmap", "kube-proxy", "--type", "merge", "-p", JSON.stringify({ data: { "config.conf": edited } })]);
+    const first = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
+    expect(first.status).toBe(200);
+    const run = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    expect(run?.result).toBe("failed");
+    expect(run?.message).toMatch(/changed since the preview .*Nothing was written: preview again/);
+    expect(await configText(stack)).toBe(edited);
+
+    // Two operators at once: while one run goes, another is refused with the reason.
+    const fresh = await op.query<{ resourceVersion: string }>("remediation.preview");
+    const [a, b] = await Promise.all([op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true }), op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true })]);
+    const refused = [a, b].filter((x) => x.status === 409);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]?.body.error?.message).toMatch(/is already running a apply/);
+    // The dry run wrote nothing.
+    const dry = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    expect(dry?.result).toBe("done");
+    expect(await configText(stack)).toBe(edited);
+  });
+});
+
+describe("remediation without the permission to patch", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ nodes: 2, vips: 1, kube: true, cluster: true, forbidden: [{ user: "system:serviceaccount:whohas:hub", verb: "patch", resource: "configmaps", name: "kube-proxy" }] });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  it("stops at the patch with the missing permission, and leaves kube-proxy as it was", async () => {
+    const op = await operator(stack);
+    const before = await configText(stack);
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
+    const run = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    expect(run?.result).toBe("failed");
+    expect(run?.steps.find((s) => s.name === "patch")).toMatchObject({ state: "failed", detail: expect.stringMatching(/forbidden .*cannot patch resource "configmaps".*Grant whohas's ServiceAccount/) });
+    expect(run?.steps.find((s) => s.name === "restart")?.state).toBe("skipped");
+    expect(await configText(stack)).toBe(before);
+  });
+});
