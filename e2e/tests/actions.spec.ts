@@ -54,11 +54,16 @@ test("Force re-announce asks first, runs on the expected owner, and its frames a
   await page.goto(`${url}/ips/${vip0}`);
   const owner = (await page.getByTestId("expected-owner").locator("strong").innerText()).trim();
   expect(nodes.map((n) => n.name)).toContain(owner);
+  // The owner's speaker announced when it took the IP over: count what this button adds on top.
+  const announced = page.locator(`[data-testid="responder"][data-node="${owner}"] [data-testid="announcements"]`);
+  const before = Number(await announced.getAttribute("data-count"));
   await page.getByTestId("reannounce").click();
   await expect(page.getByRole("dialog")).toContainText(`Announce ${vip0} from ${owner}?`);
   await page.getByTestId("confirm-reannounce").click();
   await expect(page.getByRole("status").filter({ hasText: "is announcing" })).toBeVisible();
   await expect(page.getByTestId("reannounce-result")).toContainText(`${owner} announced ${vip0}`, { timeout: 30_000 });
+  // MetalLB's timing: a burst (request + reply) every 1.1 s until 5 s after the last of the 5 s: at least 8 frames.
+  await expect.poll(async () => Number(await announced.getAttribute("data-count")), { timeout: 20_000 }).toBeGreaterThanOrEqual(before + 8);
   await expect(page.getByTestId("timeline")).toHaveAttribute("data-series", new RegExp(`${owner} announcements`), { timeout: 30_000 });
   await shot(page, "reannounce");
 });

@@ -107,7 +107,7 @@ export function IpDetail({ ip }: { ip: string }) {
                 <td>{r.answering ? "yes" : "no"}</td>
                 <td>{r.replies}</td>
                 <td>{r.meanLatencyMs === null ? <span className="muted">-</span> : r.meanLatencyMs < 1 ? `${Math.round(r.meanLatencyMs * 1000)} µs` : `${r.meanLatencyMs.toFixed(1)} ms`}</td>
-                <td>
+                <td data-testid="announcements" data-count={r.gratuitous}>
                   {r.gratuitous} {r.lastGratuitous === null ? null : <span className="muted">(last <Ago t={r.lastGratuitous} />)</span>}
                 </td>
                 <td>
