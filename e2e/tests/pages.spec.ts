@@ -66,7 +66,10 @@ test("the IP detail shows the three responders, the timeline, the silent drop an
   // The chart has one replies series per node, drawn.
   const chart = page.getByTestId("timeline");
   for (const n of nodes) await expect(chart).toHaveAttribute("data-series", new RegExp(`${n.name} replies`));
-  await expect(chart.locator(".recharts-line")).toHaveCount(3);
+  // One line per series drawn: the three nodes' replies, and the owner's announcements (its speaker announced the IP).
+  const series = ((await chart.getAttribute("data-series")) ?? "").split("|");
+  expect(series.filter((k) => k.endsWith(" replies"))).toHaveLength(3);
+  await expect(chart.locator(".recharts-line")).toHaveCount(series.length);
   await expect(page.getByTestId("ip-incidents")).toContainText("multi-responder");
   await shot(page, "ip-detail");
 });

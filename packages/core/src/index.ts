@@ -17,6 +17,7 @@ export * from "./analysis/findings.js";
 export * from "./analysis/analyzer.js";
 export * from "./analysis/live-findings.js";
 export * from "./analysis/node-findings.js";
+export * from "./analysis/flip-flop.js";
 export * from "./analysis/capture-analysis.js";
 export * from "./metallb/selector.js";
 export * from "./metallb/election.js";

@@ -68,4 +68,25 @@ describe("Hub", () => {
     hub.heartbeat("node-a");
     expect(hub.tick().map((t) => [t.kind, t.finding.type])).toEqual([["cleared", "agent-down"]]);
   });
+
+  it("finds a flip-flop: the IP goes back to the node that had it within 10 min", () => {
+    let now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    const b = { ...hello, node: "node-b", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0b", up: true }] };
+    hub.connect(hello);
+    hub.connect(b);
+    const answer = (mac: string) => {
+      const e = (kind: "request" | "reply", m: string) => ({ ip: "192.0.2.8", mac: m, kind, iface: "eth0", count: 1, firstSeen: now, lastSeen: now, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+      hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [e("request", "02:00:5e:00:00:01"), e("reply", mac)] });
+      hub.heartbeat("node-a");
+      hub.heartbeat("node-b");
+      return hub.tick().map((t) => `${t.kind} ${t.finding.type}`);
+    };
+    expect(answer("02:00:5e:00:00:0a")).toEqual([]);
+    now += 60_000;
+    expect(answer("02:00:5e:00:00:0b")).toEqual([]); // a move is not a flip-flop
+    now += 60_000;
+    expect(answer("02:00:5e:00:00:0a")).toEqual(["opened flip-flop"]);
+    expect(hub.incidents({ open: true }).find((i) => i.type === "flip-flop")?.detail).toContain("went back from node-b to node-a");
+  });
 });

@@ -5,6 +5,7 @@ import {
   IpTable,
   compareIP,
   inventoryByIp,
+  FlipFlopWatch,
   liveFindings,
   nodeFindings,
   subjectNode,
@@ -167,6 +168,7 @@ export class Hub {
   readonly #macToNode = new Map<string, string>();
   readonly #events = new EventEmitter<{ change: []; transition: [Transition, number] }>();
   readonly #tracker = new FindingTracker();
+  readonly #flips = new FlipFlopWatch();
   readonly #incidentIds = new Map<string, number>();
   /** Per IP, the signature it was last judged with, and what was present then (kept only while something is). */
   readonly #judged = new Map<string, number>();
@@ -354,12 +356,16 @@ export class Hub {
   #judge(ip: string, now: number, inv: Map<string, IpInventory>, down: ReadonlySet<string>, all: boolean, out: Transition[]): void {
     const sig = this.#table.signature(ip, now, SPLIT_BRAIN_MS);
     let present = this.#present.get(ip);
-    if (all || this.#judged.get(ip) !== sig) {
+    // A flip-flop lasts a while after the last flip, with no traffic to say it ended: judged again when it expires.
+    const flipExpired = present?.some((f) => f.type === "flip-flop") === true && this.#flips.active(ip, now) === null;
+    if (all || flipExpired || this.#judged.get(ip) !== sig) {
       // Its view moved with time alone (a MAC stopped answering...): subscribers need it again.
       if (!all && this.#judged.has(ip)) this.#changed.set(ip, ++this.#seq);
       this.#judged.set(ip, sig);
       const v = this.#view(ip, now, inv);
       present = v === null ? [] : liveFindings(v, { expectedOwner: v.expectedOwner?.node ?? null, silentDropNodes: v.silentDropNodes, downAgents: down }, now);
+      const flip = v === null ? null : this.#flips.see(ip, v.responders.filter((r) => r.answering), now);
+      if (flip !== null) present.push(flip);
       if (present.length > 0) this.#present.set(ip, present);
       else this.#present.delete(ip);
     } else if (present === undefined && !this.#tracker.has(ip)) {
