@@ -181,14 +181,14 @@ async function main(): Promise<void> {
   const pruner = setInterval(() => void prune().catch((e: unknown) => logger.error("store.prune_failed", { message: (e as Error).message })), PRUNE_EVERY_MS);
   void prune();
 
-  const tcp = server.createServer();
+  const tcp = server.createServer(config.tls);
   await new Promise<void>((resolve, reject) => {
     tcp.once("error", reject);
     tcp.listen(config.listen.port, config.listen.host, resolve);
   });
   const address = tcp.address();
   const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
-  logger.info("hub.listening", { url: `http://localhost:${port}${basePath}/`, host: config.listen.host, readApi: config.viewerToken !== null, signIn: auth.methods, basePath });
+  logger.info("hub.listening", { url: `${config.tls === null ? "http" : "https"}://localhost:${port}${basePath}/`, tls: config.tls !== null, host: config.listen.host, readApi: config.viewerToken !== null, signIn: auth.methods, basePath });
   const unix = config.agentSocket === null ? null : server.createServer();
   if (unix !== null && config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });

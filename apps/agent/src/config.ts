@@ -11,6 +11,8 @@ export interface AgentConfig {
   readonly interfaces: RegExp;
   readonly excludeInterfaces: RegExp | null;
   readonly token: string;
+  /** PEM of the CA that signed the hub's certificate (wss://), null: the system's CAs. */
+  readonly ca: string | null;
   readonly maxBufferBytes: number;
   readonly metricsAddress: string | null;
   readonly logLevel: LogLevel;
@@ -25,6 +27,8 @@ Needs root, or CAP_NET_RAW and CAP_NET_ADMIN.
 Options:
   --hub URL                 hub agent endpoint: ws://HOST:PORT/agent, wss://..., or ws+unix:///PATH.sock:/agent
   --token-file FILE         file holding the agent bearer token (the hub's WHOHAS_AGENT_TOKEN)
+  --ca-file FILE            CA certificate (PEM) the hub's wss:// certificate must chain to (default: system CAs);
+                            the certificate is always verified
   --node NAME               this node's name (default: $NODE_NAME from the downward API, else the hostname)
   --interfaces REGEX        capture only on interfaces matching REGEX (default: all)
   --exclude-interfaces REGEX
@@ -48,6 +52,7 @@ export function parseSize(s: string): number {
 const Schema = z.object({
   hub: z.string().regex(/^(wss?|ws\+unix):\/\//, "--hub must start with ws://, wss:// or ws+unix://"),
   "token-file": z.string().min(1, "--token-file is required"),
+  "ca-file": z.string().min(1).optional(),
   node: z.string().optional(),
   interfaces: z.string().default(".*"),
   "exclude-interfaces": z.string().default(DEFAULT_EXCLUDE),
@@ -80,6 +85,15 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     throw new Error(`--token-file: cannot read ${f["token-file"]}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   if (token === "") throw new Error(`--token-file: ${f["token-file"]} is empty`);
+  let ca: string | null = null;
+  if (f["ca-file"] !== undefined) {
+    try {
+      ca = readFileSync(f["ca-file"], "utf8");
+    } catch (e) {
+      throw new Error(`--ca-file: cannot read ${f["ca-file"]}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    if (!ca.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`--ca-file: ${f["ca-file"]} holds no PEM certificate`);
+  }
   let maxBufferBytes: number;
   try {
     maxBufferBytes = parseSize(f["max-buffer-bytes"]);
@@ -92,6 +106,7 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),
     token,
+    ca,
     maxBufferBytes,
     metricsAddress: f["metrics-address"] === "" ? null : f["metrics-address"],
     logLevel: f["log-level"],

@@ -23,6 +23,8 @@ export interface HubLinkOptions {
   /** ws://, wss:// or ws+unix:///path/to.sock:/agent */
   readonly url: string;
   readonly token: string;
+  /** PEM CA for a wss:// hub whose certificate the system does not trust; verification is never turned off. */
+  readonly ca?: string | null;
   readonly logger: Logger;
   /** Sent first on every (re)connect. */
   readonly hello: () => AgentMessage;
@@ -84,7 +86,7 @@ export class HubLink {
 
   #connect(): void {
     const { url, token, logger } = this.opts;
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000 });
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000, ...(this.opts.ca === undefined || this.opts.ca === null ? {} : { ca: this.opts.ca }) });
     this.#ws = ws;
     ws.on("open", () => {
       this.#attempt = 0;
@@ -117,7 +119,10 @@ export class HubLink {
       logger.error("hub.refused", { status: res.statusCode, hint: res.statusCode === 401 ? "check --token-file: the hub refused the token" : undefined });
       ws.terminate();
     });
-    ws.on("error", (err) => logger.warn("hub.error", { message: err.message }));
+    ws.on("error", (err: Error & { code?: string }) => {
+      const tls = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(err.code ?? "");
+      logger.warn("hub.error", { message: err.message, ...(tls ? { hint: "the hub's certificate is not trusted: pass --ca-file with the CA that signed it" } : {}) });
+    });
     ws.on("close", (code, reason) => {
       if (this.#heartbeat) clearInterval(this.#heartbeat);
       if (this.#closed) return;

@@ -48,6 +48,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     options: {
       hub: { type: "string" },
       "token-file": { type: "string" },
+      "ca-file": { type: "string" },
       node: { type: "string" },
       interfaces: { type: "string" },
       "exclude-interfaces": { type: "string" },
@@ -70,6 +71,7 @@ export async function runAgent(argv: string[]): Promise<number> {
   const link = new HubLink({
     url: config.hub,
     token: config.token,
+    ca: config.ca,
     logger,
     hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).map(({ name, mac, up }) => ({ name, mac, up })) }),
     onMessage: (m) => agent?.onHubMessage(m),

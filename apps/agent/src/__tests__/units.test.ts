@@ -48,6 +48,8 @@ describe("parseAgentConfig", () => {
     { case: "missing token file", flags: { hub: "ws://h/agent", "token-file": join(dir, "nope") }, msg: /--token-file: cannot read .*ENOENT/ },
     { case: "bad regex", flags: { hub: "ws://h/agent", "token-file": tokenFile, interfaces: "(" }, msg: /--interfaces: not a regular expression/ },
     { case: "no token flag", flags: { hub: "ws://h/agent" }, msg: /--token-file/ },
+    { case: "missing CA file", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": join(dir, "nope.pem") }, msg: /--ca-file: cannot read .*ENOENT/ },
+    { case: "a CA file without a certificate", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": tokenFile }, msg: /--ca-file: .* holds no PEM certificate/ },
   ])("refuses $case", ({ flags, msg }) => {
     expect(() => parseAgentConfig(flags, {})).toThrow(msg);
   });

@@ -26,6 +26,8 @@ export interface HubConfig {
   readonly logLevel: "info" | "warn" | "error";
   /** Who may use the dashboard: local users (from the file and auth.usersFile) and an authenticating proxy. */
   readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number };
+  /** HTTPS/WSS: the certificate chain and key (PEM); null: plain HTTP (behind a TLS-terminating ingress). */
+  readonly tls: { readonly cert: string; readonly key: string } | null;
   /** Notification policy (group_wait, repeat_interval, the per-IP cap) and the receivers of the file and environment. */
   readonly alerting: AlertPolicy;
   readonly webhooks: readonly Receiver[];
@@ -80,6 +82,7 @@ const FileSchema = z.strictObject({
       sessionTtl: duration.optional(),
     })
     .optional(),
+  tls: z.strictObject({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
   actions: z.strictObject({ probeDuration: duration.optional(), announceDuration: duration.optional() }).optional(),
   alerting: z
     .strictObject({
@@ -121,6 +124,8 @@ export const ENV_OVERRIDES = {
   WHOHAS_LOG_LEVEL: "log.level",
   WHOHAS_USERS_FILE: "auth.usersFile",
   WHOHAS_PROBE_DURATION: "actions.probeDuration",
+  WHOHAS_TLS_CERT_FILE: "tls.certFile",
+  WHOHAS_TLS_KEY_FILE: "tls.keyFile",
   WHOHAS_WEBHOOK_URL: "webhooks (one more receiver, named env)",
   WHOHAS_WEBHOOK_FORMAT: "its format: generic, slack or alertmanager",
   WHOHAS_WEBHOOK_SECRET_FILE: "its signing secret",
@@ -205,6 +210,18 @@ function readUsers(key: string, path: string): LocalUser[] {
   return r.data;
 }
 
+/** readPem reads a PEM file and checks it holds what it should (a certificate, a private key). */
+function readPem(key: string, path: string, what: string): string {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ConfigError(key, `cannot read ${path} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  if (!new RegExp(`-----BEGIN [A-Z ]*${what}-----`).test(text)) throw new ConfigError(key, `${path} holds no PEM ${what.toLowerCase()}`);
+  return text;
+}
+
 function durationMs(key: string, text: string, min: number): number {
   const ms = parseDuration(text);
   if (ms === null || ms < min) throw new ConfigError(key, `"${text}" must be a duration of at least ${min} ms`);
@@ -266,6 +283,11 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   const proxy: ProxyAuth | null =
     p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: p.trustedProxies, groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
 
+  const certFile = env.WHOHAS_TLS_CERT_FILE ?? f.tls?.certFile;
+  const keyFile = env.WHOHAS_TLS_KEY_FILE ?? f.tls?.keyFile;
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError("tls", "give both certFile and keyFile (or neither, for plain HTTP)");
+  const tls = certFile === undefined || keyFile === undefined ? null : { cert: readPem("tls.certFile", certFile, "CERTIFICATE"), key: readPem("tls.keyFile", keyFile, "PRIVATE KEY") };
+
   const allowHosts = f.alerting?.allowHosts ?? [];
   const webhooks: Receiver[] = (f.webhooks ?? []).map((w, i) => {
     const bad = checkUrl(w.url, allowHosts);
@@ -305,6 +327,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
     auth: { users: localUsers, proxy, sessionTtlMs: durationMs("auth.sessionTtl", f.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000) },
+    tls,
     alerting,
     webhooks,
     actions: {

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import type { Actions, CommandSender } from "./actions/actions.js";
@@ -50,8 +51,8 @@ export interface HubServer {
   /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
   readonly listener: RequestListener;
   readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
-  /** createServer returns a new http.Server wired to listener and upgrade. */
-  createServer(): Server;
+  /** createServer returns a new server wired to listener and upgrade: HTTPS/WSS when given a certificate and key. */
+  createServer(tls?: { readonly cert: string; readonly key: string } | null): Server;
 }
 
 export function createHubServer(opts: HubServerOptions): HubServer {
@@ -132,8 +133,8 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     metrics,
     listener,
     upgrade,
-    createServer() {
-      const s = createServer(listener);
+    createServer(tls) {
+      const s = tls === undefined || tls === null ? createServer(listener) : createTlsServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
       s.on("upgrade", upgrade);
       return s;
     },

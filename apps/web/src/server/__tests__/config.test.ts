@@ -72,6 +72,7 @@ describe("loadConfig", () => {
         sessionTtlMs: 8 * 3_600_000,
       },
       actions: { probeMs: 5000, announceMs: 2000 },
+      tls: null,
       alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], externalUrl: "https://whohas.example" },
       webhooks: [
         { name: "ops", url: "https://hooks.example/whohas", format: "generic", secret: "hook-secret-0123456789", source: "config" },
@@ -113,6 +114,8 @@ describe("loadConfig", () => {
       file: `auth: { usersFile: DIR/nope.yaml }\n`,
       hookScheme: `webhooks: [ { name: x, url: "ftp://hooks.example/" } ]\n`,
       hookHost: `alerting: { allowHosts: [hooks.example] }\nwebhooks: [ { name: x, url: "https://evil.example/" } ]\n`,
+      tlsHalf: `tls: { certFile: DIR/cert.pem }\n`,
+      tlsNotPem: `tls: { certFile: DIR/tlsNotPem, keyFile: DIR/tlsNotPem }\n`,
     });
     const env = { WHOHAS_AGENT_TOKEN: TOKEN };
     expect(failure(join(d, "plain"), env)).toMatch(/^auth.users.0.passwordHash: an argon2id hash .*whohas-hub hash-password/);
@@ -122,6 +125,8 @@ describe("loadConfig", () => {
     expect(failure(join(d, "noproxies"), env)).toMatch(/^auth.proxy.trustedProxies: name the proxy's addresses/);
     expect(failure(join(d, "file"), env)).toMatch(/^auth.usersFile: cannot read .*ENOENT/);
     expect(failure(join(d, "hookScheme"), env)).toMatch(/^webhooks.0.url: only http and https/);
+    expect(failure(join(d, "tlsHalf"), env)).toBe("tls.keyFile: Invalid input: expected string, received undefined");
+    expect(failure(join(d, "tlsNotPem"), env)).toMatch(/^tls.certFile: .* holds no PEM certificate/);
     expect(failure(join(d, "hookHost"), env)).toMatch(/^webhooks.0.url: evil.example is not in alerting.allowHosts/);
     expect(failure(null, { ...env, WHOHAS_WEBHOOK_URL: "https://x.example/", WHOHAS_WEBHOOK_FORMAT: "teams" })).toMatch(/^WHOHAS_WEBHOOK_FORMAT: one of generic, slack, alertmanager/);
   });
