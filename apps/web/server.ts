@@ -15,6 +15,7 @@ import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig } from "./src/server/conf
 import { createHubServer } from "./src/server/http.js";
 import { Hub } from "./src/server/hub/hub.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
+import { tokenReviewer } from "./src/server/kube/token-review.js";
 import { registerHub } from "./src/server/registry.js";
 import { Settings } from "./src/server/settings.js";
 import { openSqlite } from "./src/server/store/db.js";
@@ -103,6 +104,7 @@ async function main(): Promise<void> {
   const server = createHubServer({
     hub,
     agentToken: config.agentToken,
+    agentReviewer: kc !== null && config.agentServiceAccount !== null ? tokenReviewer(kc, config.agentServiceAccount) : undefined,
     auth,
     actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
     settings,

@@ -45,6 +45,11 @@ export interface StackOptions {
    * strictARP true leaves exactly one responder per IP: the elected node's speaker.
    */
   readonly cluster?: boolean;
+  /**
+   * Agents authenticate with a projected ServiceAccount token (audience whohas) that the hub checks by TokenReview
+   * against the test API server (needs `kube`), instead of the shared token.
+   */
+  readonly serviceAccountAgents?: boolean;
   /** Requests the test API server refuses with 403 (RBAC the hub lacks). */
   readonly forbidden?: readonly ForbiddenRule[];
 }
@@ -72,6 +77,9 @@ export interface Stack {
   readonly logDir: string;
   /** The test API server, when `kube` was asked for. */
   readonly api: TestApiServer | null;
+  /** ServiceAccount tokens the test API server knows (with serviceAccountAgents): the agents', one issued for another
+   * audience, one of another ServiceAccount. */
+  readonly saTokens: { readonly agent: string; readonly wrongAudience: string; readonly otherAccount: string } | null;
   /** The kube-proxy stand-ins and each VIP's elected owner, when `cluster` was asked for. */
   readonly kubeProxies: KubeProxies | null;
   readonly owners: ReadonlyMap<string, string>;
@@ -150,6 +158,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let stopping = false;
   let api: TestApiServer | null = null;
   let kubeProxies: KubeProxies | null = null;
+  const saTokens = opts.serviceAccountAgents === true ? { agent: randomBytes(32).toString("base64url"), wrongAudience: randomBytes(32).toString("base64url"), otherAccount: randomBytes(32).toString("base64url") } : null;
   const owners = new Map<string, string>();
   const stop = async () => {
     stopping = true;
@@ -188,7 +197,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
       const proxyToken = randomBytes(24).toString("hex");
-      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true, forbidden: opts.forbidden });
+      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true,
+        forbidden: opts.forbidden,
+        serviceAccountTokens:
+          saTokens === null
+            ? undefined
+            : new Map([
+                [saTokens.agent, { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["whohas"] }],
+                [saTokens.wrongAudience, { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["https://kubernetes.default.svc"] }],
+                [saTokens.otherAccount, { user: "system:serviceaccount:default:default", audiences: ["whohas"] }],
+              ]),
+      });
       const services: SeedService[] = lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] }));
       seedCluster(
         api,
@@ -229,7 +248,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       stringifyYaml({
         listen: `127.0.0.1:${port}`,
         storage: { path: dbPath, retention: "1d" },
-        agents: { tokenFile, socket: lab.names.hubSocket },
+        agents: { tokenFile, socket: lab.names.hubSocket, ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }) },
         api: { viewerTokenFile },
         kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
         auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
@@ -261,10 +280,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
     const agents = new Map<string, ChildProcess>();
+    // With ServiceAccount agents, each agent's token file holds the projected token (as the DaemonSet mounts it).
+    const agentTokenFile = `${lab.names.stateDir}/agent-sa-token`;
+    if (saTokens !== null) await writeFile(agentTokenFile, saTokens.agent, { mode: 0o600 });
     const startAgent = (name: string) => {
       const n = lab.nodes.find((x) => x.name === name);
       if (n === undefined) throw new Error(`no node ${name} in this lab`);
-      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", tokenFile]));
+      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", saTokens === null ? tokenFile : agentTokenFile]));
     };
     const stopAgent = async (name: string) => {
       const child = agents.get(name);
@@ -283,7 +305,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }
     }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, stopAgent, startAgent };
+    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, saTokens, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

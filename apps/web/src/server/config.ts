@@ -19,6 +19,8 @@ export interface HubConfig {
   readonly agentToken: string;
   /** Extra Unix socket for agents (the lab's agents live in other network namespaces). */
   readonly agentSocket: string | null;
+  /** Agents' ServiceAccount ("namespace:name"), whose tokens (audience whohas) are accepted by TokenReview; null: off. */
+  readonly agentServiceAccount: string | null;
   /** Bearer token accepted by the read API (/api/v1/*); null: the read API answers 401 with how to enable it. */
   readonly viewerToken: string | null;
   /** Kubernetes: a kubeconfig path, "in-cluster", or null for traffic-only mode. */
@@ -62,7 +64,13 @@ const users = z.array(user).max(1000);
 const FileSchema = z.strictObject({
   listen: listen.optional(),
   storage: z.strictObject({ path: z.string().min(1).optional(), retention: duration.optional() }).optional(),
-  agents: z.strictObject({ tokenFile: z.string().min(1).optional(), socket: z.string().min(1).optional() }).optional(),
+  agents: z
+    .strictObject({
+      tokenFile: z.string().min(1).optional(),
+      socket: z.string().min(1).optional(),
+      serviceAccount: z.string().regex(/^[a-z0-9-]+:[a-z0-9.-]+$/, 'the agents\' ServiceAccount as "namespace:name", e.g. "whohas:whohas-agent"').optional(),
+    })
+    .optional(),
   api: z.strictObject({ viewerTokenFile: z.string().min(1).optional() }).optional(),
   kubernetes: z.strictObject({ kubeconfig: z.string().min(1).optional(), enabled: z.boolean().optional() }).nullable().optional(),
   log: z.strictObject({ level: z.enum(["info", "warn", "error"]).optional() }).optional(),
@@ -118,6 +126,7 @@ export const ENV_OVERRIDES = {
   WHOHAS_AGENT_TOKEN: "agents.tokenFile (the token itself)",
   WHOHAS_AGENT_TOKEN_FILE: "agents.tokenFile",
   WHOHAS_AGENT_SOCKET: "agents.socket",
+  WHOHAS_AGENT_SERVICE_ACCOUNT: "agents.serviceAccount",
   WHOHAS_VIEWER_TOKEN: "api.viewerTokenFile (the token itself)",
   WHOHAS_VIEWER_TOKEN_FILE: "api.viewerTokenFile",
   WHOHAS_KUBECONFIG: 'kubernetes.kubeconfig ("off": traffic-only)',
@@ -323,6 +332,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     storage: { path: env.WHOHAS_STORAGE_PATH ?? f.storage?.path ?? DEFAULTS.storagePath, retentionMs },
     agentToken,
     agentSocket: env.WHOHAS_AGENT_SOCKET ?? f.agents?.socket ?? null,
+    agentServiceAccount: env.WHOHAS_AGENT_SERVICE_ACCOUNT ?? f.agents?.serviceAccount ?? null,
     viewerToken,
     kubernetes,
     logLevel: level as HubConfig["logLevel"],

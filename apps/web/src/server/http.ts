@@ -21,6 +21,8 @@ export const TRPC_PREFIX = "/api/trpc/";
 export interface HubServerOptions {
   readonly hub: Hub;
   readonly agentToken: string;
+  /** Validates agents' ServiceAccount tokens (TokenReview); absent: the shared token only. */
+  readonly agentReviewer?: (token: string) => Promise<{ ok: boolean; why: string }>;
   /** Who may use the dashboard, tRPC and the read API. */
   readonly auth: Auth;
   /** Makes the operators' actions on the gateway's agents (absent: those procedures say they are unavailable). */
@@ -58,7 +60,7 @@ export interface HubServer {
 export function createHubServer(opts: HubServerOptions): HubServer {
   const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
-  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics);
+  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics, opts.agentReviewer);
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
   const remediation = opts.remediation?.(actions);

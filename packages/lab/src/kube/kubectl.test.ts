@@ -45,6 +45,7 @@ beforeAll(async () => {
     tokens: new Map([[ADMIN, "admin"], [VIEWER, "viewer"]]),
     forbidden: [{ user: "viewer", verb: "patch", resource: "configmaps" }],
     rolloutDelayMs: 500,
+    serviceAccountTokens: new Map([["sa-token-0123456789", { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["whohas"] }]]),
   });
   kubeconfig = kubeconfigFor(api.url, ADMIN, "admin");
   const manifests = `apiVersion: v1
@@ -160,5 +161,18 @@ describe("watch", () => {
     for (let i = 0; i < 1001; i++) api.store.create({ group: "", version: "v1", resource: "events", kind: "Event", namespaced: true }, "default", { metadata: { name: `e${i}` } });
     const [gone] = await request("GET", `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${rv}`);
     expect(JSON.parse(gone ?? "")).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
+  });
+});
+
+describe("TokenReview", () => {
+  it("answers kubectl create as kube-apiserver does: authenticated for a known token and audience, not otherwise", async () => {
+    const review = (token: string, audience: string) => JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } });
+    const ok = await kubectl(["create", "--validate=false", "-f", "-", "-o", "json"], kubeconfig, review("sa-token-0123456789", "whohas"));
+    expect(ok.stderr).toBe("");
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ kind: "TokenReview", status: { authenticated: true, user: { username: "system:serviceaccount:whohas:whohas-agent" }, audiences: ["whohas"] } });
+    const other = JSON.parse((await kubectl(["create", "--validate=false", "-f", "-", "-o", "json"], kubeconfig, review("sa-token-0123456789", "vault"))).stdout) as { status: { authenticated?: boolean; error: string } };
+    expect(other.status.authenticated).toBeUndefined();
+    expect(other.status.error).toBe("token audiences do not match");
   });
 });

@@ -30,6 +30,7 @@ export const RESOURCES: readonly ResourceType[] = [
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "clusterrolebindings", kind: "ClusterRoleBinding", namespaced: false },
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "roles", kind: "Role", namespaced: true },
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "rolebindings", kind: "RoleBinding", namespaced: true },
+  { group: "authentication.k8s.io", version: "v1", resource: "tokenreviews", kind: "TokenReview", namespaced: false },
   { group: "metallb.io", version: "v1beta1", resource: "ipaddresspools", kind: "IPAddressPool", namespaced: true },
   { group: "metallb.io", version: "v1beta1", resource: "l2advertisements", kind: "L2Advertisement", namespaced: true },
   { group: "metallb.io", version: "v1beta1", resource: "servicel2statuses", kind: "ServiceL2Status", namespaced: true, subresources: ["status"] },

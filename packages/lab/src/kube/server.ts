@@ -29,6 +29,8 @@ export interface TestApiServerOptions {
    * stand-ins write as they restart on each node.
    */
   readonly daemonSetPods?: boolean;
+  /** ServiceAccount tokens TokenReview knows: token -> the user it authenticates and the audiences it was issued for. */
+  readonly serviceAccountTokens?: ReadonlyMap<string, { readonly user: string; readonly audiences: readonly string[] }>;
 }
 
 /** TEMPLATE_GENERATION: the DaemonSet generation a Pod runs (the lab's stand-in for pod-template-generation). */
@@ -162,6 +164,22 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     }, opts.rolloutDelayMs ?? 300).unref();
   });
 
+  /** tokenReview answers as kube-apiserver's: authenticated only for a known token issued for a requested audience. */
+  const tokenReview = (body: KubeObject): unknown => {
+    const spec = (body.spec ?? {}) as { token?: string; audiences?: string[] };
+    const known = spec.token === undefined ? undefined : opts.serviceAccountTokens?.get(spec.token);
+    const wanted = spec.audiences ?? [];
+    const audiences = known === undefined ? [] : wanted.length === 0 ? [...known.audiences] : wanted.filter((a) => known.audiences.includes(a));
+    const ok = known !== undefined && (wanted.length === 0 || audiences.length > 0);
+    return {
+      kind: "TokenReview",
+      apiVersion: "authentication.k8s.io/v1",
+      metadata: { creationTimestamp: null },
+      spec,
+      status: ok ? { authenticated: true, user: { username: known.user, groups: ["system:serviceaccounts"] }, audiences } : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
+    };
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://x");
     const path = url.pathname;
@@ -202,6 +220,8 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
         case "get":
           return send(res, 200, store.get(rt.r, rt.ns, rt.name ?? ""));
         case "create":
+          // TokenReview is not stored: the API server answers whether the token authenticates, for which audiences.
+          if (rt.r.resource === "tokenreviews") return send(res, 201, tokenReview(parseBody(await readBody(req), req.headers["content-type"])));
           return send(res, 201, store.create(rt.r, rt.ns, parseBody(await readBody(req), req.headers["content-type"]), dryRun));
         case "update":
           return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", parseBody(await readBody(req), req.headers["content-type"]), { status: isStatus, dryRun }));

@@ -34,7 +34,7 @@ describe("loadConfig", () => {
       "hub.yaml": [
         `listen: "127.0.0.1:8080"`,
         `storage: { path: DIR/w.db, retention: 12h }`,
-        `agents: { tokenFile: DIR/agent }`,
+        `agents: { tokenFile: DIR/agent, serviceAccount: "whohas:whohas-agent" }`,
         `api: { viewerTokenFile: DIR/viewer }`,
         `kubernetes: { kubeconfig: DIR/kc }`,
         `log: { level: warn }`,
@@ -60,6 +60,7 @@ describe("loadConfig", () => {
       storage: { path: join(d, "w.db"), retentionMs: 12 * 3_600_000 },
       agentToken: TOKEN,
       agentSocket: null,
+      agentServiceAccount: "whohas:whohas-agent",
       viewerToken: `viewer-${TOKEN}`,
       kubernetes: join(d, "kc"),
       logLevel: "warn",

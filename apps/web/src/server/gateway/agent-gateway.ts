@@ -43,6 +43,10 @@ export class TokenBucket {
   }
 }
 
+/** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
+const FAILED_RATE = 10 / 60;
+const FAILED_BURST = 20;
+
 /** tokenMatches compares bearer tokens in constant time. */
 export function tokenMatches(header: string | undefined, token: string): boolean {
   const m = /^Bearer (.+)$/.exec(header ?? "");
@@ -66,7 +70,17 @@ export class AgentGateway {
   /** Listeners of command results (probe-result, command-done), by command id. */
   readonly #results = new Map<string, (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void>();
 
-  constructor(readonly hub: Hub, readonly token: string, readonly logger: Logger, readonly metrics?: HubMetrics) {
+  /** Failed attempts per address (rate-limited: a token cannot be guessed at network speed). */
+  readonly #failures = new Map<string, TokenBucket>();
+
+  constructor(
+    readonly hub: Hub,
+    readonly token: string,
+    readonly logger: Logger,
+    readonly metrics?: HubMetrics,
+    /** Validates a token that is not the shared one (a ServiceAccount token, by TokenReview). */
+    readonly reviewer?: (token: string) => Promise<{ ok: boolean; why: string }>,
+  ) {
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
         if (this.#alive.get(ws) === false) {
@@ -85,13 +99,42 @@ export class AgentGateway {
   /** handleUpgrade takes an HTTP upgrade for AGENT_PATH. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const peer = req.socket.remoteAddress ?? "unix";
-    if (!tokenMatches(req.headers.authorization, this.token)) {
-      this.logger.warn("agent.unauthorized", { peer });
-      this.metrics?.rejected.inc({ reason: "unauthorized" });
-      socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    const now = Date.now();
+    // The shared token is checked first (constant time, no I/O); an address that keeps failing is then refused
+    // before anything else, TokenReview included.
+    if (tokenMatches(req.headers.authorization, this.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
+    const failures = this.#failures.get(peer);
+    if (failures !== undefined && !failures.peek(now)) {
+      this.logger.warn("agent.throttled", { peer, hint: "too many failed connections from this address: wait a minute" });
+      this.metrics?.rejected.inc({ reason: "throttled" });
+      socket.end("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 60\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
+    const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
+    const review = bearer === undefined || this.reviewer === undefined ? Promise.resolve({ ok: false, why: "no valid token" }) : this.reviewer(bearer);
+    void review
+      .catch((e: unknown) => ({ ok: false, why: `TokenReview failed: ${(e as Error).message}` }))
+      .then((r) => {
+        if (socket.destroyed) return;
+        if (r.ok) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
+        this.#fail(peer, Date.now());
+        this.logger.warn("agent.unauthorized", { peer, reason: r.why });
+        this.metrics?.rejected.inc({ reason: "unauthorized" });
+        socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      });
+  }
+
+  #fail(peer: string, now: number): void {
+    let b = this.#failures.get(peer);
+    if (b === undefined) {
+      if (this.#failures.size >= 10_000) {
+        const oldest = this.#failures.keys().next();
+        if (oldest.done !== true) this.#failures.delete(oldest.value);
+      }
+      b = new TokenBucket(FAILED_RATE, FAILED_BURST, now);
+      this.#failures.set(peer, b);
+    }
+    b.take(now);
   }
 
   #accept(ws: WebSocket, peer: string): void {
