@@ -508,11 +508,14 @@ export class Hub {
     return out;
   }
 
-  /** speakers are the nodes whose agent is up: whohas's stand-in for MetalLB's live speakers in the election. */
+  /**
+   * speakers are the nodes the election counts as running MetalLB's speaker: every Node of the cluster (the speaker
+   * is a DaemonSet). Not the nodes whose whohas agent is up: an agent that crashed says nothing about the speaker
+   * beside it, and taking it out would move the computed owner of every IP it held (false wrong-owner incidents).
+   * MetalLB's ServiceL2Status and nodeAssigned events, when present, name the real owner anyway.
+   */
   #speakers(): Set<string> {
-    const up = this.agents().filter((a) => a.up).map((a) => a.node);
-    if (up.length > 0 || this.#cluster === null) return new Set(up);
-    return new Set(this.#cluster.snapshot().nodes.map((n) => n.name));
+    return new Set(this.#cluster === null ? [] : this.#cluster.snapshot().nodes.map((n) => n.name));
   }
 
   /** #inventoryMap is the cluster's per-IP inventory, recomputed only when the cluster or the live speakers change. */
