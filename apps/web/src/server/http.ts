@@ -15,6 +15,9 @@ import type { Hub } from "./hub/hub.js";
 import { HubMetrics } from "./metrics.js";
 import type { Logger } from "@whohas/core";
 
+/** MAX_TRPC_BODY_BYTES bounds one dashboard API request (a batch of mutations included). */
+export const MAX_TRPC_BODY_BYTES = 64 * 1024;
+
 /** TRPC_PREFIX is where the dashboard's API lives (the client's links point here). */
 export const TRPC_PREFIX = "/api/trpc/";
 
@@ -67,6 +70,8 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: TRPC_PREFIX,
+    // The dashboard's inputs are a few hundred bytes: a larger body is refused before it is read whole (413).
+    maxBodySize: MAX_TRPC_BODY_BYTES,
     createContext: ({ req }) => {
       const principal = auth.principal(req);
       return { hub: opts.hub, actions, settings: opts.settings, alerter, remediation, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };

@@ -138,6 +138,17 @@ describe("roles and CSRF", () => {
   });
 });
 
+describe("request limits", () => {
+  it("refuses a dashboard API body over 64 KiB with 413, and a sign-in body over 16 KiB", async () => {
+    const { origin } = await start();
+    const s = await login(origin, "olga");
+    const big = await mutate(origin, "incidents.acknowledge", { id: 1, pad: "x".repeat(70 * 1024) }, { cookie: s.cookie, "x-whohas-csrf": s.csrf });
+    expect(big.status).toBe(413);
+    const form = await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: `username=olga&password=${"x".repeat(20 * 1024)}` });
+    expect(form.status).toBe(413);
+  });
+});
+
 describe("authenticating proxy", () => {
   const proxy = (trusted: string[]): ProxyAuth => ({ userHeader: "X-Forwarded-User", groupsHeader: "X-Forwarded-Groups", trustedProxies: trusted, groupRoles: { sre: "operator", platform: "admin" }, defaultRole: null });
 
