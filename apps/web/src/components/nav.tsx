@@ -4,15 +4,17 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
 import { BASE_PATH } from "~/env";
-import { useSession } from "./ui/session";
+import { can, useSession, type Role } from "./ui/session";
 
 const LINKS = [
   { href: "/", label: "Overview" },
   { href: "/ips", label: "IPs" },
   { href: "/nodes", label: "Nodes" },
   { href: "/incidents", label: "Incidents" },
-  { href: "/settings", label: "Settings", admin: true },
-] as const;
+  // The strictARP fix and its rollback stay reachable once the Overview is green again.
+  { href: "/fix", label: "Fix", role: "operator" },
+  { href: "/settings", label: "Settings", role: "admin" },
+] as const satisfies readonly { href: string; label: string; role?: Role }[];
 
 /** Nav is the top bar: the pages, who is signed in (and sign out), and the light / dark switch (remembered here). */
 export function Nav() {
@@ -32,7 +34,7 @@ export function Nav() {
     <header className="top">
       <strong>whohas</strong>
       <nav aria-label="pages">
-        {(session === null ? [] : LINKS.filter((l) => !("admin" in l) || session.role === "admin")).map((l) => {
+        {(session === null ? [] : LINKS.filter((l) => !("role" in l) || can(session.role, l.role))).map((l) => {
           const active = l.href === "/" ? path === "/" : path.startsWith(l.href);
           return (
             <Link key={l.href} href={l.href} aria-current={active ? "page" : undefined} className={active ? "active" : undefined}>

@@ -25,8 +25,13 @@ export function useSession(): Session | null {
 
 const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
-/** useCan says whether the signed-in user has at least `role` (the hub checks again: this only hides buttons). */
+/** can says whether `have` is at least `need` (the hub checks again: this only hides links and buttons). */
+export function can(have: Role, need: Role): boolean {
+  return RANK[have] >= RANK[need];
+}
+
+/** useCan says whether the signed-in user has at least `role`. */
 export function useCan(role: Role): boolean {
   const s = useSession();
-  return s !== null && RANK[s.role] >= RANK[role];
+  return s !== null && can(s.role, role);
 }

@@ -7,7 +7,8 @@ import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
-import { TokenBucket, tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
+import { tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
+import { TokenBucket } from "../limits.js";
 
 const gatewayOf = (r: Running | undefined): AgentGateway => {
   if (r === undefined) throw new Error("no server");

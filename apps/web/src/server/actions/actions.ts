@@ -224,7 +224,7 @@ export class Actions {
   view(id: string): ProbeRunView | null {
     const r = this.#runs.get(id);
     if (r === undefined) return null;
-    const node = (mac: string) => this.o.hub.nodeOf(mac);
+    const node = (mac: string) => this.o.hub.nodeOfMac(mac);
     const ended = r.endedAt !== null;
     const summary = r.rounds.summary();
     return {

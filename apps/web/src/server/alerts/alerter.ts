@@ -170,7 +170,7 @@ export class Alerter {
       status: i.resolvedAt === null ? "firing" : "resolved",
       detail: i.detail,
       macs: i.macs,
-      nodes: i.macs.map((m) => this.o.hub.nodeOf(m)),
+      nodes: i.macs.map((m) => this.o.hub.nodeOfMac(m)),
       firstSeen: i.firstSeen,
       lastSeen: i.lastSeen,
       resolvedAt: i.resolvedAt,

@@ -4,7 +4,7 @@ import { BlockList, isIPv4, isIPv6 } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "@whohas/core";
 import type { Store } from "../store/store.js";
-import { TokenBucket } from "../gateway/agent-gateway.js";
+import { FailureLimiter } from "../limits.js";
 import { verifyPassword } from "./passwords.js";
 import { highest, type Role } from "./roles.js";
 
@@ -22,8 +22,6 @@ export const ROLE_HEADER = "x-whohas-role";
 /** LOGIN_RATE / LOGIN_BURST: failed sign-ins allowed per client address (5 a minute, bursts of 10). */
 const LOGIN_RATE = 5 / 60;
 const LOGIN_BURST = 10;
-/** MAX_TRACKED_PEERS bounds the failed-sign-in table (oldest forgotten first). */
-const MAX_TRACKED_PEERS = 10_000;
 
 export interface LocalUser {
   readonly name: string;
@@ -112,7 +110,7 @@ export class Auth {
   readonly #users: ReadonlyMap<string, LocalUser>;
   readonly #trusted: BlockList | null;
   readonly #secret: Buffer;
-  readonly #failures = new Map<string, TokenBucket>();
+  readonly #failures = new FailureLimiter(LOGIN_RATE, LOGIN_BURST);
 
   constructor(
     readonly config: AuthConfig,
@@ -194,16 +192,15 @@ export class Auth {
   async login(name: string, password: string, req: IncomingMessage, cookiePath: string): Promise<LoginResult> {
     const peer = peerAddress(req);
     const now = this.clock();
-    const bucket = this.#failures.get(peer);
-    // A full bucket refuses before the password is even checked: guessing is slowed whoever the target is.
-    if (bucket !== undefined && !bucket.peek(now)) {
+    // A spent allowance refuses before the password is even checked: guessing is slowed whoever the target is.
+    if (!this.#failures.allowed(peer, now)) {
       this.logger.warn("auth.login_throttled", { user: name, peer });
       return { ok: false, status: 429, message: "too many failed sign-ins from your address: wait a minute and try again" };
     }
     const u = this.#users.get(name);
     const ok = await verifyPassword(u?.passwordHash ?? null, password);
     if (!ok || u === undefined) {
-      this.#fail(peer, now);
+      this.#failures.fail(peer, now);
       this.logger.warn("auth.login_failed", { user: name, peer, reason: u === undefined ? "unknown user" : "wrong password" });
       return { ok: false, status: 401, message: "wrong user name or password" };
     }
@@ -227,18 +224,6 @@ export class Auth {
     return this.#trusted !== null && this.#trusted.check(peer, isIPv6(peer) ? "ipv6" : "ipv4") && req.headers["x-forwarded-proto"] === "https";
   }
 
-  #fail(peer: string, now: number): void {
-    let b = this.#failures.get(peer);
-    if (b === undefined) {
-      if (this.#failures.size >= MAX_TRACKED_PEERS) {
-        const oldest = this.#failures.keys().next();
-        if (oldest.done !== true) this.#failures.delete(oldest.value);
-      }
-      b = new TokenBucket(LOGIN_RATE, LOGIN_BURST, now);
-      this.#failures.set(peer, b);
-    }
-    b.take(now);
-  }
 }
 
 /** newApiToken makes a read-API token: the token (shown once), its hash (stored) and its visible prefix. */

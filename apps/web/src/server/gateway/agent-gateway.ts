@@ -4,6 +4,8 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+import { FailureLimiter, TokenBucket } from "../limits.js";
+import { peerAddress } from "../auth/auth.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
@@ -22,26 +24,6 @@ export const PING_MS = 10_000;
 export const RATE_PER_SECOND = 200;
 export const RATE_BURST = 400;
 
-/** A TokenBucket allows `rate` events per second with bursts of `burst`. */
-export class TokenBucket {
-  #tokens: number;
-  #at: number;
-  constructor(readonly rate: number, readonly burst: number, now: number) {
-    this.#tokens = burst;
-    this.#at = now;
-  }
-  take(now: number): boolean {
-    if (!this.peek(now)) return false;
-    this.#tokens -= 1;
-    return true;
-  }
-  /** peek refills and says whether an event would be allowed now, without taking it. */
-  peek(now: number): boolean {
-    this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
-    this.#at = now;
-    return this.#tokens >= 1;
-  }
-}
 
 /** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
 const FAILED_RATE = 10 / 60;
@@ -71,7 +53,7 @@ export class AgentGateway {
   readonly #results = new Map<string, (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void>();
 
   /** Failed attempts per address (rate-limited: a token cannot be guessed at network speed). */
-  readonly #failures = new Map<string, TokenBucket>();
+  readonly #failures = new FailureLimiter(FAILED_RATE, FAILED_BURST);
 
   constructor(
     readonly hub: Hub,
@@ -98,13 +80,12 @@ export class AgentGateway {
 
   /** handleUpgrade takes an HTTP upgrade for AGENT_PATH. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const peer = req.socket.remoteAddress ?? "unix";
+    const peer = peerAddress(req);
     const now = Date.now();
     // The shared token is checked first (constant time, no I/O); an address that keeps failing is then refused
     // before anything else, TokenReview included.
     if (tokenMatches(req.headers.authorization, this.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
-    const failures = this.#failures.get(peer);
-    if (failures !== undefined && !failures.peek(now)) {
+    if (!this.#failures.allowed(peer, now)) {
       this.logger.warn("agent.throttled", { peer, hint: "too many failed connections from this address: wait a minute" });
       this.metrics?.rejected.inc({ reason: "throttled" });
       socket.end("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 60\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
@@ -117,24 +98,11 @@ export class AgentGateway {
       .then((r) => {
         if (socket.destroyed) return;
         if (r.ok) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
-        this.#fail(peer, Date.now());
+        this.#failures.fail(peer, Date.now());
         this.logger.warn("agent.unauthorized", { peer, reason: r.why });
         this.metrics?.rejected.inc({ reason: "unauthorized" });
         socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       });
-  }
-
-  #fail(peer: string, now: number): void {
-    let b = this.#failures.get(peer);
-    if (b === undefined) {
-      if (this.#failures.size >= 10_000) {
-        const oldest = this.#failures.keys().next();
-        if (oldest.done !== true) this.#failures.delete(oldest.value);
-      }
-      b = new TokenBucket(FAILED_RATE, FAILED_BURST, now);
-      this.#failures.set(peer, b);
-    }
-    b.take(now);
   }
 
   #accept(ws: WebSocket, peer: string): void {

@@ -304,6 +304,7 @@ export class Hub {
     this.#emit();
   }
 
+  /** nodeOfMac names the node a MAC belongs to (from the agents' interfaces), null when no agent has it. */
   nodeOfMac = (mac: string): string | null => this.#macToNode.get(mac) ?? null;
 
   #learnMacs(node: string, interfaces: readonly { readonly mac: string }[]): void {
@@ -327,12 +328,9 @@ export class Hub {
     const out: Transition[] = [];
     if (this.#round === null) {
       const now = this.clock();
-      const inv = this.#inventoryMap();
-      // Dead, for findings: silent for AGENT_SILENCE_MS, counted from this hub's start (agents reconnect after a restart).
-      const downList = this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node);
-      const contextKey = `${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}`;
-      this.#round = { now, inv, down: new Set(downList), all: contextKey !== this.#contextKey, ips: this.#allIps() };
-      this.#contextKey = contextKey;
+      const { inv, down, key } = this.#context(now);
+      this.#round = { now, inv, down, all: key !== this.#contextKey, ips: this.#allIps() };
+      this.#contextKey = key;
       if (this.#round.all) this.#everything();
       this.#judgeNodes(now, out);
     }
@@ -381,14 +379,28 @@ export class Hub {
     }
   }
 
+  /** #dead: an agent silent for AGENT_SILENCE_MS, counted from this hub's start (agents reconnect after a restart). */
+  #dead(a: AgentView, now: number): boolean {
+    return !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS;
+  }
+
+  /**
+   * #context is what every judgement depends on besides an IP's own traffic: the cluster's inventory and the dead
+   * agents; `key` changes when either does (or a MAC changes hands), and then every IP is judged again.
+   */
+  #context(now: number): { inv: Map<string, IpInventory>; down: Set<string>; key: string } {
+    const inv = this.#inventoryMap();
+    const downList = this.agents()
+      .filter((a) => this.#dead(a, now))
+      .map((a) => a.node);
+    return { inv, down: new Set(downList), key: `${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}` };
+  }
+
   /** #judgeNodes judges every node once a round: its agent down, its ARP behaviour drifted from kube-proxy's config. */
   #judgeNodes(now: number, out: Transition[]): void {
     const agents = this.agents();
     const strictArp = this.cluster().strictArp;
-    const nodes = agents.map((a) => {
-      const silentForMs = now - Math.max(a.lastSeen, this.#startedAt);
-      return { node: a.node, down: !a.up && silentForMs > AGENT_SILENCE_MS, silentForMs };
-    });
+    const nodes = agents.map((a) => ({ node: a.node, down: this.#dead(a, now), silentForMs: now - Math.max(a.lastSeen, this.#startedAt) }));
     for (const [subject, present] of nodeFindings(nodes, strictArp.drift)) {
       const changes = this.#tracker.update(subject, now, present);
       if (changes.length === 0) continue;
@@ -410,10 +422,8 @@ export class Hub {
     const out: Transition[] = [];
     if (this.#touched.size === 0) return out;
     const now = this.clock();
-    const inv = this.#inventoryMap();
-    const downList = this.agents().filter((a) => !a.up && now - Math.max(a.lastSeen, this.#startedAt) > AGENT_SILENCE_MS).map((a) => a.node);
-    if (`${this.#inventory?.key ?? ""}|${downList.join(",")}|${this.#macVersion}` !== this.#contextKey) return out;
-    const down = new Set(downList);
+    const { inv, down, key } = this.#context(now);
+    if (key !== this.#contextKey) return out;
     let n = 0;
     for (const ip of this.#touched) {
       this.#touched.delete(ip);
@@ -656,11 +666,6 @@ export class Hub {
       clearInterval(tick);
       signal.removeEventListener("abort", poke);
     }
-  }
-
-  /** nodeOf names the node a MAC belongs to (from the agents' interfaces), null when no agent has it. */
-  nodeOf(mac: string): string | null {
-    return this.#macToNode.get(mac) ?? null;
   }
 
   #emit(): void {

@@ -45,6 +45,9 @@ export const OUTBOX_RETENTION_MS = 7 * 86_400_000;
  * goes out after the restart with the same id.
  */
 export class Outbox {
+  /** The receivers of Settings, read once and again after each change (the delivery loop asks 4 times a second). */
+  #receivers: StoredReceiver[] | null = null;
+
   constructor(readonly db: Db) {}
 
   add(r: { id: string; receiver: string; groupKey: string; kind: OutboxKind; createdAt: number; notBefore: number }): void {
@@ -109,12 +112,13 @@ export class Outbox {
     return this.db.run("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?)", [now - OUTBOX_RETENTION_MS, limit]).changes;
   }
 
-  receivers(): StoredReceiver[] {
-    return this.db.all<StoredReceiver>("SELECT name, url, format, secret, created_by AS createdBy, created_at AS createdAt, updated_at AS updatedAt FROM receivers ORDER BY name");
+  receivers(): readonly StoredReceiver[] {
+    return (this.#receivers ??= this.db.all<StoredReceiver>("SELECT name, url, format, secret, created_by AS createdBy, created_at AS createdAt, updated_at AS updatedAt FROM receivers ORDER BY name"));
   }
 
   /** saveReceiver adds or replaces a receiver added in Settings. */
   saveReceiver(r: Omit<StoredReceiver, "createdAt" | "updatedAt">, now: number): void {
+    this.#receivers = null;
     this.db.run(
       "INSERT INTO receivers (name, url, format, secret, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET url = excluded.url, format = excluded.format, secret = excluded.secret, updated_at = excluded.updated_at",
       [r.name, r.url, r.format, r.secret, r.createdBy, now, now],
@@ -122,6 +126,7 @@ export class Outbox {
   }
 
   deleteReceiver(name: string): boolean {
+    this.#receivers = null;
     return this.db.run("DELETE FROM receivers WHERE name = ?", [name]).changes > 0;
   }
 }
