@@ -72,7 +72,16 @@ async function main(): Promise<void> {
   const config = loadConfig(args.values.config ?? null);
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
   const store = new Store(openSqlite(config.storage.path), Date.now());
-  const hub = new Hub({ store, restoreMs: config.storage.retentionMs });
+  const hub = new Hub({
+    store,
+    restoreMs: config.storage.retentionMs,
+    limits: config.limits,
+    onLimit: (s) =>
+      logger.warn("hub.limit_reached", {
+        ...s,
+        hint: "the least recently active IPs left the live view (their history stays in storage) and the oldest MACs of crowded IPs were summed; raise limits.maxIps / limits.maxMacsPerIp if this network is really this large",
+      }),
+  });
   registerHub(hub);
   logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents().length, openIncidents: hub.incidents({ open: true }).length });
 
@@ -90,6 +99,10 @@ async function main(): Promise<void> {
     logger.info("kube.connected", { source: config.kubernetes, server: kc.getCurrentCluster()?.server, metallb: inventory.metallb });
   } else {
     logger.info("kube.off", { hint: "set kubernetes.kubeconfig (or WHOHAS_KUBECONFIG), or run in a pod, to join traffic with Services and expected owners" });
+  }
+  if (config.agentToken === null && (kc === null || config.agentServiceAccount === null)) {
+    logger.error("config.invalid", { key: "agents.serviceAccount", message: "agents can only sign in with ServiceAccount tokens, which needs Kubernetes access: set agents.tokenFile, or run in a cluster (or give kubernetes.kubeconfig)" });
+    process.exit(2);
   }
   let users = config.auth.users;
   if (users.length === 0 && config.auth.proxy === null) {

@@ -115,6 +115,19 @@ export function IpDetail({ ip }: { ip: string }) {
                 </td>
               </tr>
             ))}
+            {v.folded === null ? null : (
+              <tr data-testid="folded" className="muted">
+                <td colSpan={3}>
+                  {v.folded.macs.toLocaleString()} more MACs, summed (limits.maxMacsPerIp: the least recently seen are folded)
+                </td>
+                <td>{v.folded.replies}</td>
+                <td />
+                <td>{v.folded.gratuitous}</td>
+                <td>
+                  <Ago t={v.folded.lastSeen} />
+                </td>
+              </tr>
+            )}
           </tbody>
         </table>
       )}

@@ -8,9 +8,44 @@ import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
-import { Ago } from "./ui/time";
+import { Ago, useNow } from "./ui/time";
 
 type Ip = RouterOutputs["ips"]["list"][number];
+type Summary = RouterOutputs["cluster"]["summary"];
+
+/** seconds renders a duration for people: "45 s", "3 min 20 s", "2 h 5 min". */
+function span(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+/** StaleInventory says, while the API server cannot be read, that Services and owners are as of an earlier time. */
+function StaleInventory({ stale }: { stale: Summary["inventoryStale"] }) {
+  const now = useNow();
+  if (stale === null) return null;
+  return (
+    <div className="banner warn" role="status" data-testid="inventory-stale" data-since={stale.since}>
+      <strong>Kubernetes inventory stale for {span(now - stale.since)}</strong> (as of <time dateTime={new Date(stale.since).toISOString()}>{new Date(stale.since).toLocaleTimeString()}</time>): the API server cannot be
+      listed or watched ({stale.message}). Services, expected owners and kube-proxy settings are shown as they were; traffic is live. whohas retries
+      and relists by itself.
+    </div>
+  );
+}
+
+/** LimitWarning tells that the tracking limits were hit, what that cost, and which keys raise them. */
+function LimitWarning({ limits }: { limits: Summary["limits"] }) {
+  if (limits.lastHit === null) return null;
+  return (
+    <div className="banner warn" role="status" data-testid="limit-warning">
+      <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />): {limits.evictedIps > 0 ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at limits.maxIps = ${limits.maxIps.toLocaleString()} (their history stays in storage)` : null}
+      {limits.evictedIps > 0 && limits.foldedMacs > 0 ? "; " : null}
+      {limits.foldedMacs > 0 ? `${limits.foldedMacs.toLocaleString()} MACs were summed into their IP's "folded" line at limits.maxMacsPerIp = ${limits.maxMacsPerIp}` : null}. LoadBalancer IPs and IPs with an open incident
+      always stay. A segment this large, or a flood of made-up addresses? Raise the limits in the hub&apos;s config if the network is really this big.
+    </div>
+  );
+}
 
 /** The Overview answers "am I affected?" in one screen. */
 export function Overview() {
@@ -39,6 +74,8 @@ export function Overview() {
 
   return (
     <>
+      <StaleInventory stale={c.inventoryStale} />
+      <LimitWarning limits={c.limits} />
       {multi.length > 0 ? (
         <div className="banner bad" role="alert" data-testid="banner">
           <strong>

@@ -15,8 +15,8 @@ export interface HubConfig {
   readonly listen: { readonly host: string; readonly port: number };
   readonly dev: boolean;
   readonly storage: { readonly path: string; readonly retentionMs: number };
-  /** Bearer token every agent must present on /agent. */
-  readonly agentToken: string;
+  /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
+  readonly agentToken: string | null;
   /** Extra Unix socket for agents (the lab's agents live in other network namespaces). */
   readonly agentSocket: string | null;
   /** Agents' ServiceAccount ("namespace:name"), whose tokens (audience whohas) are accepted by TokenReview; null: off. */
@@ -35,6 +35,8 @@ export interface HubConfig {
   readonly webhooks: readonly Receiver[];
   /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
   readonly actions: { readonly probeMs: number; readonly announceMs: number };
+  /** What the hub tracks in memory at most: IPs (least recently active let go) and MACs per IP (oldest folded). */
+  readonly limits: { readonly maxIps: number; readonly maxMacsPerIp: number };
 }
 
 /** MIN_TOKEN_LEN refuses guessable tokens: `openssl rand -hex 32` gives 64. */
@@ -92,6 +94,12 @@ const FileSchema = z.strictObject({
     .optional(),
   tls: z.strictObject({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
   actions: z.strictObject({ probeDuration: duration.optional(), announceDuration: duration.optional() }).optional(),
+  limits: z
+    .strictObject({
+      maxIps: z.number().int().min(100, "at least 100").max(10_000_000).optional(),
+      maxMacsPerIp: z.number().int().min(2, "at least 2").max(10_000).optional(),
+    })
+    .optional(),
   alerting: z
     .strictObject({
       groupWait: z.union([duration, z.literal(0), z.literal("0")]).optional(),
@@ -201,6 +209,8 @@ export const DEFAULTS = {
   sessionTtl: "12h",
   probeDuration: "60s",
   announceDuration: "5s",
+  maxIps: 100_000,
+  maxMacsPerIp: 64,
 } as const;
 
 /** readUsers reads a users file: a YAML list of { name, passwordHash, role } (such as a mounted Secret's key). */
@@ -259,7 +269,9 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   if (env.WHOHAS_AGENT_TOKEN !== undefined) agentToken = checkToken("WHOHAS_AGENT_TOKEN", env.WHOHAS_AGENT_TOKEN);
   else if (env.WHOHAS_AGENT_TOKEN_FILE !== undefined) agentToken = readToken("WHOHAS_AGENT_TOKEN_FILE", env.WHOHAS_AGENT_TOKEN_FILE);
   else if (f.agents?.tokenFile !== undefined) agentToken = readToken("agents.tokenFile", f.agents.tokenFile);
-  if (agentToken === undefined) throw new ConfigError("agents.tokenFile", "required: agents authenticate with this token (or set WHOHAS_AGENT_TOKEN_FILE)");
+  const agentServiceAccount = env.WHOHAS_AGENT_SERVICE_ACCOUNT ?? f.agents?.serviceAccount ?? null;
+  if (agentServiceAccount !== null && !/^[a-z0-9-]+:[a-z0-9.-]+$/.test(agentServiceAccount)) throw new ConfigError("WHOHAS_AGENT_SERVICE_ACCOUNT", 'the agents\' ServiceAccount as "namespace:name", e.g. "whohas:whohas-agent"');
+  if (agentToken === undefined && agentServiceAccount === null) throw new ConfigError("agents.tokenFile", "required: agents authenticate with this token (or set WHOHAS_AGENT_TOKEN_FILE), or with their ServiceAccount's token (agents.serviceAccount)");
 
   let viewerToken: string | null = null;
   if (env.WHOHAS_VIEWER_TOKEN !== undefined) viewerToken = checkToken("WHOHAS_VIEWER_TOKEN", env.WHOHAS_VIEWER_TOKEN);
@@ -330,9 +342,9 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     listen: listenAt,
     dev: env.NODE_ENV === "development",
     storage: { path: env.WHOHAS_STORAGE_PATH ?? f.storage?.path ?? DEFAULTS.storagePath, retentionMs },
-    agentToken,
+    agentToken: agentToken ?? null,
     agentSocket: env.WHOHAS_AGENT_SOCKET ?? f.agents?.socket ?? null,
-    agentServiceAccount: env.WHOHAS_AGENT_SERVICE_ACCOUNT ?? f.agents?.serviceAccount ?? null,
+    agentServiceAccount,
     viewerToken,
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
@@ -343,6 +355,10 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     actions: {
       probeMs: durationMs(env.WHOHAS_PROBE_DURATION !== undefined ? "WHOHAS_PROBE_DURATION" : "actions.probeDuration", env.WHOHAS_PROBE_DURATION ?? f.actions?.probeDuration ?? DEFAULTS.probeDuration, 1000),
       announceMs: durationMs("actions.announceDuration", f.actions?.announceDuration ?? DEFAULTS.announceDuration, 1000),
+    },
+    limits: {
+      maxIps: f.limits?.maxIps ?? DEFAULTS.maxIps,
+      maxMacsPerIp: f.limits?.maxMacsPerIp ?? DEFAULTS.maxMacsPerIp,
     },
   };
 }

@@ -23,7 +23,7 @@ export const TRPC_PREFIX = "/api/trpc/";
 
 export interface HubServerOptions {
   readonly hub: Hub;
-  readonly agentToken: string;
+  readonly agentToken: string | null;
   /** Validates agents' ServiceAccount tokens (TokenReview); absent: the shared token only. */
   readonly agentReviewer?: (token: string) => Promise<{ ok: boolean; why: string }>;
   /** Who may use the dashboard, tRPC and the read API. */

@@ -8,6 +8,7 @@ const MAX_IP_SERIES = 5000;
 export class HubMetrics {
   readonly registry = new Registry();
   readonly messages = new Counter({ name: "whohas_hub_agent_messages_total", help: "Agent messages accepted, by type.", labelNames: ["type"], registers: [this.registry] });
+  readonly badMessages = new Counter({ name: "whohas_hub_agent_bad_messages_total", help: "Malformed agent messages dropped (the connection kept), by reason.", labelNames: ["reason"], registers: [this.registry] });
   readonly rejected = new Counter({ name: "whohas_hub_agent_rejected_total", help: "Agent connections refused or closed, by reason.", labelNames: ["reason"], registers: [this.registry] });
 
   readonly tickSeconds = new Histogram({
@@ -34,6 +35,26 @@ export class HubMetrics {
       registers: [this.registry],
       collect() {
         this.set(hub.store.pendingRows);
+      },
+    });
+    new Gauge({
+      name: "whohas_hub_ips_tracked",
+      help: "IPs held in the live view (bounded by limits.maxIps).",
+      registers: [this.registry],
+      collect() {
+        this.set(hub.limitStatus().ips);
+      },
+    });
+    new Counter({
+      name: "whohas_hub_limit_hits_total",
+      help: "IPs let go at limits.maxIps (what=ip) and MACs summed at limits.maxMacsPerIp (what=mac).",
+      labelNames: ["what"],
+      registers: [this.registry],
+      collect() {
+        const s = hub.limitStatus();
+        this.reset();
+        this.inc({ what: "ip" }, s.evictedIps);
+        this.inc({ what: "mac" }, s.foldedMacs);
       },
     });
     const incidents = new Gauge({

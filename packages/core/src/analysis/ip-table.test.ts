@@ -30,6 +30,30 @@ describe("IpTable", () => {
     expect(v?.responders[0]?.answering).toBe(false);
   });
 
+  it("folds the least recently seen MACs into a sum at maxMacsPerIp, losing no count", () => {
+    const t = new IpTable({ maxMacsPerIp: 4 });
+    const mac = (i: number) => `02:00:00:00:01:${i.toString(16).padStart(2, "0")}`;
+    for (let i = 0; i < 10; i++) t.apply("node-a", [agg("reply", mac(i), 1000 + i, i + 1)]);
+    const v = t.view(VIP, 1010, nodeOf);
+    expect(v?.responders.map((r) => r.mac).sort()).toEqual([6, 7, 8, 9].map(mac));
+    expect(v?.folded).toEqual({ macs: 6, replies: 1 + 2 + 3 + 4 + 5 + 6, gratuitous: 0, lastSeen: 1005 });
+    expect(t.foldedMacs).toBe(6);
+    // A folded MAC that comes back is a responder again; the oldest left goes instead.
+    t.apply("node-a", [agg("reply", mac(0), 1020)]);
+    expect(t.view(VIP, 1020, nodeOf)?.responders.map((r) => r.mac).sort()).toEqual([0, 7, 8, 9].map(mac));
+    expect(t.view(VIP, 1020, nodeOf)?.folded?.macs).toBe(7);
+  });
+
+  it("removes an IP and tells its last activity", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("request", CLIENT_MAC, 1000), agg("reply", NODE_A_MAC, 1500)]);
+    expect(t.lastActivity(VIP)).toBe(1500);
+    expect(t.size).toBe(1);
+    expect(t.remove(VIP)).toBe(true);
+    expect(t.view(VIP, 1500, nodeOf)).toBeNull();
+    expect(t.lastActivity(VIP)).toBe(0);
+  });
+
   it("is single with one MAC and idle when nothing is recent", () => {
     const t = new IpTable();
     t.apply("node-a", [agg("gratuitous-request", NODE_A_MAC, 1000)]);

@@ -55,7 +55,23 @@ export interface IpView {
    * tend to cache. Passive and statistical (each node times its own replies); a probe times every request exactly.
    */
   readonly fastest: string | null;
+  /**
+   * MACs moved out of this IP's list when it held `maxMacsPerIp` (the least recently seen first), with their counts
+   * summed: nothing they said is lost, only told apart. null while the limit was never hit for this IP.
+   */
+  readonly folded: FoldedResponders | null;
 }
+
+/** FoldedResponders sums the responders an IP let go of at its MAC limit. */
+export interface FoldedResponders {
+  readonly macs: number;
+  readonly replies: number;
+  readonly gratuitous: number;
+  readonly lastSeen: number;
+}
+
+/** The default bounds of an IpTable (the hub's `limits` config overrides them). */
+export const DEFAULT_MAX_MACS_PER_IP = 64;
 
 interface Counter {
   count: number;
@@ -136,12 +152,13 @@ interface IpRecord {
   firstRequest: number;
   lastRequest: number;
   responders: Map<string, Responder>;
+  folded: { macs: number; replies: number; gratuitous: number; lastSeen: number } | null;
 }
 
 let nextResponderId = 1;
 const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0, latencyCount: 0, latencySum: 0 });
 const STATE_CODE = { i: 0, s: 1, m: 2, n: 3, N: 4 } as const;
-const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map() });
+const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map(), folded: null });
 
 function addBase(c: Counter | null, e: ObservationAggregate): Counter {
   if (c === null) return { count: e.count, firstSeen: e.firstSeen, lastSeen: e.lastSeen };
@@ -154,6 +171,60 @@ function addBase(c: Counter | null, e: ObservationAggregate): Counter {
  */
 export class IpTable {
   readonly #ips = new Map<string, IpRecord>();
+  readonly #maxMacs: number;
+  #foldedMacs = 0;
+
+  /** `maxMacsPerIp` bounds the responders kept per IP: a flood of made-up MACs folds the oldest, never grows. */
+  constructor(opts: { readonly maxMacsPerIp?: number } = {}) {
+    this.#maxMacs = Math.max(2, opts.maxMacsPerIp ?? DEFAULT_MAX_MACS_PER_IP);
+  }
+
+  /** size is the number of IPs held. */
+  get size(): number {
+    return this.#ips.size;
+  }
+
+  /** foldedMacs counts the responders folded at the per-IP limit since the table was made. */
+  get foldedMacs(): number {
+    return this.#foldedMacs;
+  }
+
+  /** #responder finds or adds `mac`'s responder, folding the least recently seen one when the IP is at its limit. */
+  #responder(rec: IpRecord, mac: string): Responder {
+    let r = rec.responders.get(mac);
+    if (r !== undefined) return r;
+    if (rec.responders.size >= this.#maxMacs) {
+      let oldest: [string, Responder] | null = null;
+      for (const e of rec.responders) if (oldest === null || e[1].lastSeen < oldest[1].lastSeen) oldest = e;
+      if (oldest !== null) {
+        const [gone, o] = oldest;
+        rec.responders.delete(gone);
+        const f = (rec.folded ??= { macs: 0, replies: 0, gratuitous: 0, lastSeen: 0 });
+        f.macs++;
+        f.replies += o.replies?.fold(o.baseReplies)?.count ?? o.baseReplies?.count ?? 0;
+        f.gratuitous += o.gratuitous?.fold(o.baseGratuitous)?.count ?? o.baseGratuitous?.count ?? 0;
+        f.lastSeen = Math.max(f.lastSeen, o.lastSeen);
+        this.#foldedMacs++;
+      }
+    }
+    r = newResponder();
+    rec.responders.set(mac, r);
+    return r;
+  }
+
+  /** lastActivity is the newest request, answer or announcement for `ip` (0 when unknown): what eviction orders by. */
+  lastActivity(ip: string): number {
+    const rec = this.#ips.get(ip);
+    if (rec === undefined) return 0;
+    let t = rec.lastRequest;
+    for (const r of rec.responders.values()) if (r.lastSeen > t) t = r.lastSeen;
+    return Math.max(t, rec.folded?.lastSeen ?? 0);
+  }
+
+  /** remove lets go of `ip` (its history stays in the hub's storage); true when it was held. */
+  remove(ip: string): boolean {
+    return this.#ips.delete(ip);
+  }
 
   /** apply folds one batch from `node` and returns the IPs it touched, for the hub to push. */
   apply(node: string, entries: readonly ObservationAggregate[]): Set<string> {
@@ -175,11 +246,7 @@ export class IpTable {
         }
         continue;
       }
-      let r = rec.responders.get(e.mac);
-      if (r === undefined) {
-        r = newResponder();
-        rec.responders.set(e.mac, r);
-      }
+      const r = this.#responder(rec, e.mac);
       if (role === "answer") {
         (r.replies ??= new NodeCounters()).bump(node, e);
         r.latencyCount += e.latencyCount ?? 0;
@@ -211,11 +278,7 @@ export class IpTable {
         }
         continue;
       }
-      let r = rec.responders.get(e.mac);
-      if (r === undefined) {
-        r = newResponder();
-        rec.responders.set(e.mac, r);
-      }
+      const r = this.#responder(rec, e.mac);
       if (role === "answer") r.baseReplies = addBase(r.baseReplies, e);
       else {
         r.baseGratuitous = addBase(r.baseGratuitous, e);
@@ -301,7 +364,7 @@ export class IpTable {
     const unansweredSince = state === "no-responder" ? Math.max(rec.firstRequest, lastAnswer) : null;
     let fastest: ResponderView | null = null;
     for (const r of responders) if (r.answering && r.meanLatencyMs !== null && (fastest?.meanLatencyMs == null || r.meanLatencyMs < fastest.meanLatencyMs)) fastest = r;
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null };
+    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null, folded: rec.folded === null ? null : { ...rec.folded } };
   }
 
   /** ips lists every IP seen, unordered. */

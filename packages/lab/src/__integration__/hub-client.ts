@@ -28,3 +28,29 @@ export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boole
   }
   throw new Error(`not reached within ${ms} ms; last value: ${JSON.stringify(last)}`);
 }
+
+/**
+ * signIn signs in as one of the stack's users and returns an HTTP client of the dashboard's API with its session
+ * cookie and CSRF token, as the browser sends them.
+ */
+export async function signIn(stack: { readonly url: string; readonly users: Record<"viewer" | "operator" | "admin", { readonly name: string; readonly password: string }> }, role: "viewer" | "operator" | "admin") {
+  const user = stack.users[role];
+  const login = await fetch(`${stack.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: user.name, password: user.password }) });
+  if (!login.ok) throw new Error(`sign-in as ${user.name}: HTTP ${login.status}`);
+  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const { csrf } = (await (await fetch(`${stack.url}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string };
+  const headers = { cookie, "x-whohas-csrf": csrf, "content-type": "application/json" };
+  return {
+    headers,
+    query: async <T>(path: string, input?: unknown) => {
+      const q = input === undefined ? "" : `?input=${encodeURIComponent(JSON.stringify(input))}`;
+      const res = await fetch(`${stack.url}/api/trpc/${path}${q}`, { headers });
+      if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { result: { data: T } }).result.data;
+    },
+    mutate: async (path: string, input: unknown) => {
+      const res = await fetch(`${stack.url}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(input) });
+      return { status: res.status, body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } } };
+    },
+  };
+}

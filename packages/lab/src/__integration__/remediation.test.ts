@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { startStack, type Stack } from "../stack.js";
-import { eventually } from "./hub-client.js";
+import { eventually, signIn } from "./hub-client.js";
+import { record } from "./reliability.js";
 
 const exec = promisify(execFile);
 
@@ -14,22 +15,14 @@ interface Run {
   steps: { name: string; state: string; detail: string }[];
 }
 
-/** Operator is a signed-in operator's HTTP client of the hub's dashboard API (session cookie and CSRF token). */
+/** operator signs in as the stack's operator, with a reader of the current run (the live subscription's first event). */
 async function operator(stack: Stack) {
-  const login = await fetch(`${stack.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: stack.users.operator.name, password: stack.users.operator.password }) });
-  const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  const { csrf } = (await (await fetch(`${stack.url}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string };
-  const headers = { cookie, "x-whohas-csrf": csrf, "content-type": "application/json" };
+  const op = await signIn(stack, "operator");
   return {
-    query: async <T>(path: string) => ((await (await fetch(`${stack.url}/api/trpc/${path}`, { headers })).json()) as { result: { data: T } }).result.data,
-    mutate: async (path: string, input: unknown) => {
-      const res = await fetch(`${stack.url}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(input) });
-      return { status: res.status, body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } } };
-    },
-    /** run reads the current run from the live subscription's first event. */
+    ...op,
     run: async (): Promise<Run | null> => {
       const ac = new AbortController();
-      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, { headers: { ...headers, accept: "text/event-stream" }, signal: ac.signal });
+      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, { headers: { ...op.headers, accept: "text/event-stream" }, signal: ac.signal });
       const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
       let text = "";
       for (;;) {
@@ -86,6 +79,11 @@ describe("remediation refuses to do harm", () => {
     const dry = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
     expect(dry?.result).toBe("done");
     expect(await configText(stack)).toBe(edited);
+    record({
+      fault: "Two operators apply the strictARP fix at once",
+      checked: "two Apply requests sent together through the dashboard API; the ConfigMap read back with kubectl",
+      result: `exactly one runs; the other gets 409: "${refused[0]?.body.error?.message ?? ""}"; a ConfigMap edited between preview and Apply is never overwritten (409 from the API server, nothing written)`,
+    });
   });
 });
 

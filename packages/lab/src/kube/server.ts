@@ -45,6 +45,11 @@ export interface TestApiServer {
   kubeconfig(token: string, user?: string): string;
   readonly store: Store;
   readonly server: Server;
+  /** Lists served per resource (e.g. "services"): a client that recovers by relisting shows here. */
+  readonly lists: Map<string, number>;
+  /** down stops answering (open watches cut, the port closed) as a crashed or partitioned API server; `up` returns. */
+  down(): Promise<void>;
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -125,6 +130,7 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
   const store = new Store();
   const omit = new Set(opts.omitGroups ?? []);
   const watches = new Set<ServerResponse>();
+  const lists = new Map<string, number>();
   for (const ns of ["default", "kube-system"]) store.create(resourceNamed("namespaces"), null, { metadata: { name: ns } });
 
   // The DaemonSet controller, reduced to what `kubectl rollout status` reads: after a delay, every node runs the
@@ -210,6 +216,7 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     try {
       switch (verb) {
         case "list": {
+          lists.set(rt.r.resource, (lists.get(rt.r.resource) ?? 0) + 1);
           const labelSel = url.searchParams.get("labelSelector") ?? "";
           const fieldSel = url.searchParams.get("fieldSelector") ?? "";
           const items = store.list(rt.r, rt.ns).filter((o) => labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>) && fieldMatches(fieldSel, o));
@@ -305,6 +312,12 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
   const addr = server.address() as AddressInfo;
   const url = `https://127.0.0.1:${addr.port}`;
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const w of watches) w.end();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return {
     url,
     ca: tls.cert,
@@ -326,12 +339,10 @@ current-context: test
 `,
     store,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const w of watches) w.end();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    lists,
+    down: stop,
+    up: () => new Promise<void>((resolve) => server.listen(addr.port, "127.0.0.1", resolve)),
+    close: () => (server.listening ? stop() : Promise.resolve()),
   };
 }
 

@@ -138,6 +138,11 @@ export class Store {
     return this.#history.filter((e) => e.rv > rv);
   }
 
+  /** compact forgets the watch history, as etcd compaction does: a watch from before now is answered 410 Gone. */
+  compact(): void {
+    this.#history.length = 0;
+  }
+
   /** subscribe calls `f` for every event from now on; returns the unsubscribe function. */
   subscribe(f: (e: WatchEvent) => void): () => void {
     this.#watchers.add(f);

@@ -44,6 +44,7 @@ describe("loadConfig", () => {
         `  proxy: { userHeader: X-Forwarded-User, groupsHeader: X-Forwarded-Groups, trustedProxies: [10.0.0.0/8, "::1"], groupRoles: { sre: operator } }`,
         `  sessionTtl: 8h`,
         `actions: { probeDuration: 5s, announceDuration: 2s }`,
+        `limits: { maxIps: 5000, maxMacsPerIp: 16 }`,
         `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], externalUrl: "https://whohas.example" }`,
         `webhooks:`,
         `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
@@ -73,6 +74,7 @@ describe("loadConfig", () => {
         sessionTtlMs: 8 * 3_600_000,
       },
       actions: { probeMs: 5000, announceMs: 2000 },
+      limits: { maxIps: 5000, maxMacsPerIp: 16 },
       tls: null,
       alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], externalUrl: "https://whohas.example" },
       webhooks: [
@@ -103,6 +105,9 @@ describe("loadConfig", () => {
     expect(failure(join(d, "missing.yaml"))).toMatch(/^--config: cannot read .*ENOENT/);
     expect(failure(null)).toMatch(/^agents.tokenFile: required/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
+    // Agents on ServiceAccount tokens only (deploy/base): no shared token is needed, and a bad name is refused.
+    expect(loadConfig(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas:whohas-agent" })).toMatchObject({ agentToken: null, agentServiceAccount: "whohas:whohas-agent" });
+    expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(/^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/);
   });
 
   it("refuses bad users and proxies with the key and what to do", () => {
@@ -135,7 +140,7 @@ describe("loadConfig", () => {
   it("accepts the shipped example once its files exist", () => {
     const example = fileURLToPath(new URL("../../../config.example.yaml", import.meta.url));
     const c = loadConfig(example, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_VIEWER_TOKEN: `v-${TOKEN}` });
-    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 }, auth: { users: [{ name: "oncall", role: "operator" }] }, actions: { probeMs: 60_000 } });
+    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 }, auth: { users: [{ name: "oncall", role: "operator" }] }, actions: { probeMs: 60_000 }, limits: { maxIps: 100_000, maxMacsPerIp: 64 } });
   });
 
   it("parses durations", () => {

@@ -74,7 +74,7 @@ describe("agent gateway", () => {
   });
 
   it.each([
-    { case: "not JSON", msg: "{", reason: /not JSON/ },
+    { case: "not JSON before hello", msg: "{", reason: /not JSON/ },
     { case: "observations before hello", msg: JSON.stringify({ v: 1, type: "observations", entries: [], dropped: 0 }), reason: /first message must be hello/ },
     { case: "a bad MAC", msg: JSON.stringify({ ...hello, interfaces: [{ name: "eth0", mac: "zz", up: true }] }), reason: /interfaces\.0\.mac/ },
   ])("closes a socket that sends $case with 1008 and keeps serving others", async ({ msg, reason }) => {
@@ -92,6 +92,24 @@ describe("agent gateway", () => {
     expect(good.readyState).toBe(WebSocket.OPEN);
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     good.close();
+  });
+
+  it("drops and counts malformed messages after hello, keeping the connection and the good messages around them", async () => {
+    const { ws, base, hub } = await start(() => 1000);
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    const junk = ["{", "null", JSON.stringify({ v: 1, type: "observations", entries: [{ ...reply, mac: "zz" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" })];
+    for (const j of junk) c.send(j);
+    c.send(Buffer.from([1, 2, 3]), { binary: true });
+    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    await expect.poll(() => hub.ips().length).toBe(1);
+    expect(c.readyState).toBe(WebSocket.OPEN);
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const count = (reason: string) => Number(new RegExp(`whohas_hub_agent_bad_messages_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    expect([count("not-json"), count("invalid"), count("binary")]).toEqual([1, 3, 1]);
+    c.close();
   });
 
   it("closes with 1009 when a message exceeds the payload limit", async () => {

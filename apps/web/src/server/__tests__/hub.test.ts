@@ -89,4 +89,30 @@ describe("Hub", () => {
     expect(answer("02:00:5e:00:00:0a")).toEqual(["opened flip-flop"]);
     expect(hub.incidents({ open: true }).find((i) => i.type === "flip-flop")?.detail).toContain("went back from node-b to node-a");
   });
+
+  it("bounds the IPs it tracks: the least recently active go, IPs with an open incident stay, the limit is told", () => {
+    let now = 10_000;
+    const told: number[] = [];
+    const hub = new Hub({ clock: () => now, limits: { maxIps: 100 }, onLimit: (s) => told.push(s.evictedIps) });
+    hub.connect(hello);
+    const e = (ip: string, kind: "request" | "reply", mac: string) => ({ ip, mac, kind, iface: "eth0", count: 1, firstSeen: now, lastSeen: now, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+    // 192.0.2.200 has two responders: an open incident keeps it however old it gets.
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [e("192.0.2.200", "request", "02:00:5e:00:00:01"), e("192.0.2.200", "reply", "02:00:5e:00:00:0a"), e("192.0.2.200", "reply", "02:00:5e:00:00:0b")] });
+    hub.tick();
+    expect(hub.incidents({ open: true }).map((i) => i.ip)).toEqual(["192.0.2.200"]);
+    for (let i = 0; i < 150; i++) {
+      now += 10;
+      hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [e(`198.51.${Math.floor(i / 250)}.${i % 250}`, "request", "02:00:5e:00:00:01")] });
+    }
+    const s = hub.limitStatus();
+    expect(s.ips).toBeLessThanOrEqual(100);
+    expect(s.evictedIps).toBe(150 + 1 - s.ips);
+    expect(s.lastHit).not.toBeNull();
+    expect(told).toHaveLength(1); // once a minute, not once per eviction
+    const ips = new Set(hub.ips().map((v) => v.ip));
+    expect(ips.has("192.0.2.200")).toBe(true);
+    expect(ips.has("198.51.0.149")).toBe(true); // the newest stay
+    expect(ips.has("198.51.0.0")).toBe(false); // the oldest went
+    expect(hub.ipsSince(1).full).toBe(true); // live lists are sent whole once
+  });
 });

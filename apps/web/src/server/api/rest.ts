@@ -63,6 +63,10 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     send(res, 200, { ...ipJson(v), timeline: hub.timeline(ip, now - TIMELINE_MS, now), incidents: hub.incidents({ ip, limit: 50 }) });
     return;
   }
+  if (path === "cluster") {
+    send(res, 200, hub.cluster());
+    return;
+  }
   if (path === "nodes") {
     send(
       res,
@@ -72,7 +76,7 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
         agent: { up: a.up, connected: a.connected, version: a.version, lastSeen: a.lastSeen },
         arp: a.arp,
         kubeIpvs0Addresses: a.facts?.kubeIpvs0.addresses ?? null,
-        capture: a.facts === null ? null : { frames: a.facts.capture.frames, kernelDropped: a.facts.capture.kernelDropped, bufferDropped: a.dropped },
+        capture: a.facts === null ? null : { frames: a.facts.capture.frames, rejected: a.facts.capture.dropped, kernelDropped: a.facts.capture.kernelDropped, bufferDropped: a.dropped },
       })),
     );
     return;
@@ -87,5 +91,5 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip, limit: Number(url.searchParams.get("limit") ?? 500) || 500 }));
     return;
   }
-  send(res, 404, { error: `no such endpoint: ${url.pathname} (try /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)` });
+  send(res, 404, { error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)` });
 }

@@ -24,6 +24,9 @@ export const PING_MS = 10_000;
 export const RATE_PER_SECOND = 200;
 export const RATE_BURST = 400;
 
+/** BAD_LOG_MS: malformed messages of one connection are logged at most this often (with their count). */
+const BAD_LOG_MS = 10_000;
+
 
 /** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
 const FAILED_RATE = 10 / 60;
@@ -57,7 +60,7 @@ export class AgentGateway {
 
   constructor(
     readonly hub: Hub,
-    readonly token: string,
+    readonly token: string | null,
     readonly logger: Logger,
     readonly metrics?: HubMetrics,
     /** Validates a token that is not the shared one (a ServiceAccount token, by TokenReview). */
@@ -84,7 +87,7 @@ export class AgentGateway {
     const now = Date.now();
     // The shared token is checked first (constant time, no I/O); an address that keeps failing is then refused
     // before anything else, TokenReview included.
-    if (tokenMatches(req.headers.authorization, this.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
+    if (this.token !== null && tokenMatches(req.headers.authorization, this.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
     if (!this.#failures.allowed(peer, now)) {
       this.logger.warn("agent.throttled", { peer, hint: "too many failed connections from this address: wait a minute" });
       this.metrics?.rejected.inc({ reason: "throttled" });
@@ -108,15 +111,18 @@ export class AgentGateway {
   #accept(ws: WebSocket, peer: string): void {
     let node: string | null = null;
     const bucket = new TokenBucket(RATE_PER_SECOND, RATE_BURST, Date.now());
+    const bad = { count: 0, told: 0, loggedAt: -Infinity };
     this.#alive.set(ws, true);
     ws.on("pong", () => this.#alive.set(ws, true));
     ws.on("message", (data: Buffer, isBinary) => {
       // Frames already on the wire after a refusal are dropped, not judged (and counted) again.
       if (ws.readyState !== ws.OPEN) return;
       if (!bucket.take(Date.now())) return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`);
-      if (isBinary) return this.#refuse(ws, node, peer, "binary frames are not part of wire v1");
+      // Before hello nothing says who is talking: the connection is refused. After it, a malformed message is dropped
+      // and counted, and the agent's good messages around it still count (a newer agent's message, a bit flip...).
+      if (isBinary) return node === null ? this.#refuse(ws, node, peer, "binary frames are not part of wire v1") : this.#drop(bad, node, peer, "binary frames are not part of wire v1");
       const msg = parseAgentMessage(data.toString("utf8"));
-      if (!msg.ok) return this.#refuse(ws, node, peer, msg.message);
+      if (!msg.ok) return node === null ? this.#refuse(ws, node, peer, msg.message) : this.#drop(bad, node, peer, msg.message);
       const m = msg.value;
       this.metrics?.messages.inc({ type: m.type });
       if (node === null && m.type !== "hello") return this.#refuse(ws, node, peer, "first message must be hello");
@@ -152,6 +158,20 @@ export class AgentGateway {
       if (node !== null) this.hub.disconnect(node);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
+  }
+
+  /**
+   * #drop counts a malformed message of an identified agent and lets the connection live. The log tells the first
+   * one, then at most one line per BAD_LOG_MS per connection with the count since, so a flood cannot flood the log.
+   */
+  #drop(bad: { count: number; told: number; loggedAt: number }, node: string, peer: string, reason: string): void {
+    bad.count++;
+    this.metrics?.badMessages.inc({ reason: reason.startsWith("wire: not JSON") ? "not-json" : reason.startsWith("binary") ? "binary" : "invalid" });
+    const now = Date.now();
+    if (now - bad.loggedAt < BAD_LOG_MS) return;
+    this.logger.warn("agent.bad_message", { node, peer, reason, dropped: bad.count - bad.told, hint: "the message was dropped and the connection kept; an agent newer or older than the hub sends this (compare versions on the Nodes page)" });
+    bad.loggedAt = now;
+    bad.told = bad.count;
   }
 
   #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {

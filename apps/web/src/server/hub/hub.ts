@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import {
+  DEFAULT_MAX_MACS_PER_IP,
   FindingTracker,
   IpTable,
   compareIP,
@@ -45,6 +46,8 @@ export interface ClusterSource {
   snapshot(): ClusterInput;
   kubeProxyConfig(): string | null;
   kubeProxyRollout(): KubeProxyRollout | null;
+  /** Since when the inventory is out of date (the API server unreachable or refusing), null when in sync. */
+  stale?(): { since: number; message: string } | null;
   readonly metallb: boolean;
 }
 
@@ -101,6 +104,13 @@ export function rowOf(v: HubIpView): IpRow {
 /** ClusterSummary answers "am I affected?" at the cluster level. */
 export interface ClusterSummary {
   readonly kubernetes: "connected" | "off";
+  /**
+   * While the API server cannot be listed or watched: since when (the inventory shown is as of then) and why. The
+   * informers keep retrying and relist when the server is back.
+   */
+  readonly inventoryStale: { readonly since: number; readonly message: string } | null;
+  /** The tracking limits and whether they were hit (the Overview warns when they were). */
+  readonly limits: LimitStatus;
   readonly metallb: boolean;
   /** kube-proxy as configured in ConfigMap kube-system/kube-proxy; null when absent or unreadable. */
   readonly kubeProxy: (KubeProxyConfig & { readonly error: null }) | { readonly error: string } | null;
@@ -149,7 +159,35 @@ export interface HubOptions {
   readonly store?: Store;
   /** How far back the live view is restored from the store at start. */
   readonly restoreMs?: number;
+  /** Bounds of what is tracked in memory (config `limits`). */
+  readonly limits?: Partial<TrackingLimits>;
+  /** Where a hit limit is told (at most once a minute). */
+  readonly onLimit?: (status: LimitStatus) => void;
 }
+
+/** TrackingLimits bound the hub's memory whatever the network sends: made-up IPs or MACs fold, never crash. */
+export interface TrackingLimits {
+  readonly maxIps: number;
+  readonly maxMacsPerIp: number;
+}
+
+export const DEFAULT_LIMITS: TrackingLimits = { maxIps: 100_000, maxMacsPerIp: DEFAULT_MAX_MACS_PER_IP };
+
+/** LimitStatus says whether a limit was hit and what it cost: shown on the Overview, logged, exported. */
+export interface LimitStatus {
+  readonly maxIps: number;
+  readonly maxMacsPerIp: number;
+  readonly ips: number;
+  /** IPs let go from the live view at maxIps (the least recently active; their history stays in storage). */
+  readonly evictedIps: number;
+  /** Responders folded into their IP's sum at maxMacsPerIp. */
+  readonly foldedMacs: number;
+  /** When a limit was last hit; null: never since start. */
+  readonly lastHit: number | null;
+}
+
+/** Eviction frees this share of maxIps at once, so that a flood of new IPs sorts the table rarely. */
+const EVICT_SHARE = 0.05;
 
 const incidentKey = (ip: string, type: string) => `${ip}|${type}`;
 
@@ -163,7 +201,13 @@ export class Hub {
   readonly bootId = randomBytes(4).toString("hex");
   readonly clock: () => number;
   readonly store: Store;
-  readonly #table = new IpTable();
+  readonly #table: IpTable;
+  readonly #limits: TrackingLimits;
+  readonly #onLimit: ((status: LimitStatus) => void) | null;
+  #evictedIps = 0;
+  #foldedSeen = 0;
+  #lastHit: number | null = null;
+  #lastTold = -Infinity;
   readonly #agents = new Map<string, AgentRecord>();
   readonly #macToNode = new Map<string, string>();
   readonly #events = new EventEmitter<{ change: []; transition: [Transition, number] }>();
@@ -192,6 +236,9 @@ export class Hub {
 
   constructor(opts: HubOptions = {}) {
     this.clock = opts.clock ?? Date.now;
+    this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    this.#onLimit = opts.onLimit ?? null;
+    this.#table = new IpTable({ maxMacsPerIp: this.#limits.maxMacsPerIp });
     const now = this.clock();
     this.#startedAt = now;
     this.store = opts.store ?? new Store(openSqlite(":memory:"), now);
@@ -210,6 +257,7 @@ export class Hub {
     const open = this.store.incidents({ open: true, limit: 5000 });
     this.#tracker.restore(open.map((i) => ({ ip: i.ip, type: i.type, macs: i.macs, detail: i.detail, firstSeen: i.firstSeen, lastSeen: i.lastSeen, count: i.count, samples: i.samples })));
     for (const i of open) this.#incidentIds.set(incidentKey(i.ip, i.type), i.id);
+    this.#enforceLimits(this.clock());
   }
 
   /** setCluster attaches the Kubernetes inventory (null: traffic-only mode). */
@@ -228,13 +276,15 @@ export class Hub {
   cluster(): ClusterSummary {
     const c = this.#cluster;
     const facts = this.agents().flatMap((a) => (a.up && a.facts !== null ? [a.facts] : []));
-    if (c === null) return { kubernetes: "off", metallb: false, kubeProxy: null, kubeProxyRollout: null, strictArp: strictArpStatus(null, facts) };
+    if (c === null) return { kubernetes: "off", inventoryStale: null, limits: this.limitStatus(), metallb: false, kubeProxy: null, kubeProxyRollout: null, strictArp: strictArpStatus(null, facts) };
     const text = c.kubeProxyConfig();
     // Live subscribers read the summary on every change: parse the YAML again only when the ConfigMap's text moved.
     if (this.#kubeProxyParsed?.text !== text) this.#kubeProxyParsed = { text, parsed: text === null ? null : parseKubeProxyConfig(text) };
     const parsed = this.#kubeProxyParsed.parsed;
     return {
       kubernetes: "connected",
+      inventoryStale: c.stale?.() ?? null,
+      limits: this.limitStatus(),
       metallb: c.metallb,
       kubeProxy: parsed === null ? null : parsed.ok ? { ...parsed.value, error: null } : { error: parsed.message },
       kubeProxyRollout: c.kubeProxyRollout(),
@@ -296,12 +346,54 @@ export class Hub {
     this.store.record(node, msg.entries);
     const touched = this.#table.apply(node, msg.entries);
     if (touched.size === 0) return;
+    this.#enforceLimits(this.clock());
     const seq = ++this.#seq;
     for (const ip of touched) {
       this.#changed.set(ip, seq);
       if (this.#touched.size < MAX_TOUCHED) this.#touched.add(ip);
     }
     this.#emit();
+  }
+
+  /**
+   * #enforceLimits lets go of the least recently active IPs when the table holds more than maxIps (5 % of the limit
+   * at once), keeping the cluster's LoadBalancer IPs and IPs with an open finding. Their history stays in storage;
+   * the live view, its findings and the metrics no longer hold them. Tells `onLimit` at most once a minute.
+   */
+  #enforceLimits(now: number): void {
+    const folded = this.#table.foldedMacs;
+    let hit = folded > this.#foldedSeen;
+    this.#foldedSeen = folded;
+    if (this.#table.size > this.#limits.maxIps) {
+      hit = true;
+      const keep = this.#inventoryMap();
+      const target = Math.floor(this.#limits.maxIps * (1 - EVICT_SHARE));
+      const candidates: [string, number][] = [];
+      for (const ip of this.#table.ips()) if (!keep.has(ip) && !this.#tracker.has(ip)) candidates.push([ip, this.#table.lastActivity(ip)]);
+      candidates.sort((a, b) => a[1] - b[1]);
+      for (const [ip] of candidates.slice(0, Math.max(0, this.#table.size - target))) {
+        this.#table.remove(ip);
+        this.#judged.delete(ip);
+        this.#present.delete(ip);
+        this.#changed.delete(ip);
+        this.#touched.delete(ip);
+        this.#flips.forget(ip);
+        this.#evictedIps++;
+      }
+      // Live lists send deltas, which cannot say "gone": their subscribers get the whole list once.
+      this.#everything();
+    }
+    if (!hit) return;
+    this.#lastHit = now;
+    if (this.#onLimit !== null && now - this.#lastTold >= 60_000) {
+      this.#lastTold = now;
+      this.#onLimit(this.limitStatus());
+    }
+  }
+
+  /** limitStatus tells the tracking limits and whether they were hit. */
+  limitStatus(): LimitStatus {
+    return { ...this.#limits, ips: this.#table.size, evictedIps: this.#evictedIps, foldedMacs: this.#table.foldedMacs, lastHit: this.#lastHit };
   }
 
   /** nodeOfMac names the node a MAC belongs to (from the agents' interfaces), null when no agent has it. */
@@ -545,7 +637,7 @@ export class Hub {
 
   #view(ip: string, now: number, inv: Map<string, IpInventory>): HubIpView | null {
     const i = inv.get(ip);
-    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [], fastest: null });
+    const v = this.#table.view(ip, now, this.nodeOfMac) ?? (i === undefined ? null : { ip, state: "idle" as const, requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [], fastest: null, folded: null });
     if (v === null) return null;
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") ?? false;
     const endpointNodes = i?.endpointNodes ?? [];

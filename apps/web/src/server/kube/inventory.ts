@@ -24,7 +24,29 @@ const BACKOFF_MAX_MS = 30_000;
 
 interface Watched<T extends KubernetesObject> {
   list(): readonly T[];
+  /** Since when this informer has failed to list or watch (null: it is in sync), and the last error. */
+  failing(): { since: number; message: string } | null;
   stop(): Promise<void>;
+}
+
+/**
+ * HealthWatch is the client's Watch that also tells when a watch request was accepted (200) or failed: ListWatch's
+ * own "connect" event fires before the list and the watch are even tried, so it cannot say the informer is in sync.
+ */
+class HealthWatch extends Watch {
+  constructor(kc: KubeConfig, private readonly onResult: (err: unknown) => void) {
+    super(kc);
+  }
+
+  override async watch(path: string, params: Parameters<Watch["watch"]>[1], cb: Parameters<Watch["watch"]>[2], done: Parameters<Watch["watch"]>[3]): Promise<AbortController> {
+    let failed: unknown = null;
+    const c = await super.watch(path, params, cb, (err: unknown) => {
+      if (err !== null && err !== undefined) failed = err;
+      done(err);
+    });
+    if (failed === null) this.onResult(null);
+    return c;
+  }
 }
 
 /**
@@ -39,15 +61,27 @@ function watchResource<T extends KubernetesObject>(
   logger: Logger,
   fieldSelector?: string,
 ): Watched<T> {
-  const informer = new ListWatch<T>(path, new Watch(kc), list, false, undefined, fieldSelector);
+  let failing: { since: number; message: string } | null = null;
+  // In sync again: the watch was accepted. Told to the hub, which shows the inventory as stale while it is not.
+  const synced = () => {
+    delay = BACKOFF_MIN_MS;
+    if (failing === null) return;
+    logger.info("kube.watch_recovered", { path, downForMs: Date.now() - failing.since });
+    failing = null;
+    onChange();
+  };
+  const informer = new ListWatch<T>(path, new HealthWatch(kc, synced), list, false, undefined, fieldSelector);
   let stopped = false;
   let delay = BACKOFF_MIN_MS;
   for (const ev of ["add", "update", "delete"] as const) informer.on(ev, () => onChange());
-  informer.on("connect", () => (delay = BACKOFF_MIN_MS));
   informer.on("error", (err: unknown) => {
     if (stopped) return;
     const e = err as { code?: number; statusCode?: number; body?: string; message?: string };
     const code = e.code ?? e.statusCode;
+    if (failing === null) {
+      failing = { since: Date.now(), message: `${path}: ${code === undefined ? "" : `${code} `}${e.message ?? String(err)}` };
+      onChange();
+    }
     logger.warn("kube.watch_failed", {
       path,
       code,
@@ -62,6 +96,7 @@ function watchResource<T extends KubernetesObject>(
   void informer.start().catch(() => undefined);
   return {
     list: () => informer.list(),
+    failing: () => failing,
     stop: async () => {
       stopped = true;
       await informer.stop();
@@ -83,6 +118,8 @@ export interface Inventory {
   kubeProxyConfig(): string | null;
   /** DaemonSet kube-system/kube-proxy's rollout, null when absent. */
   kubeProxyRollout(): KubeProxyRollout | null;
+  /** Since when some informer is out of sync (the inventory is then as of that time), null when all are in sync. */
+  stale(): { since: number; message: string } | null;
   stop(): Promise<void>;
 }
 
@@ -157,6 +194,14 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
         metallbInstalled: metallb,
         pools: (pools?.list() ?? []).map((p) => ({ name: p.metadata?.name ?? "", addresses: p.spec?.addresses ?? [] })),
       };
+    },
+    stale: () => {
+      let oldest: { since: number; message: string } | null = null;
+      for (const w of all) {
+        const f = w.failing();
+        if (f !== null && (oldest === null || f.since < oldest.since)) oldest = f;
+      }
+      return oldest;
     },
     stop: async () => {
       await Promise.all(all.map((w) => w.stop()));

@@ -1,0 +1,272 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { promisify } from "node:util";
+import WebSocket from "ws";
+import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
+import { vipAt } from "../lab.js";
+import { resourceNamed } from "../kube/resources.js";
+import { eventually, signIn } from "./hub-client.js";
+import { record } from "./reliability.js";
+
+const exec = promisify(execFile);
+const FLOOD = `${REPO_ROOT}packages/lab/dist/flood.js`;
+
+interface ApiIp {
+  ip: string;
+  requests: number;
+  services: { name: string }[];
+  responders: { mac: string; node: string | null; replies: number; answering: boolean }[];
+  timeline?: { minute: number; mac: string; kind: string; count: number }[];
+}
+interface Incident { id: number; ip: string; type: string; resolvedAt: number | null; acknowledgedBy?: string | null }
+interface NodeRow { node: string; agent: { up: boolean }; capture: { rejected: Record<string, number>; kernelDropped: number; bufferDropped: number } | null }
+interface Cluster { inventoryStale: { since: number; message: string } | null }
+interface Delivery { id: number; status: string; attempts: number }
+interface Audit { t: number; actor: string; action: string; outcome: string }
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+// Faults in the lab, each asserting that nothing is lost: the hub stopped and killed, an agent killed, the API server
+// down, floods of malformed frames and messages. Each passing test records its row for docs/reliability.md.
+describe("faults: nothing is lost", () => {
+  let stack: Stack;
+  let receiver: Server;
+  const api = async <T>(path: string): Promise<T> => {
+    const res = await fetch(`${stack.url}/api/v1/${path}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
+    if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+    return (await res.json()) as T;
+  };
+  const ip = (addr: string) => api<ApiIp>(`ips/${addr}`);
+  const nodes = () => api<NodeRow[]>("nodes");
+  const allUp = async () => (await nodes()).filter((n) => n.agent.up).length === stack.lab.nodes.length;
+  /** An IP every node answers for that nobody else asks about: its counts are exactly what a test sends. */
+  const answeredByAll = async (addr: string) => {
+    for (const n of stack.lab.nodes) await exec("ip", ["-n", n.ns, "addr", "add", `${addr}/32`, "dev", "kube-ipvs0"]);
+  };
+  const ask = async (addr: string, count: number, intervalMs: number) => {
+    const { stdout } = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, REQUESTER, `--count=${count}`, "eth0", stack.lab.client.ip, String(intervalMs), addr], { timeout: count * intervalMs + 30_000 });
+    return Number(/sent (\d+)/.exec(stdout)?.[1] ?? 0);
+  };
+
+  beforeAll(async () => {
+    // A receiver that keeps failing, so that notifications wait in the outbox when the hub is killed.
+    receiver = createServer((_req, res) => res.writeHead(503).end("down"));
+    receiver.listen(0, "127.0.0.1");
+    await new Promise((r) => receiver.once("listening", r));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s" }, webhooks: [{ name: "down", url, format: "generic" }] } });
+    await eventually(allUp, (ok) => ok, 20_000);
+  });
+  afterAll(async () => {
+    await stack.stop();
+    receiver.closeAllConnections();
+    receiver.close();
+  });
+
+  it("hub stopped for 2 minutes while traffic flows: the agents buffer and deliver every frame", async () => {
+    const fresh = vipAt(40);
+    await answeredByAll(fresh);
+    await stack.stopHub();
+    const t0 = Date.now();
+    // 240 requests, one every 500 ms: the 2 minutes of the outage. Every node answers each.
+    const sent = await ask(fresh, 240, 500);
+    const outage = Date.now() - t0;
+    await stack.startHub();
+    await eventually(allUp, (ok) => ok, 30_000);
+    const v = await eventually(() => ip(fresh), (x) => x.requests >= sent && x.responders.length === 3 && x.responders.every((r) => r.replies >= sent), 30_000);
+    expect(sent).toBe(240);
+    expect(outage).toBeGreaterThanOrEqual(119_000);
+    expect(v.requests).toBe(sent);
+    expect(v.responders.map((r) => r.replies)).toEqual([sent, sent, sent]);
+    const dropped = (await nodes()).reduce((a, n) => a + (n.capture?.bufferDropped ?? 0), 0);
+    expect(dropped).toBe(0);
+    record({
+      fault: "Hub stopped for 2 minutes while traffic flows",
+      checked: `${sent} ARP requests for a fresh IP sent during a ${seconds(outage)} outage, each answered by 3 nodes; counts in the hub after the agents reconnect`,
+      result: `the hub shows ${v.requests} requests and ${v.responders.map((r) => r.replies).join(" / ")} replies (sent: ${sent} each); agents' buffer drops: ${dropped} (bound: --max-buffer-bytes, 16 MiB; beyond it drops are counted and shown per agent)`,
+    });
+  }, 300_000);
+
+  it("hub killed with SIGKILL: history, incidents, audit log and outbox come back", async () => {
+    const vip = stack.lab.vips[0] ?? "";
+    const op = await signIn(stack, "operator");
+    const admin = await signIn(stack, "admin");
+    const open = await eventually(() => api<Incident[]>(`incidents?state=open&ip=${vip}`), (i) => i.length > 0, 30_000);
+    const ack = await op.mutate("incidents.acknowledge", { id: open[0]?.id });
+    expect(ack.status).toBe(200);
+    await eventually(() => admin.query<Delivery[]>("alerts.deliveries"), (d) => d.some((x) => x.status === "pending" && x.attempts >= 1), 30_000);
+    const before = { ip: await ip(vip), open: await api<Incident[]>("incidents?state=open"), audit: await admin.query<Audit[]>("settings.audit"), outbox: await admin.query<Delivery[]>("alerts.deliveries") };
+    // Incidents, audit and outbox are written as they happen; traffic every second: what the hub showed a second and
+    // a half before the crash must all be there after it.
+    await new Promise((r) => setTimeout(r, 1500));
+    await stack.killHub();
+    await stack.startHub();
+    const after = { ip: await ip(vip), open: await api<Incident[]>("incidents?state=open"), audit: await (await signIn(stack, "admin")).query<Audit[]>("settings.audit"), outbox: await (await signIn(stack, "admin")).query<Delivery[]>("alerts.deliveries") };
+    const key = (p: { minute: number; mac: string; kind: string }) => `${p.minute}|${p.mac}|${p.kind}`;
+    const later = new Map((after.ip.timeline ?? []).map((p) => [key(p), p.count]));
+    const lostRows = (before.ip.timeline ?? []).filter((p) => (later.get(key(p)) ?? 0) < p.count);
+    expect(before.ip.timeline?.length ?? 0).toBeGreaterThan(0);
+    expect(lostRows).toEqual([]);
+    for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip && x.type === i.type)?.id).toBe(i.id);
+    expect(after.open.find((x) => x.id === open[0]?.id)?.acknowledgedBy).toBe(stack.users.operator.name);
+    const auditKey = (a: Audit) => `${a.t}|${a.actor}|${a.action}|${a.outcome}`;
+    expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
+    expect(before.audit.some((a) => a.action === "incident.acknowledge")).toBe(true);
+    for (const d of before.outbox) expect(after.outbox.find((x) => x.id === d.id)?.attempts).toBeGreaterThanOrEqual(d.attempts);
+    record({
+      fault: "Hub killed with SIGKILL",
+      checked: "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
+      result: `all there: ${before.ip.timeline?.length ?? 0} history rows (none lower), ${before.open.length} open incidents with the same ids, ${before.audit.length} audit entries, ${before.outbox.length} outbox deliveries (pending ones still retried). traffic reaches the database every second: the last second before a crash is what a kill can lose`,
+    });
+  });
+
+  it("agent killed: down within 30 s, and the restarted agent resumes", async () => {
+    await eventually(allUp, (ok) => ok, 30_000);
+    const vip = stack.lab.vips[0] ?? "";
+    const node = "node-3";
+    const t0 = Date.now();
+    await stack.stopAgent(node);
+    let downAfter: number;
+    let downIncident: Incident[];
+    try {
+      await eventually(nodes, (n) => n.find((x) => x.node === node)?.agent.up === false, 35_000);
+      downAfter = Date.now() - t0;
+      expect(downAfter).toBeLessThan(30_000);
+      // The incident opens after 30 s of silence (AGENT_SILENCE_MS), not at the first missed heartbeat.
+      downIncident = await eventually(() => api<Incident[]>("incidents?state=open"), (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"), 45_000);
+    } catch (e) {
+      stack.startAgent(node);
+      throw e;
+    }
+    const replies = async () => (await ip(vip)).responders.find((r) => r.node === node)?.replies ?? 0;
+    const r0 = await replies();
+    const t1 = Date.now();
+    stack.startAgent(node);
+    await eventually(nodes, (n) => n.find((x) => x.node === node)?.agent.up === true, 20_000);
+    const upAfter = Date.now() - t1;
+    await eventually(replies, (r) => r >= r0 + 4, 15_000);
+    record({
+      fault: "Agent killed (SIGKILL)",
+      checked: "the node's agent state and incidents through the read API; its replies for a VIP after the restart",
+      result: `shown down after ${seconds(downAfter)} (limit 30 s; the kernel closed its socket: a node that vanishes silently is down after 30 s without heartbeats), an agent-down incident (#${downIncident.find((x) => x.ip === `node/${node}`)?.id ?? "?"}) after 30 s of silence; up again ${seconds(upAfter)} after the restart, its replies counted again`,
+    });
+  }, 180_000);
+
+  it("API server down for a minute: inventory shown stale with its age, informers relist, incidents neither lost nor doubled", async () => {
+    const kube = stack.api;
+    if (kube === null) throw new Error("the stack has no test API server");
+    const vips = stack.lab.vips;
+    await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale === null, 20_000);
+    const openOf = async () => (await api<Incident[]>("incidents?state=open")).filter((i) => vips.includes(i.ip));
+    const allOf = async () => (await api<Incident[]>("incidents?limit=500")).filter((i) => vips.includes(i.ip));
+    const openBefore = await openOf();
+    const allBefore = await allOf();
+    expect(openBefore.length).toBeGreaterThan(0);
+    const listsBefore = kube.lists.get("services") ?? 0;
+    const t0 = Date.now();
+    await kube.down();
+    const stale = await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale !== null, 30_000);
+    const noticed = Date.now() - t0;
+    // While it is down: a new LoadBalancer Service, and the history a watch could resume from is compacted away.
+    const added = vipAt(41);
+    kube.store.create(resourceNamed("services"), "demo", {
+      metadata: { name: "added-while-down" },
+      spec: { type: "LoadBalancer", externalTrafficPolicy: "Cluster", ports: [{ port: 443, protocol: "TCP" }] },
+      status: { loadBalancer: { ingress: [{ ip: added }] } },
+    });
+    kube.store.compact();
+    await new Promise((r) => setTimeout(r, Math.max(0, 60_000 - (Date.now() - t0))));
+    const during = await api<Cluster>("cluster");
+    const ageAtMinute = Date.now() - (during.inventoryStale?.since ?? Date.now());
+    expect(during.inventoryStale).not.toBeNull();
+    expect(ageAtMinute).toBeGreaterThan(50_000);
+    // Services and owners stay as they were: the VIPs keep their Services.
+    expect((await ip(vips[0] ?? "")).services.length).toBeGreaterThan(0);
+    expect((await openOf()).map((i) => i.id).sort()).toEqual(openBefore.map((i) => i.id).sort());
+    await kube.up();
+    const t1 = Date.now();
+    await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale === null, 60_000);
+    const recovered = Date.now() - t1;
+    const shown = await eventually(() => ip(added).catch(() => null), (v) => v?.services.some((s) => s.name === "added-while-down") === true, 30_000);
+    expect(shown?.ip).toBe(added);
+    expect((kube.lists.get("services") ?? 0) - listsBefore).toBeGreaterThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, 3000));
+    const openAfter = await openOf();
+    expect(openAfter.map((i) => i.id).sort()).toEqual(openBefore.map((i) => i.id).sort());
+    expect(new Set(openAfter.map((i) => `${i.ip}|${i.type}`)).size).toBe(openAfter.length);
+    expect((await allOf()).length).toBe(allBefore.length);
+    record({
+      fault: "Test API server down for a minute",
+      checked: "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
+      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned, by relisting (410 Gone, ${(kube.lists.get("services") ?? 0) - listsBefore} new list of Services); the new Service shown; ${openAfter.length} open incidents with the same ids, none opened or closed`,
+    });
+  }, 240_000);
+
+  it("100,000 malformed frames on the wire: no crash, every one counted, the rest keeps working", async () => {
+    await eventually(allUp, (ok) => ok, 30_000);
+    const vip = stack.lab.vips[0] ?? "";
+    const bad = (n: NodeRow) => (n.capture?.rejected.truncated ?? 0) + (n.capture?.rejected.malformed ?? 0) + (n.capture?.rejected.unsupported ?? 0);
+    const before = new Map((await nodes()).map((n) => [n.node, { bad: bad(n), kernel: n.capture?.kernelDropped ?? 0 }]));
+    const r0 = (await ip(vip)).requests;
+    const t0 = Date.now();
+    const { stdout } = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, FLOOD, "eth0", "100000", "20000"], { timeout: 60_000 });
+    const took = Date.now() - t0;
+    const sent = JSON.parse(stdout) as { sent: number; truncated: number; malformed: number; unsupported: number };
+    expect(sent.sent).toBe(100_000);
+    // Facts (with the counts) come every 10 s.
+    const after = await eventually(nodes, (ns) => ns.every((n) => bad(n) + (n.capture?.kernelDropped ?? 0) - (before.get(n.node)?.bad ?? 0) - (before.get(n.node)?.kernel ?? 0) >= sent.sent), 40_000);
+    const counted = after.map((n) => bad(n) - (before.get(n.node)?.bad ?? 0));
+    const kernel = after.map((n) => (n.capture?.kernelDropped ?? 0) - (before.get(n.node)?.kernel ?? 0));
+    for (let i = 0; i < after.length; i++) expect((counted[i] ?? 0) + (kernel[i] ?? 0)).toBe(sent.sent);
+    expect(after.every((n) => n.agent.up)).toBe(true);
+    await eventually(async () => (await ip(vip)).requests, (r) => r >= r0 + 4, 15_000);
+    record({
+      fault: "100,000 malformed frames on the wire",
+      checked: `${sent.sent} broadcast ARP frames (${sent.truncated} truncated, ${sent.malformed} with impossible lengths, ${sent.unsupported} unknown operations) in ${seconds(took)}; each agent's counters through the hub`,
+      result: `no agent crashed or disconnected; counted per agent: ${counted.join(" / ")} rejected + ${kernel.join(" / ")} dropped by the kernel = ${sent.sent} each; the VIPs' requests kept counting`,
+    });
+  });
+
+  it("10,000 malformed WebSocket messages: no crash, every one counted, the real agents carry on", async () => {
+    const metric = async () => {
+      const text = await (await fetch(`${stack.url}/metrics`)).text();
+      return [...text.matchAll(/^whohas_hub_agent_bad_messages_total\{[^}]*\} (\d+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    };
+    const m0 = await metric();
+    const vip = stack.lab.vips[0] ?? "";
+    const r0 = (await ip(vip)).requests;
+    const junk: (string | Buffer)[] = ["{", "null", JSON.stringify({ v: 1, type: "observations", entries: [{ ip: "x" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" }), Buffer.from([0xde, 0xad, 0xbe, 0xef])];
+    const t0 = Date.now();
+    // Five fuzzing clients with the agents' token, 2,000 bad messages each, under the per-agent rate (200/s).
+    const closed: number[] = [];
+    await Promise.all(
+      Array.from({ length: 5 }, async (_, c) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/agent`, { headers: { authorization: `Bearer ${stack.token}` } });
+        ws.on("close", (code) => closed.push(code));
+        await new Promise((r) => ws.once("open", r));
+        ws.send(JSON.stringify({ v: 1, type: "hello", node: `lab-fuzzer-${c}`, agentVersion: "fuzz", interfaces: [] }));
+        for (let i = 0; i < 2000; i++) {
+          const j = junk[i % junk.length] ?? "{";
+          ws.send(j, { binary: typeof j !== "string" });
+          if (i % 19 === 18) await new Promise((r) => setTimeout(r, 100));
+        }
+        await new Promise((r) => setTimeout(r, 500));
+        expect(ws.readyState).toBe(WebSocket.OPEN);
+        ws.close();
+      }),
+    );
+    const took = Date.now() - t0;
+    const counted = (await eventually(metric, (m) => m - m0 >= 10_000, 10_000)) - m0;
+    expect(counted).toBe(10_000);
+    expect(closed.every((c) => c === 1005 || c === 1000)).toBe(true);
+    expect(await allUp()).toBe(true);
+    await eventually(async () => (await ip(vip)).requests, (r) => r >= r0 + 4, 15_000);
+    record({
+      fault: "10,000 malformed WebSocket messages",
+      checked: `5 authenticated clients sending 2,000 each (not JSON, null, a bad observation, an unknown type, binary) in ${seconds(took)}; whohas_hub_agent_bad_messages_total`,
+      result: `counted ${counted}; each dropped with the connection kept (the log says it at most every 10 s per connection); the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
+    });
+  });
+});
