@@ -10,7 +10,9 @@ export interface AgentConfig {
   readonly node: string;
   readonly interfaces: RegExp;
   readonly excludeInterfaces: RegExp | null;
+  /** The token as read at start (checked there), and its file, read again on each connection. */
   readonly token: string;
+  readonly tokenFile: string;
   /** PEM of the CA that signed the hub's certificate (wss://), null: the system's CAs. */
   readonly ca: string | null;
   readonly maxBufferBytes: number;
@@ -26,7 +28,8 @@ Needs root, or CAP_NET_RAW and CAP_NET_ADMIN.
 
 Options:
   --hub URL                 hub agent endpoint: ws://HOST:PORT/agent, wss://..., or ws+unix:///PATH.sock:/agent
-  --token-file FILE         file holding the agent bearer token (the hub's WHOHAS_AGENT_TOKEN)
+  --token-file FILE         file holding the bearer token: the hub's shared agent token, or a projected
+                            ServiceAccount token with audience whohas (read again on each connection)
   --ca-file FILE            CA certificate (PEM) the hub's wss:// certificate must chain to (default: system CAs);
                             the certificate is always verified
   --node NAME               this node's name (default: $NODE_NAME from the downward API, else the hostname)
@@ -39,6 +42,18 @@ Options:
   --log-level LEVEL         info, warn or error (default info); logs are JSON lines on stderr
   -h, --help                this text
 `;
+
+/** readToken reads a bearer token file; throws a message naming --token-file when it cannot be read or is empty. */
+export function readToken(path: string): string {
+  let token: string;
+  try {
+    token = readFileSync(path, "utf8").trim();
+  } catch (e) {
+    throw new Error(`--token-file: cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  if (token === "") throw new Error(`--token-file: ${path} is empty`);
+  return token;
+}
 
 /** parseSize reads "16MiB", "512KiB", "1M", "1048576" as bytes. */
 export function parseSize(s: string): number {
@@ -78,13 +93,7 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     throw new Error(i?.message.startsWith("--") ? i.message : `--${path}: ${i?.message ?? "invalid"}`);
   }
   const f = r.data;
-  let token: string;
-  try {
-    token = readFileSync(f["token-file"], "utf8").trim();
-  } catch (e) {
-    throw new Error(`--token-file: cannot read ${f["token-file"]}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-  }
-  if (token === "") throw new Error(`--token-file: ${f["token-file"]} is empty`);
+  const token = readToken(f["token-file"]);
   let ca: string | null = null;
   if (f["ca-file"] !== undefined) {
     try {
@@ -106,6 +115,7 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),
     token,
+    tokenFile: f["token-file"],
     ca,
     maxBufferBytes,
     metricsAddress: f["metrics-address"] === "" ? null : f["metrics-address"],

@@ -22,7 +22,8 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
 export interface HubLinkOptions {
   /** ws://, wss:// or ws+unix:///path/to.sock:/agent */
   readonly url: string;
-  readonly token: string;
+  /** The bearer token, or a function read on every connection (a projected ServiceAccount token is rotated). */
+  readonly token: string | (() => string);
   /** PEM CA for a wss:// hub whose certificate the system does not trust; verification is never turned off. */
   readonly ca?: string | null;
   readonly logger: Logger;
@@ -85,7 +86,14 @@ export class HubLink {
   }
 
   #connect(): void {
-    const { url, token, logger } = this.opts;
+    const { url, logger } = this.opts;
+    let token: string;
+    try {
+      token = typeof this.opts.token === "string" ? this.opts.token : this.opts.token();
+    } catch (e) {
+      logger.error("hub.token_unreadable", { message: (e as Error).message, hint: "check --token-file (a projected ServiceAccount token is rewritten by the kubelet)" });
+      token = "";
+    }
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000, ...(this.opts.ca === undefined || this.opts.ca === null ? {} : { ca: this.opts.ca }) });
     this.#ws = ws;
     ws.on("open", () => {

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
-import { AGENT_HELP, parseAgentConfig } from "./config.js";
+import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
 import { PcapSource } from "./capture/pcap-source.js";
 import { egressFor, runAnnounce, runProbe } from "./commands.js";
@@ -70,7 +70,8 @@ export async function runAgent(argv: string[]): Promise<number> {
   let agent: Agent | null = null;
   const link = new HubLink({
     url: config.hub,
-    token: config.token,
+    // Read again on every connection: a projected ServiceAccount token is rotated by the kubelet (hourly).
+    token: () => readToken(config.tokenFile),
     ca: config.ca,
     logger,
     hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).map(({ name, mac, up }) => ({ name, mac, up })) }),

@@ -7,7 +7,7 @@ import { HubMetrics } from "../metrics.js";
 
 describe("the example PrometheusRule", () => {
   it("alerts only on series the hub exports", async () => {
-    const file = fileURLToPath(new URL("../../../../../deploy/monitoring/prometheusrule.yaml", import.meta.url));
+    const file = fileURLToPath(new URL("../../../../../deploy/overlays/monitoring/prometheusrule.yaml", import.meta.url));
     const doc = parse(readFileSync(file, "utf8")) as { kind: string; spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
     expect(doc.kind).toBe("PrometheusRule");
     const exported = new Set((await new HubMetrics(new Hub()).registry.getMetricsAsJSON()).map((m) => m.name));

@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# The whohas agent and CLI (`whohas agent`, `whohas analyze`, `whohas probe`): libpcap capture on each node.
+# Build from the repository root:  docker build -f deploy/images/agent.Dockerfile -t whohas/agent:0.1.0 .
+# Same build steps as scripts/setup.sh; the run stage adds only libpcap's runtime and iproute2 (`ip -j addr`, which
+# the agent reads for kube-ipvs0 and the node's interfaces).
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ libpcap-dev \
+ && rm -rf /var/lib/apt/lists/*
+RUN npm install -g --no-fund --no-audit pnpm@10.34.9
+ENV TURBO_TELEMETRY_DISABLED=1
+WORKDIR /src
+COPY . .
+RUN pnpm install --frozen-lockfile --filter @whohas/agent... \
+ && pnpm exec turbo run build --filter=@whohas/agent... \
+ && pnpm --filter @whohas/agent deploy --prod --legacy /out
+
+FROM ${NODE_IMAGE}
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libpcap0.8 iproute2 \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY --from=build --chown=0:0 /out /app
+# Root inside the container, but the DaemonSet drops every capability except NET_RAW and NET_ADMIN, forbids
+# privilege escalation and mounts the root filesystem read-only (deploy/base/agent/daemonset.yaml).
+ENTRYPOINT ["node", "/app/dist/main.js"]
+CMD ["--help"]

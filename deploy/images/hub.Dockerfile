@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1
+# The whohas hub: dashboard, tRPC, read API and the agents' WebSocket in one Node process.
+# Build from the repository root:  docker build -f deploy/images/hub.Dockerfile -t whohas/hub:0.1.0 .
+# The build steps are scripts/setup.sh's (pnpm pinned, frozen lockfile, turbo build), then `pnpm deploy` copies the
+# hub with its production dependencies only. The run stage has no compiler, no pnpm and no libpcap.
+ARG NODE_IMAGE=node:20.20.2-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+# better-sqlite3 and cap compile native addons (cap needs libpcap's headers even though the hub never captures).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ libpcap-dev ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+RUN npm install -g --no-fund --no-audit pnpm@10.34.9
+ENV NEXT_TELEMETRY_DISABLED=1 TURBO_TELEMETRY_DISABLED=1
+WORKDIR /src
+COPY . .
+RUN pnpm install --frozen-lockfile \
+ && pnpm exec turbo run build --filter=@whohas/web... \
+ && pnpm --filter @whohas/web deploy --prod --legacy /out
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production NEXT_TELEMETRY_DISABLED=1
+WORKDIR /app
+COPY --from=build --chown=0:0 /out /app
+# Not root; the data directory is the PersistentVolume (deploy/base/hub/deployment.yaml mounts it, fsGroup 10001).
+RUN mkdir -p /var/lib/whohas && chown 10001:10001 /var/lib/whohas
+USER 10001:10001
+EXPOSE 3000
+VOLUME ["/var/lib/whohas"]
+ENTRYPOINT ["node", "/app/bin/whohas-hub.js"]
