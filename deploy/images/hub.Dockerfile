@@ -16,7 +16,8 @@ WORKDIR /src
 COPY . .
 RUN pnpm install --frozen-lockfile \
  && pnpm exec turbo run build --filter=@whohas/web... \
- && pnpm --filter @whohas/web deploy --prod --legacy /out
+ && pnpm --filter @whohas/web deploy --prod --legacy /out \
+ && sh deploy/images/prune-hub.sh /out
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production NEXT_TELEMETRY_DISABLED=1

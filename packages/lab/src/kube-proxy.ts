@@ -61,8 +61,15 @@ export function startKubeProxies(client: KubeClient, lab: Lab, log: (line: strin
     const cur = await call(client, "GET", `${PODS}/${name}`);
     const saved = cur.status === 200 ? await call(client, "PUT", `${PODS}/${name}`, { ...pod, metadata: { ...pod.metadata, resourceVersion: (cur.json.metadata as { resourceVersion: string }).resourceVersion } }) : await call(client, "POST", PODS, pod);
     const rv = (saved.json.metadata as { resourceVersion?: string } | undefined)?.resourceVersion;
-    await call(client, "PUT", `${PODS}/${name}/status`, { ...pod, metadata: { ...pod.metadata, resourceVersion: rv }, status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } });
+    // Started before the Pod says Ready: the Ready Pod completes the rollout, and whoever waited for it (kubectl
+    // rollout status) must find this node started.
     started.set(node.name, generation);
+    try {
+      await call(client, "PUT", `${PODS}/${name}/status`, { ...pod, metadata: { ...pod.metadata, resourceVersion: rv }, status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } });
+    } catch (e) {
+      started.delete(node.name);
+      throw e;
+    }
   };
 
   const loop = async (): Promise<void> => {

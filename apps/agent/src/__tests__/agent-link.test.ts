@@ -111,6 +111,24 @@ describe("Agent with HubLink", () => {
     expect(agent.counts).toMatchObject({ observed: 50, truncated: 1 });
   });
 
+  it("reads its token again on every connection (the kubelet rotates a projected ServiceAccount token)", async () => {
+    const hub = await startHub();
+    const port = (hub.wss.address() as AddressInfo).port;
+    let token = "first-token";
+    const link = new HubLink({ url: hub.url, token: () => token, logger: quiet, hello: () => ({ v: 1, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
+    link.start();
+    cleanups.push(() => link.close());
+    await until(() => hub.auth.length >= 1);
+    expect(hub.auth[0]).toBe("Bearer first-token");
+    token = "rotated-token";
+    await closeHub(hub);
+    await until(() => !link.connected);
+    const back = await startHub(port);
+    cleanups.push(() => closeHub(back));
+    await until(() => back.auth.length >= 1, 10_000);
+    expect(back.auth[0]).toBe("Bearer rotated-token");
+  });
+
   it("keeps aggregates while the hub is away and delivers them after it comes back", async () => {
     const hub = await startHub();
     const port = (hub.wss.address() as AddressInfo).port;

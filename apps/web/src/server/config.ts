@@ -365,7 +365,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
 
 /**
  * applyBuiltBasePath reads the path prefix the dashboard was built with (WHOHAS_BASE_PATH at `pnpm build`) from Next's
- * build output, and hands it to next.config.ts, which Next evaluates again when the server starts: the two must
+ * build output, and hands it to next.config.mjs, which Next evaluates again when the server starts: the two must
  * agree, whatever the environment of the running hub says. "" without a prefix (or in dev, or unbuilt).
  */
 export function applyBuiltBasePath(appDir: string): string {

@@ -3,7 +3,7 @@
 // dependencies only) is run for real: the results must start and answer, outside the repository.
 import { afterAll, describe, expect, it } from "vitest";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -12,11 +12,25 @@ import { REPO_ROOT, freePort } from "../stack.js";
 
 const exec = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "whohas-images-"));
+// mkdtemp makes it 0700: the hub runs as UID 10001 below and must reach what is inside.
+chmodSync(dir, 0o755);
 const read = (p: string) => readFileSync(join(REPO_ROOT, p), "utf8");
 const children: ChildProcess[] = [];
 
-afterAll(() => {
-  for (const c of children) c.kill("SIGKILL");
+const mounts: string[] = [];
+
+afterAll(async () => {
+  // The hub must be gone before its read-only mount can be undone: SIGTERM, which the launcher passes to the server
+  // and exits with it (a SIGKILLed launcher would leave the server a moment, holding the mount).
+  await Promise.all(
+    children.map(async (c) => {
+      if (c.exitCode !== null || c.signalCode !== null) return;
+      const gone = new Promise((r) => c.once("exit", r));
+      c.kill("SIGTERM");
+      await gone;
+    }),
+  );
+  for (const m of mounts) await exec("umount", [m]).catch(() => undefined);
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -36,29 +50,50 @@ describe("container images", () => {
     }
     const [, hubRun] = stages(hub);
     expect(hubRun).toMatch(/^USER 10001:10001$/m);
+    expect(stages(hub)[0]).toContain("sh deploy/images/prune-hub.sh /out"); // the same step the hub test below runs
     expect(hubRun).not.toMatch(/libpcap|g\+\+|apt-get install/);
     const [, agentRun] = stages(agent);
     expect(agentRun).toMatch(/apt-get install -y --no-install-recommends libpcap0\.8 iproute2/);
     expect(agentRun).not.toMatch(/libpcap-dev|g\+\+/);
   });
 
-  it("the hub's `pnpm deploy` output starts alone and serves the sign-in page", async () => {
+  it("the hub's `pnpm deploy` output starts alone, as UID 10001 on a read-only copy, and serves its pages", async () => {
     const out = join(dir, "hub");
     await exec("pnpm", ["--filter", "@whohas/web", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 });
+    await exec("sh", [join(REPO_ROOT, "deploy/images/prune-hub.sh"), out]);
+    // As the image runs it (deploy/base/hub/deployment.yaml): not root, the application read-only, data on a volume.
+    const app = join(dir, "app");
+    mkdirSync(app);
+    await exec("mount", ["--bind", out, app]);
+    mounts.push(app);
+    await exec("mount", ["-o", "remount,ro,bind", app]);
+    const data = join(dir, "data");
+    mkdirSync(data);
+    chownSync(data, 10001, 10001);
     const port = await freePort();
-    const hub = spawn(process.execPath, [join(out, "bin/whohas-hub.js")], {
-      cwd: dir,
-      env: { PATH: process.env.PATH, WHOHAS_AGENT_TOKEN: "image-test-token-0123456789", WHOHAS_STORAGE_PATH: join(dir, "hub.db"), WHOHAS_LISTEN: `127.0.0.1:${port}`, WHOHAS_KUBECONFIG: "off" },
-      stdio: "ignore",
+    const hub = spawn(process.execPath, [join(app, "bin/whohas-hub.js")], {
+      cwd: data,
+      uid: 10001,
+      gid: 10001,
+      env: { PATH: process.env.PATH, HOME: data, WHOHAS_AGENT_TOKEN: "image-test-token-0123456789", WHOHAS_STORAGE_PATH: join(data, "hub.db"), WHOHAS_LISTEN: `127.0.0.1:${port}`, WHOHAS_KUBECONFIG: "off" },
+      stdio: ["ignore", "ignore", "pipe"],
     });
     children.push(hub);
+    let stderr = "";
+    hub.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const base = `http://127.0.0.1:${port}`;
     let login = 0;
     for (let i = 0; i < 100 && login !== 200; i++) {
       await new Promise((r) => setTimeout(r, 200));
-      login = await fetch(`http://127.0.0.1:${port}/login`).then((r) => r.status, () => 0);
+      login = await fetch(`${base}/login`).then((r) => r.status, () => 0);
     }
-    expect(login).toBe(200);
-    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    expect(login, stderr).toBe(200);
+    // The bootstrap admin signs in and every page renders from the read-only application.
+    const password = readFileSync(join(data, "initial-admin-password"), "utf8").trim();
+    const signin = await fetch(`${base}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "admin", password }) });
+    expect(signin.status).toBe(200);
+    const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"]) expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
   });
 
   it("the agent's `pnpm deploy` output runs `whohas analyze` on a capture", async () => {

@@ -1,4 +1,5 @@
-import type { NextConfig } from "next";
+// @ts-check
+// Plain JavaScript, so that the production hub loads it without a compiler (the images carry no SWC binary).
 
 /**
  * WHOHAS_BASE_PATH (build time) serves the dashboard under a path prefix, for an ingress that forwards /whohas/...
@@ -7,7 +8,8 @@ import type { NextConfig } from "next";
 const basePath = (process.env.WHOHAS_BASE_PATH ?? "").replace(/\/+$/, "");
 if (basePath !== "" && !/^\/[\w.~-]+(\/[\w.~-]+)*$/.test(basePath)) throw new Error(`WHOHAS_BASE_PATH: "${basePath}" must look like /whohas`);
 
-const config: NextConfig = {
+/** @type {import("next").NextConfig} */
+const config = {
   reactStrictMode: true,
   // Workspace packages ship compiled ESM; Next only needs to resolve them.
   transpilePackages: [],
