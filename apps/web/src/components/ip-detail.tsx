@@ -118,7 +118,7 @@ export function IpDetail({ ip }: { ip: string }) {
             {v.folded === null ? null : (
               <tr data-testid="folded" className="muted">
                 <td colSpan={3}>
-                  {v.folded.macs.toLocaleString()} more MACs, summed (limits.maxMacsPerIp: the least recently seen are folded)
+                  {v.folded.macs.toLocaleString()} more MAC{v.folded.macs === 1 ? "" : "s"}, summed (limits.maxMacsPerIp: the least recently seen are folded)
                 </td>
                 <td>{v.folded.replies}</td>
                 <td />

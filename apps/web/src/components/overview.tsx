@@ -41,7 +41,7 @@ function LimitWarning({ limits }: { limits: Summary["limits"] }) {
     <div className="banner warn" role="status" data-testid="limit-warning">
       <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />): {limits.evictedIps > 0 ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at limits.maxIps = ${limits.maxIps.toLocaleString()} (their history stays in storage)` : null}
       {limits.evictedIps > 0 && limits.foldedMacs > 0 ? "; " : null}
-      {limits.foldedMacs > 0 ? `${limits.foldedMacs.toLocaleString()} MACs were summed into their IP's "folded" line at limits.maxMacsPerIp = ${limits.maxMacsPerIp}` : null}. LoadBalancer IPs and IPs with an open incident
+      {limits.foldedMacs > 0 ? `an IP's least recently seen MAC was summed into its "folded" line ${limits.foldedMacs.toLocaleString()} times, at limits.maxMacsPerIp = ${limits.maxMacsPerIp}` : null}. LoadBalancer IPs and IPs with an open incident
       always stay. A segment this large, or a flood of made-up addresses? Raise the limits in the hub&apos;s config if the network is really this big.
     </div>
   );

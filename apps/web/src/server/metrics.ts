@@ -47,7 +47,7 @@ export class HubMetrics {
     });
     new Counter({
       name: "whohas_hub_limit_hits_total",
-      help: "IPs let go at limits.maxIps (what=ip) and MACs summed at limits.maxMacsPerIp (what=mac).",
+      help: "IPs let go at limits.maxIps (what=ip), and times an IP's oldest MAC was summed at limits.maxMacsPerIp (what=mac).",
       labelNames: ["what"],
       registers: [this.registry],
       collect() {

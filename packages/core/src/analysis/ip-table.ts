@@ -57,7 +57,8 @@ export interface IpView {
   readonly fastest: string | null;
   /**
    * MACs moved out of this IP's list when it held `maxMacsPerIp` (the least recently seen first), with their counts
-   * summed: nothing they said is lost, only told apart. null while the limit was never hit for this IP.
+   * summed: nothing they said is lost, only told apart. `macs` counts those not answering again since (each once).
+   * null while the limit was never hit for this IP.
    */
   readonly folded: FoldedResponders | null;
 }
@@ -152,8 +153,11 @@ interface IpRecord {
   firstRequest: number;
   lastRequest: number;
   responders: Map<string, Responder>;
-  folded: { macs: number; replies: number; gratuitous: number; lastSeen: number } | null;
+  folded: { gone: Set<string>; more: number; replies: number; gratuitous: number; lastSeen: number } | null;
 }
+
+/** FOLDED_NAMES bounds the MACs an IP remembers as folded (to count them once each); beyond it they are only counted. */
+const FOLDED_NAMES = 1024;
 
 let nextResponderId = 1;
 const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0, latencyCount: 0, latencySum: 0 });
@@ -184,7 +188,7 @@ export class IpTable {
     return this.#ips.size;
   }
 
-  /** foldedMacs counts the responders folded at the per-IP limit since the table was made. */
+  /** foldedMacs counts the times a responder was folded at the per-IP limit since the table was made. */
   get foldedMacs(): number {
     return this.#foldedMacs;
   }
@@ -199,14 +203,17 @@ export class IpTable {
       if (oldest !== null) {
         const [gone, o] = oldest;
         rec.responders.delete(gone);
-        const f = (rec.folded ??= { macs: 0, replies: 0, gratuitous: 0, lastSeen: 0 });
-        f.macs++;
+        const f = (rec.folded ??= { gone: new Set(), more: 0, replies: 0, gratuitous: 0, lastSeen: 0 });
+        if (f.gone.size < FOLDED_NAMES) f.gone.add(gone);
+        else f.more++;
         f.replies += o.replies?.fold(o.baseReplies)?.count ?? o.baseReplies?.count ?? 0;
         f.gratuitous += o.gratuitous?.fold(o.baseGratuitous)?.count ?? o.baseGratuitous?.count ?? 0;
         f.lastSeen = Math.max(f.lastSeen, o.lastSeen);
         this.#foldedMacs++;
       }
     }
+    // A folded MAC that answers again is a responder again; what it said before stays in the folded sums.
+    rec.folded?.gone.delete(mac);
     r = newResponder();
     rec.responders.set(mac, r);
     return r;
@@ -364,7 +371,7 @@ export class IpTable {
     const unansweredSince = state === "no-responder" ? Math.max(rec.firstRequest, lastAnswer) : null;
     let fastest: ResponderView | null = null;
     for (const r of responders) if (r.answering && r.meanLatencyMs !== null && (fastest?.meanLatencyMs == null || r.meanLatencyMs < fastest.meanLatencyMs)) fastest = r;
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null, folded: rec.folded === null ? null : { ...rec.folded } };
+    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null, folded: rec.folded === null ? null : { macs: rec.folded.gone.size + rec.folded.more, replies: rec.folded.replies, gratuitous: rec.folded.gratuitous, lastSeen: rec.folded.lastSeen } };
   }
 
   /** ips lists every IP seen, unordered. */

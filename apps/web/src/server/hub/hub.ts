@@ -180,7 +180,7 @@ export interface LimitStatus {
   readonly ips: number;
   /** IPs let go from the live view at maxIps (the least recently active; their history stays in storage). */
   readonly evictedIps: number;
-  /** Responders folded into their IP's sum at maxMacsPerIp. */
+  /** Times a responder was folded into its IP's sum at maxMacsPerIp. */
   readonly foldedMacs: number;
   /** When a limit was last hit; null: never since start. */
   readonly lastHit: number | null;
