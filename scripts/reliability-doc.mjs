@@ -35,8 +35,9 @@ ${rows.map((r) => `| ${cell(r.fault)} | ${cell(r.checked)} | ${cell(r.result)} |
 - Agents keep what they capture while the hub is away, merged per (interface, IP, MAC, kind), up to
   \`--max-buffer-bytes\` (16 MiB by default); past it new keys are dropped, counted, reported to the hub and shown on
   the Nodes page (\`bufferDropped\`), while known keys keep counting.
-- The hub writes traffic to SQLite (WAL) every second; incidents, acknowledgements, the audit log, settings and the
-  webhook outbox are written when they happen. A SIGKILL can lose at most the last second of traffic counts.
+- The hub writes traffic to SQLite (WAL) every second, at most 15,000 rows a second; incidents, acknowledgements, the
+  audit log, settings and the webhook outbox are written when they happen. A SIGKILL loses the traffic counts not yet
+  written: the last second, more while the disk is behind (\`whohas_hub_store_pending_rows\`).
 - The hub tracks at most \`limits.maxIps\` IPs (100,000) and \`limits.maxMacsPerIp\` MACs per IP (64); beyond them the
   least recently active IPs leave the live view (history stays in storage) and the oldest MACs are summed, with a
   warning on the Overview, in the log and in \`whohas_hub_limit_hits_total\`.

@@ -27,6 +27,8 @@ interface Delivery { id: number; status: string; attempts: number }
 interface Audit { t: number; actor: string; action: string; outcome: string }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const n = (x: number) => x.toLocaleString("en-US");
+const count = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ? one : many}`;
 
 // Faults in the lab, each asserting that nothing is lost: the hub stopped and killed, an agent killed, the API server
 // down, floods of malformed frames and messages. Each passing test records its row for docs/reliability.md.
@@ -118,7 +120,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "Hub killed with SIGKILL",
       checked: "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
-      result: `all there: ${before.ip.timeline?.length ?? 0} history rows (none lower), ${before.open.length} open incidents with the same ids, ${before.audit.length} audit entries, ${before.outbox.length} outbox deliveries (pending ones still retried). traffic reaches the database every second: the last second before a crash is what a kill can lose`,
+      result: `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (pending ones still retried). Traffic reaches the database every second: the last second before a crash is what a kill can lose`,
     });
   });
 
@@ -200,7 +202,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "Test API server down for a minute",
       checked: "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
-      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned, by relisting (410 Gone, ${(kube.lists.get("services") ?? 0) - listsBefore} new list of Services); the new Service shown; ${openAfter.length} open incidents with the same ids, none opened or closed`,
+      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned (retries back off from 1 s to 30 s), by relisting (410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
     });
   }, 240_000);
 
@@ -224,8 +226,8 @@ describe("faults: nothing is lost", () => {
     await eventually(async () => (await ip(vip)).requests, (r) => r >= r0 + 4, 15_000);
     record({
       fault: "100,000 malformed frames on the wire",
-      checked: `${sent.sent} broadcast ARP frames (${sent.truncated} truncated, ${sent.malformed} with impossible lengths, ${sent.unsupported} unknown operations) in ${seconds(took)}; each agent's counters through the hub`,
-      result: `no agent crashed or disconnected; counted per agent: ${counted.join(" / ")} rejected + ${kernel.join(" / ")} dropped by the kernel = ${sent.sent} each; the VIPs' requests kept counting`,
+      checked: `${n(sent.sent)} broadcast ARP frames (${n(sent.truncated)} truncated, ${n(sent.malformed)} with impossible lengths, ${n(sent.unsupported)} unknown operations) in ${seconds(took)}; each agent's counters through the hub`,
+      result: `no agent crashed or disconnected; counted per agent: ${counted.map(n).join(" / ")} rejected + ${kernel.map(n).join(" / ")} dropped by the kernel = ${n(sent.sent)} each; the VIPs' requests kept counting`,
     });
   });
 
@@ -266,7 +268,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "10,000 malformed WebSocket messages",
       checked: `5 authenticated clients sending 2,000 each (not JSON, null, a bad observation, an unknown type, binary) in ${seconds(took)}; whohas_hub_agent_bad_messages_total`,
-      result: `counted ${counted}; each dropped with the connection kept (the log says it at most every 10 s per connection); the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
+      result: `counted ${n(counted)}; each dropped with the connection kept (the log says it at most every 10 s per connection); the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
     });
   });
 });

@@ -74,7 +74,7 @@ describe("remediation refuses to do harm", () => {
     const [a, b] = await Promise.all([op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true }), op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true })]);
     const refused = [a, b].filter((x) => x.status === 409);
     expect(refused).toHaveLength(1);
-    expect(refused[0]?.body.error?.message).toMatch(/is already running a apply/);
+    expect(refused[0]?.body.error?.message).toMatch(/is already running the fix \(since/);
     // The dry run wrote nothing.
     const dry = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
     expect(dry?.result).toBe("done");

@@ -190,7 +190,7 @@ export class Remediation {
 
   #start(kind: Run["kind"], by: string, dryRun: boolean, steps: string[]): Run {
     const busy = this.#run;
-    if (busy !== null && busy.result === "running") throw new RemediationRefused(`${busy.by} is already running a ${busy.kind} (since ${new Date(busy.startedAt).toISOString()}): wait for it to finish`, "CONFLICT");
+    if (busy !== null && busy.result === "running") throw new RemediationRefused(`${busy.by} is already running ${busy.kind === "apply" ? "the fix" : "a rollback"} (since ${new Date(busy.startedAt).toISOString()}): wait for it to finish`, "CONFLICT");
     const run: Run = { id: randomUUID(), kind, by, startedAt: this.o.hub.clock(), dryRun, endedAt: null, result: "running", message: "", steps: steps.map((name) => ({ name, state: "pending", detail: "" })), backup: null, version: 1 };
     this.#run = run;
     this.#emit();
