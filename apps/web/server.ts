@@ -1,6 +1,7 @@
 // The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js,
 // tRPC, the read API and the agent WebSocket (STYLE 8). Started as `whohas-hub --config FILE`.
 import { rmSync } from "node:fs";
+import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
   hub.onTransition((t, id) => logger.info(`incident.${t.kind}`, { id, ip: t.finding.ip, type: t.finding.type, macs: t.finding.macs, detail: t.finding.detail }));
   const server = createHubServer({
     hub,
+    metricsHere: config.metricsListen === null,
     agentToken: config.agentToken,
     agentReviewer: kc !== null && config.agentServiceAccount !== null ? tokenReviewer(kc, config.agentServiceAccount) : undefined,
     auth,
@@ -204,6 +206,17 @@ async function main(): Promise<void> {
   const address = tcp.address();
   const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
   logger.info("hub.listening", { url: `${config.tls === null ? "http" : "https"}://localhost:${port}${basePath}/`, tls: config.tls !== null, host: config.listen.host, readApi: config.viewerToken !== null, signIn: auth.methods, basePath });
+  let metricsServer: ReturnType<typeof createServer> | null = null;
+  if (config.metricsListen !== null) {
+    const m = createServer(server.metricsListener);
+    const at = config.metricsListen;
+    await new Promise<void>((resolve, reject) => {
+      m.once("error", reject);
+      m.listen(at.port, at.host, resolve);
+    });
+    metricsServer = m;
+    logger.info("hub.listening_metrics", { host: at.host, port: at.port });
+  }
   const unix = config.agentSocket === null ? null : server.createServer();
   if (unix !== null && config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });
@@ -223,6 +236,7 @@ async function main(): Promise<void> {
     server.alerter?.stop();
     server.gateway.close();
     tcp.close();
+    metricsServer?.close();
     unix?.close();
     tcp.closeAllConnections();
     unix?.closeAllConnections();

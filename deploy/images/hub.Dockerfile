@@ -26,6 +26,6 @@ COPY --from=build --chown=0:0 /out /app
 # Not root; the data directory is the PersistentVolume (deploy/base/hub/deployment.yaml mounts it, fsGroup 10001).
 RUN mkdir -p /var/lib/whohas && chown 10001:10001 /var/lib/whohas
 USER 10001:10001
-EXPOSE 3000
+EXPOSE 3000 9473
 VOLUME ["/var/lib/whohas"]
 ENTRYPOINT ["node", "/app/bin/whohas-hub.js"]

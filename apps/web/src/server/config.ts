@@ -13,6 +13,11 @@ import { ROLES } from "./auth/roles.js";
  */
 export interface HubConfig {
   readonly listen: { readonly host: string; readonly port: number };
+  /**
+   * A second listener for /metrics (and /healthz, /readyz) only, so that an Ingress in front of the dashboard does
+   * not publish the metrics; null: /metrics is served on `listen` too.
+   */
+  readonly metricsListen: { readonly host: string; readonly port: number } | null;
   readonly dev: boolean;
   readonly storage: { readonly path: string; readonly retentionMs: number };
   /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
@@ -65,6 +70,7 @@ const users = z.array(user).max(1000);
 
 const FileSchema = z.strictObject({
   listen: listen.optional(),
+  metrics: z.strictObject({ listen: listen.optional() }).optional(),
   storage: z.strictObject({ path: z.string().min(1).optional(), retention: duration.optional() }).optional(),
   agents: z
     .strictObject({
@@ -127,6 +133,7 @@ type FileConfig = z.infer<typeof FileSchema>;
 /** ENV documents each environment override and the config key it replaces (README "Configuration"). */
 export const ENV_OVERRIDES = {
   WHOHAS_LISTEN: "listen",
+  WHOHAS_METRICS_LISTEN: "metrics.listen",
   PORT: "listen (port only)",
   HOST: "listen (host only)",
   WHOHAS_STORAGE_PATH: "storage.path",
@@ -260,6 +267,12 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   }
   if (env.PORT !== undefined) listenAt = { ...listenAt, port: splitListen(`x:${env.PORT}`, "PORT").port };
   if (env.HOST !== undefined) listenAt = { ...listenAt, host: env.HOST };
+  let metricsListen = f.metrics?.listen === undefined ? null : splitListen(f.metrics.listen, "metrics.listen");
+  if (env.WHOHAS_METRICS_LISTEN !== undefined) {
+    if (!listen.safeParse(env.WHOHAS_METRICS_LISTEN).success) throw new ConfigError("WHOHAS_METRICS_LISTEN", 'host:port, e.g. "0.0.0.0:9473"');
+    metricsListen = splitListen(env.WHOHAS_METRICS_LISTEN, "WHOHAS_METRICS_LISTEN");
+  }
+  if (metricsListen !== null && metricsListen.port === listenAt.port && metricsListen.port !== 0) throw new ConfigError("metrics.listen", `port ${metricsListen.port} is the dashboard's (listen): give the metrics another port, or leave metrics.listen out to serve them there`);
 
   const retentionText = env.WHOHAS_RETENTION ?? f.storage?.retention ?? DEFAULTS.retention;
   const retentionMs = parseDuration(retentionText);
@@ -340,6 +353,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
 
   return {
     listen: listenAt,
+    metricsListen,
     dev: env.NODE_ENV === "development",
     storage: { path: env.WHOHAS_STORAGE_PATH ?? f.storage?.path ?? DEFAULTS.storagePath, retentionMs },
     agentToken: agentToken ?? null,

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
@@ -43,6 +43,8 @@ export interface HubServerOptions {
    * forwards /PREFIX/api/..., probes and agents inside the cluster call /healthz and /agent directly.
    */
   readonly basePath?: string;
+  /** false when /metrics has a listener of its own (metrics.listen): the main one then answers 404 there. */
+  readonly metricsHere?: boolean;
   /** WebSocket upgrades that are not ours (Next's dev hot reload at /_next/hmr). */
   readonly otherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
@@ -53,6 +55,8 @@ export interface HubServer {
   readonly actions: Actions | undefined;
   readonly alerter: Alerter | undefined;
   readonly metrics: HubMetrics;
+  /** metricsListener serves /metrics, /healthz and /readyz on the metrics port (metrics.listen). */
+  readonly metricsListener: RequestListener;
   /** listener and upgrade are attached to every http.Server the hub listens with (TCP and the lab's Unix socket). */
   readonly listener: RequestListener;
   readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
@@ -63,6 +67,14 @@ export interface HubServer {
 export function createHubServer(opts: HubServerOptions): HubServer {
   const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
+  const serveMetrics = (res: ServerResponse) => void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+  // The metrics port (metrics.listen): Prometheus and the probes only.
+  const metricsListener: RequestListener = (req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path === "/metrics") return serveMetrics(res);
+    if (path === "/healthz" || path === "/readyz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+    res.writeHead(404, { "content-type": "text/plain" }).end("this port serves /metrics, /healthz and /readyz only\n");
+  };
   const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics, opts.agentReviewer);
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
@@ -95,7 +107,11 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path === "/metrics") {
-      void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+      if (opts.metricsHere === false) {
+        res.writeHead(404, { "content-type": "text/plain" }).end("metrics are served on metrics.listen, not on the dashboard's port\n");
+        return;
+      }
+      serveMetrics(res);
       return;
     }
     if (path.startsWith(AUTH_PREFIX)) {
@@ -138,6 +154,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     actions,
     alerter,
     metrics,
+    metricsListener,
     listener,
     upgrade,
     createServer(tls) {

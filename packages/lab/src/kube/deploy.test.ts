@@ -153,10 +153,10 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect(objs().filter((o) => o.kind.endsWith("Binding") && (o.subjects as Obj[]).some((s) => s.name === "whohas-agent"))).toEqual([]);
   });
 
-  it("lets only the hub's port in, and applies with kubectl to the API server", async () => {
+  it("lets only the hub's ports in, and applies with kubectl to the API server", async () => {
     const np = find(objs(), "NetworkPolicy", "whohas-hub");
     expect(np.spec.policyTypes).toEqual(["Ingress"]);
-    expect(np.spec.ingress).toEqual([{ ports: [{ protocol: "TCP", port: 3000 }] }]);
+    expect(np.spec.ingress).toEqual([{ ports: [{ protocol: "TCP", port: 3000 }, { protocol: "TCP", port: 9473 }] }]);
     const text = rendered.get(overlay)?.text ?? "";
     const apply = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "--validate=false", "-f", "-"], text);
     expect(apply.stderr).toBe("");
@@ -183,13 +183,18 @@ describe("the overlays", () => {
 
   it("monitoring scrapes the hub and every agent and carries the alert rules", () => {
     const objs = rendered.get("overlays/monitoring")?.objects ?? [];
-    expect(find(objs, "ServiceMonitor", "whohas-hub").spec.endpoints[0]).toMatchObject({ port: "http", path: "/metrics" });
+    expect(find(objs, "ServiceMonitor", "whohas-hub").spec.endpoints[0]).toMatchObject({ port: "metrics", path: "/metrics" });
     expect(find(objs, "PodMonitor", "whohas-agent").spec.podMetricsEndpoints[0]).toMatchObject({ port: "metrics", path: "/metrics" });
     expect((find(objs, "PrometheusRule", "whohas").spec.groups[0].rules as Obj[]).map((r) => r.alert)).toContain("WhohasSeveralResponders");
   });
 
-  it("ingress routes users to the hub's Service with TLS", () => {
-    const ing = find(rendered.get("overlays/ingress")?.objects ?? [], "Ingress", "whohas-hub");
+  it("ingress routes users to the hub's Service with TLS, and never its metrics port", () => {
+    const objs = rendered.get("overlays/ingress")?.objects ?? [];
+    const ing = find(objs, "Ingress", "whohas-hub");
+    // /metrics has a port of its own (metrics.listen), which the Ingress does not route.
+    const conf = find(objs, "ConfigMap", "whohas-hub").data["config.yaml"] as string;
+    expect(conf).toMatch(/metrics:\n\s+listen: 0\.0\.0\.0:9473/);
+    expect(find(objs, "Service", "whohas-hub").spec.ports).toEqual([{ name: "http", port: 3000, targetPort: "http" }, { name: "metrics", port: 9473, targetPort: "metrics" }]);
     expect(ing.spec.tls[0].secretName).toBe("whohas-tls");
     expect(ing.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "whohas-hub", port: { name: "http" } });
   });

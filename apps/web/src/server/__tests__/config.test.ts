@@ -45,6 +45,7 @@ describe("loadConfig", () => {
         `  sessionTtl: 8h`,
         `actions: { probeDuration: 5s, announceDuration: 2s }`,
         `limits: { maxIps: 5000, maxMacsPerIp: 16 }`,
+        `metrics: { listen: "127.0.0.1:9473" }`,
         `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], externalUrl: "https://whohas.example" }`,
         `webhooks:`,
         `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
@@ -75,6 +76,7 @@ describe("loadConfig", () => {
       },
       actions: { probeMs: 5000, announceMs: 2000 },
       limits: { maxIps: 5000, maxMacsPerIp: 16 },
+      metricsListen: { host: "127.0.0.1", port: 9473 },
       tls: null,
       alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], externalUrl: "https://whohas.example" },
       webhooks: [
@@ -105,6 +107,7 @@ describe("loadConfig", () => {
     expect(failure(join(d, "missing.yaml"))).toMatch(/^--config: cannot read .*ENOENT/);
     expect(failure(null)).toMatch(/^agents.tokenFile: required/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(/^metrics.listen: port 3000 is the dashboard's/);
     // Agents on ServiceAccount tokens only (deploy/base): no shared token is needed, and a bad name is refused.
     expect(loadConfig(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas:whohas-agent" })).toMatchObject({ agentToken: null, agentServiceAccount: "whohas:whohas-agent" });
     expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(/^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/);

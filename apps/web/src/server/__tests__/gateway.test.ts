@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import WebSocket from "ws";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
@@ -189,6 +189,30 @@ describe("agent gateway", () => {
     expect(m).toMatch(/whohas_agents_connected 1/);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     c.close();
+  });
+
+  it("serves /metrics on a port of its own when metrics.listen is set, and not on the dashboard's", async () => {
+    const hub = new Hub();
+    const hs = createHubServer({ hub, metricsHere: false, agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+    const main = hs.createServer();
+    const side = createServer(hs.metricsListener);
+    for (const s of [main, side]) {
+      s.listen(0, "127.0.0.1");
+      await once(s, "listening");
+    }
+    const url = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    try {
+      const onMain = await fetch(`${url(main)}/metrics`);
+      expect([onMain.status, await onMain.text()]).toEqual([404, "metrics are served on metrics.listen, not on the dashboard's port\n"]);
+      expect(await (await fetch(`${url(side)}/metrics`)).text()).toMatch(/whohas_agents_connected 0/);
+      expect((await fetch(`${url(side)}/readyz`)).status).toBe(200);
+      expect((await fetch(`${url(side)}/api/v1/ips`)).status).toBe(404);
+    } finally {
+      for (const s of [main, side]) {
+        s.closeAllConnections();
+        s.close();
+      }
+    }
   });
 
   it("destroys upgrades on paths that are not ours", async () => {
