@@ -115,4 +115,40 @@ describe("Hub", () => {
     expect(ips.has("198.51.0.0")).toBe(false); // the oldest went
     expect(hub.ipsSince(1).full).toBe(true); // live lists are sent whole once
   });
+
+  it("does not sort the table at every batch when IPs that must stay hold it above the limit", () => {
+    let now = 10_000;
+    const hub = new Hub({ clock: () => now, limits: { maxIps: 100 } });
+    // 120 LoadBalancer IPs: they always stay, whatever the limit.
+    const lb = Array.from({ length: 120 }, (_, i) => `198.51.100.${i}`);
+    hub.setCluster({
+      snapshot: () => ({
+        services: lb.map((ip, i) => ({ namespace: "demo", name: `svc-${i}`, externalTrafficPolicy: "Cluster" as const, ingressIPs: [ip], ports: [], endpoints: [] })),
+        nodes: [{ name: "node-a", labels: {}, networkUnavailable: false }],
+        l2Advertisements: [],
+        l2Statuses: [],
+        nodeAssigned: new Map(),
+        metallbInstalled: false,
+        pools: [],
+      }),
+      kubeProxyConfig: () => null,
+      kubeProxyRollout: () => null,
+      metallb: false,
+    });
+    hub.connect(hello);
+    const e = (ip: string) => ({ ip, mac: "02:00:5e:00:00:01", kind: "request" as const, iface: "eth0", count: 1, firstSeen: now, lastSeen: now, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: lb.map(e) });
+    expect(hub.limitStatus()).toMatchObject({ ips: 120, evictedIps: 0 });
+    // Plain IPs then: kept until the table grows another 5 % of the limit, then let go of, oldest first.
+    const plain = (i: number) => `203.0.113.${i}`;
+    for (let i = 0; i < 5; i++) {
+      now += 10;
+      hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [e(plain(i))] });
+    }
+    expect(hub.limitStatus()).toMatchObject({ ips: 125, evictedIps: 0 });
+    now += 10;
+    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [e(plain(5))] });
+    expect(hub.limitStatus()).toMatchObject({ ips: 120, evictedIps: 6 });
+    expect(hub.ips().filter((v) => v.ip.startsWith("198.51.100."))).toHaveLength(120);
+  });
 });

@@ -208,6 +208,8 @@ export class Hub {
   #foldedSeen = 0;
   #lastHit: number | null = null;
   #lastTold = -Infinity;
+  /** The table size above which the next eviction pass runs (maxIps, unless IPs that must stay fill it). */
+  #evictAbove: number;
   readonly #agents = new Map<string, AgentRecord>();
   readonly #macToNode = new Map<string, string>();
   readonly #events = new EventEmitter<{ change: []; transition: [Transition, number] }>();
@@ -239,6 +241,7 @@ export class Hub {
     this.#limits = { ...DEFAULT_LIMITS, ...opts.limits };
     this.#onLimit = opts.onLimit ?? null;
     this.#table = new IpTable({ maxMacsPerIp: this.#limits.maxMacsPerIp });
+    this.#evictAbove = this.#limits.maxIps;
     const now = this.clock();
     this.#startedAt = now;
     this.store = opts.store ?? new Store(openSqlite(":memory:"), now);
@@ -364,7 +367,7 @@ export class Hub {
     const folded = this.#table.foldedMacs;
     let hit = folded > this.#foldedSeen;
     this.#foldedSeen = folded;
-    if (this.#table.size > this.#limits.maxIps) {
+    if (this.#table.size > this.#evictAbove) {
       hit = true;
       const keep = this.#inventoryMap();
       const target = Math.floor(this.#limits.maxIps * (1 - EVICT_SHARE));
@@ -382,6 +385,10 @@ export class Hub {
       }
       // Live lists send deltas, which cannot say "gone": their subscribers get the whole list once.
       this.#everything();
+      // When the IPs that must stay (LoadBalancer IPs, open incidents) hold the table above the limit, the next pass
+      // waits for another 5 % instead of sorting everything again at every batch.
+      const share = Math.ceil(this.#limits.maxIps * EVICT_SHARE);
+      this.#evictAbove = this.#table.size > this.#limits.maxIps ? this.#table.size + share : this.#limits.maxIps;
     }
     if (!hit) return;
     this.#lastHit = now;
