@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the fault tests in the lab (root: real namespaces) and writes their results to docs/reliability.md.
-# Takes about 7 minutes: the hub is stopped for 2 minutes and the API server for 1, as the faults say.
+# Takes about 9 minutes: the hub is stopped for 2 minutes and the API server for 1, as the faults say.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
