@@ -7,7 +7,7 @@ import WebSocket from "ws";
 import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
 import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
-import { eventually, signIn } from "./hub-client.js";
+import { api as readApi, eventually, signIn } from "./hub-client.js";
 import { record } from "./reliability.js";
 
 const exec = promisify(execFile);
@@ -35,11 +35,7 @@ const count = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ?
 describe("faults: nothing is lost", () => {
   let stack: Stack;
   let receiver: Server;
-  const api = async <T>(path: string): Promise<T> => {
-    const res = await fetch(`${stack.url}/api/v1/${path}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
-    if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
-    return (await res.json()) as T;
-  };
+  const api = <T>(path: string) => readApi<T>(stack.url, stack.viewerToken, path);
   const ip = (addr: string) => api<ApiIp>(`ips/${addr}`);
   const nodes = () => api<NodeRow[]>("nodes");
   const allUp = async () => (await nodes()).filter((n) => n.agent.up).length === stack.lab.nodes.length;
