@@ -38,7 +38,8 @@ Environment overrides (they win over the file):
 ${Object.entries(ENV_OVERRIDES).map(([k, v]) => `  ${k.padEnd(26)} ${v}`).join("\n")}
 
 Endpoints: / (dashboard, sign in at /login), /agent (agents' WebSocket), /api/v1/{ips,ips/IP,nodes,incidents} (read
-API, Bearer token), /api/auth/{login,logout,me}, /api/trpc (dashboard API), /metrics, /healthz, /readyz.
+API, Bearer token), /api/auth/{login,logout,me}, /api/trpc (dashboard API), /healthz, /readyz; /metrics on a port
+of its own (metrics.listen, 9473 unless set).
 `;
 
 /** TICK_MS: how often the hub judges IPs and writes what it buffered. */
@@ -111,13 +112,15 @@ async function main(): Promise<void> {
     users = [b.user];
     logger.warn("auth.bootstrap_admin", { user: "admin", passwordFile: b.file, created: b.created, hint: "sign in as admin with the password in that file; list users under auth.users (whohas-hub hash-password) to replace it" });
   }
-  const auth = new Auth({ users, proxy: config.auth.proxy, sessionTtlMs: config.auth.sessionTtlMs, viewerToken: config.viewerToken }, store, logger);
+  const auth = new Auth({ users, proxy: config.auth.proxy, sessionTtlMs: config.auth.sessionTtlMs, trustedProxies: config.auth.trustedProxies, viewerToken: config.viewerToken }, store, logger);
   const settings = new Settings(store, config.storage.retentionMs, users, auth.methods);
   const receivers = (): Receiver[] => [...config.webhooks, ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const }))];
   hub.onTransition((t, id) => logger.info(`incident.${t.kind}`, { id, ip: t.finding.ip, type: t.finding.type, macs: t.finding.macs, detail: t.finding.detail }));
   const server = createHubServer({
     hub,
-    metricsHere: config.metricsListen === null,
+    metricsToken: config.metricsToken,
+    dev: config.dev,
+    agentLimits: config.limits,
     agentToken: config.agentToken,
     agentReviewer: kc !== null && config.agentServiceAccount !== null ? tokenReviewer(kc, config.agentServiceAccount) : undefined,
     auth,
@@ -206,17 +209,14 @@ async function main(): Promise<void> {
   const address = tcp.address();
   const port = typeof address === "object" && address !== null ? address.port : config.listen.port;
   logger.info("hub.listening", { url: `${config.tls === null ? "http" : "https"}://localhost:${port}${basePath}/`, tls: config.tls !== null, host: config.listen.host, readApi: config.viewerToken !== null, signIn: auth.methods, basePath });
-  let metricsServer: ReturnType<typeof createServer> | null = null;
-  if (config.metricsListen !== null) {
-    const m = createServer(server.metricsListener);
-    const at = config.metricsListen;
-    await new Promise<void>((resolve, reject) => {
-      m.once("error", reject);
-      m.listen(at.port, at.host, resolve);
-    });
-    metricsServer = m;
-    logger.info("hub.listening_metrics", { host: at.host, port: at.port });
-  }
+  const metricsServer = createServer(server.metricsListener);
+  const at = config.metricsListen;
+  await new Promise<void>((resolve, reject) => {
+    metricsServer.once("error", (e: NodeJS.ErrnoException) => reject(e.code === "EADDRINUSE" ? new Error(`metrics.listen: ${at.host}:${at.port} is in use (set metrics.listen or WHOHAS_METRICS_LISTEN to a free port)`) : e));
+    metricsServer.listen(at.port, at.host, resolve);
+  });
+  const metricsAddress = metricsServer.address();
+  logger.info("hub.listening_metrics", { host: at.host, port: typeof metricsAddress === "object" && metricsAddress !== null ? metricsAddress.port : at.port, token: config.metricsToken !== null });
   const unix = config.agentSocket === null ? null : server.createServer();
   if (unix !== null && config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });
@@ -236,7 +236,7 @@ async function main(): Promise<void> {
     server.alerter?.stop();
     server.gateway.close();
     tcp.close();
-    metricsServer?.close();
+    metricsServer.close();
     unix?.close();
     tcp.closeAllConnections();
     unix?.closeAllConnections();

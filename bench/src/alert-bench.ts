@@ -38,7 +38,7 @@ async function main(): Promise<void> {
     nodes: 2,
     vips: 1,
     requestIntervalMs: 1000,
-    hubConfig: { alerting: { groupWait: 0, maxPerIpPerHour: 1000 }, webhooks: [{ name: "bench", url, format: "generic" }], log: { level: "warn" } },
+    hubConfig: { alerting: { groupWait: 0, maxPerIpPerHour: 1000, allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "bench", url, format: "generic" }], log: { level: "warn" } },
   });
   const [first, second] = stack.lab.nodes;
   if (first === undefined || second === undefined) throw new Error("two nodes needed");

@@ -79,8 +79,8 @@ async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<nu
   }
 }
 
-async function hubMetric(base: string, name: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+async function hubMetric(metrics: string, name: string): Promise<number> {
+  const text = await (await fetch(metrics)).text();
   return text.split("\n").filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.split(" ").pop()), 0);
 }
 
@@ -126,11 +126,11 @@ async function main(): Promise<void> {
   let hub: Awaited<ReturnType<typeof startHub>> | null = null;
   try {
     hub = await startHub(dir);
-    const { base, port, pid, wrapper } = hub;
+    const { base, port, pid, wrapper, metrics } = hub;
     const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
     // Warm up: the hub learns every IP once before the clock starts.
     await drive(agents, { ...load, seconds: 5 });
-    const msgs0 = await hubMetric(base, 'whohas_hub_agent_messages_total{type="observations"}');
+    const msgs0 = await hubMetric(metrics, 'whohas_hub_agent_messages_total{type="observations"}');
     const sent0 = agents.reduce((n, a) => n + a.sent, 0);
     const entries0 = agents.reduce((n, a) => n + a.entries, 0);
     const c0 = cpuTicks(pid);
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     let markers = 0;
     let probing = false;
     const rssSamples: number[] = [];
-    const pending0 = await hubMetric(base, "whohas_hub_store_pending_rows");
+    const pending0 = await hubMetric(metrics, "whohas_hub_store_pending_rows");
     const { seconds, maxBuffered } = await drive(agents, load, (elapsed, tick) => {
       if (tick % 10 === 0) rssSamples.push(rssMb(pid, "VmRSS"));
       if (probing || elapsed > load.seconds * 1000 - 2000) return;
@@ -158,10 +158,10 @@ async function main(): Promise<void> {
     const peak = rssMb(pid, "VmHWM");
     const wrapperRss = wrapper === pid ? 0 : rssMb(wrapper, "VmHWM");
     await sleep(2000);
-    const accepted = (await hubMetric(base, 'whohas_hub_agent_messages_total{type="observations"}')) - msgs0;
+    const accepted = (await hubMetric(metrics, 'whohas_hub_agent_messages_total{type="observations"}')) - msgs0;
     const sent = agents.reduce((n, a) => n + a.sent, 0) - sent0;
-    const pending = await hubMetric(base, "whohas_hub_store_pending_rows");
-    const ticks = await (await fetch(`${base}/metrics`)).text();
+    const pending = await hubMetric(metrics, "whohas_hub_store_pending_rows");
+    const ticks = await (await fetch(metrics)).text();
     const pass = (name: string) => {
       const count = Number(new RegExp(`whohas_hub_tick_seconds_count\\{pass="${name}"\\} (\\d+)`).exec(ticks)?.[1] ?? 0);
       const sum = Number(new RegExp(`whohas_hub_tick_seconds_sum\\{pass="${name}"\\} ([\\d.e-]+)`).exec(ticks)?.[1] ?? 0);
@@ -171,8 +171,8 @@ async function main(): Promise<void> {
     const open = (await (await fetch(`${base}/api/v1/incidents?state=open&limit=5000`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as { type: string }[];
     const openByType = [...open.reduce((m, i) => m.set(i.type, (m.get(i.type) ?? 0) + 1), new Map<string, number>())].map(([t, n]) => `${t} ${n}`).join(", ");
     const rssAfterQueries = rssMb(pid, "VmRSS");
-    const heapUsed = (await hubMetric(base, "nodejs_heap_size_used_bytes")) / 1e6;
-    const heapTotal = (await hubMetric(base, "nodejs_heap_size_total_bytes")) / 1e6;
+    const heapUsed = (await hubMetric(metrics, "nodejs_heap_size_used_bytes")) / 1e6;
+    const heapTotal = (await hubMetric(metrics, "nodejs_heap_size_total_bytes")) / 1e6;
     for (const a of agents) a.ws.close();
     await hub.stop();
     hub = null;

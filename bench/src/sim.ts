@@ -73,6 +73,8 @@ export class SimAgent {
 export interface RunningHub {
   readonly base: string;
   readonly port: number;
+  /** The hub's /metrics, on its own port (metrics.listen). */
+  readonly metrics: string;
   /** The server process (child of the whohas-hub launcher) and the launcher. */
   readonly pid: number;
   readonly wrapper: number;
@@ -82,9 +84,10 @@ export interface RunningHub {
 /** startHub writes a traffic-only config into `dir` and starts the production hub on a free port. */
 export async function startHub(dir: string): Promise<RunningHub> {
   const port = await freePort();
+  const metricsPort = await freePort();
   writeFileSync(join(dir, "agent-token"), TOKEN);
   writeFileSync(join(dir, "viewer-token"), VIEWER);
-  writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
+  writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
   const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -98,6 +101,7 @@ export async function startHub(dir: string): Promise<RunningHub> {
   return {
     base,
     port,
+    metrics: `http://127.0.0.1:${metricsPort}/metrics`,
     pid,
     wrapper,
     stop: async () => {

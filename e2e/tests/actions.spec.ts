@@ -119,7 +119,8 @@ test("an operator acknowledges an incident; the admin's audit log shows every ac
   await expect(receiver).toContainText("Alertmanager webhook (v4)");
   await receiver.getByTestId("test-receiver").click();
   await expect(admin.getByTestId("test-result")).toContainText("HTTP 202");
-  await expect(admin.getByTestId("test-result")).toContainText("accepted by e2e");
+  // Only the status comes back: the answer's body would let Settings read whatever a URL the hub reaches says.
+  await expect(admin.getByTestId("test-result")).not.toContainText("accepted by e2e");
   expect((JSON.parse(bodies[0] ?? "{}") as { version?: string }).version).toBe("4");
   hook.close();
   await shot(admin, "settings");

@@ -117,3 +117,24 @@ test("the light theme is remembered", async ({ page }) => {
   await page.reload();
   await expect(page.locator("html")).toHaveAttribute("data-theme", theme ?? "");
 });
+
+test("every page runs under the Content-Security-Policy without a violation, and cannot be framed", async ({ page }) => {
+  const violations: string[] = [];
+  await page.exposeFunction("reportViolation", (v: string) => violations.push(v));
+  await page.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) => void (window as unknown as { reportViolation: (v: string) => void }).reportViolation(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  page.on("console", (m) => m.type() === "error" && /Content.Security.Policy/i.test(m.text()) && violations.push(m.text()));
+  for (const path of ["/", "/ips", `/ips/${vip0}`, "/nodes", "/incidents", "/settings"]) {
+    const res = await page.goto(`${url}${path}`);
+    expect(res?.headers()["content-security-policy"]).toMatch(/'nonce-[^']+' 'strict-dynamic'.*frame-ancestors 'none'/);
+    // The page's scripts ran under the policy: the top bar's effect sets the theme on <html>.
+    await expect(page.locator("html")).toHaveAttribute("data-theme", /^(light|dark)$/);
+  }
+  expect(violations).toEqual([]);
+  // Another site framing the dashboard (clickjacking the operators' buttons) gets an empty frame.
+  await page.setContent(`<iframe id="f" src="${url}/ips" width="600" height="400"></iframe>`);
+  await page.waitForTimeout(1000);
+  const framed = page.frames().find((f) => f.url().startsWith(url));
+  expect(await framed?.locator("body").innerText().catch(() => "")).toBeFalsy();
+});

@@ -135,7 +135,9 @@ export class HubLink {
       if (this.#heartbeat) clearInterval(this.#heartbeat);
       if (this.#closed) return;
       const delay = backoffDelay(this.#attempt++);
-      logger.warn("hub.disconnected", { code, reason: reason.toString(), retryInMs: delay });
+      // 4409: the hub already has a live agent for this node name (two agents claim it, or the old link is dead).
+      if (code === 4409) logger.error("hub.node_conflict", { reason: reason.toString(), retryInMs: delay, hint: "check --node (NODE_NAME): another agent speaks for this node; a dead old connection is dropped by the hub within 20 s" });
+      else logger.warn("hub.disconnected", { code, reason: reason.toString(), retryInMs: delay });
       this.#retryTimer = setTimeout(() => this.#connect(), delay);
     });
   }

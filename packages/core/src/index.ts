@@ -29,3 +29,4 @@ export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";
+export * from "./net/scope.js";

@@ -1,25 +1,24 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { stringify as stringifyYaml } from "yaml";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
-import { seedCluster, type SeedService } from "./kube/seed.js";
+import { seedAgentPods, seedCluster, type SeedService } from "./kube/seed.js";
 import { startTestApiServer, type ForbiddenRule, type TestApiServer } from "./kube/server.js";
 import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
 import { elect } from "@whohas/core";
+import { freePort, hashWithHub, stopChild, waitHealthy } from "./hub-process.js";
 
-/** REPO_ROOT: the lab starts the built hub and agent from the checkout it belongs to. */
-export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-/** HUB_BIN is the hub's production entry, `whohas-hub` (the same one a deployment runs). */
-export const HUB_BIN = `${REPO_ROOT}apps/web/bin/whohas-hub.js`;
-export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
-export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
-export const SPEAKER = `${REPO_ROOT}packages/lab/dist/speaker.js`;
+export { freePort };
+
+/** AGENT_SA: the agents' ServiceAccount, as deploy/ names it. */
+const AGENT_SA = "system:serviceaccount:whohas:whohas-agent";
+
+export { REPO_ROOT, HUB_BIN, AGENT_MAIN, REQUESTER, SPEAKER } from "./hub-process.js";
+import { AGENT_MAIN, HUB_BIN, REQUESTER, SPEAKER } from "./hub-process.js";
 
 export interface StackOptions {
   readonly nodes?: number;
@@ -66,6 +65,8 @@ export interface Stack {
   readonly lab: Lab;
   readonly url: string;
   readonly port: number;
+  /** The hub's /metrics (a port of its own, as metrics.listen gives it). */
+  readonly metricsUrl: string;
   readonly token: string;
   /** Bearer token of the hub's read API (/api/v1). */
   readonly viewerToken: string;
@@ -77,9 +78,19 @@ export interface Stack {
   readonly logDir: string;
   /** The test API server, when `kube` was asked for. */
   readonly api: TestApiServer | null;
-  /** ServiceAccount tokens the test API server knows (with serviceAccountAgents): the agents', one issued for another
-   * audience, one of another ServiceAccount. */
-  readonly saTokens: { readonly agent: string; readonly wrongAudience: string; readonly otherAccount: string } | null;
+  /**
+   * ServiceAccount tokens the test API server knows (with serviceAccountAgents): each node's agent token (bound to
+   * its Pod and node, as kubelet's projected tokens are since Kubernetes 1.30), one bound to a Pod only (older API
+   * servers: the hub reads the Pod for its node), one bound to nothing, one issued for another audience, one of
+   * another ServiceAccount.
+   */
+  readonly saTokens: {
+    readonly agents: ReadonlyMap<string, string>;
+    readonly podOnly: { readonly token: string; readonly node: string };
+    readonly unbound: string;
+    readonly wrongAudience: string;
+    readonly otherAccount: string;
+  } | null;
   /** The kube-proxy stand-ins and each VIP's elected owner, when `cluster` was asked for. */
   readonly kubeProxies: KubeProxies | null;
   readonly owners: ReadonlyMap<string, string>;
@@ -96,57 +107,6 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      s.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
-    });
-  });
-}
-
-async function waitHealthy(url: string, child: ChildProcess, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (child.exitCode !== null) throw new Error(`the hub exited with code ${child.exitCode} before it was ready`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`the hub did not answer ${url}/healthz within ${ms} ms`);
-}
-
-/** stopChild sends SIGTERM and, after 5 s, SIGKILL; resolves when the process is gone. */
-function stopChild(c: ChildProcess): Promise<void> {
-  return new Promise<void>((resolve) => {
-    if (c.exitCode !== null || c.signalCode !== null) return resolve();
-    const t = setTimeout(() => c.kill("SIGKILL"), 5000);
-    c.once("exit", () => {
-      clearTimeout(t);
-      resolve();
-    });
-    c.kill("SIGTERM");
-  });
-}
-
-/** hashWithHub runs `whohas-hub hash-password` with the password on stdin and returns the hash it prints. */
-async function hashWithHub(password: string): Promise<string> {
-  const child = spawn(process.execPath, [HUB_BIN, "hash-password"], { stdio: ["pipe", "pipe", "pipe"] });
-  child.stdin.end(password);
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((r) => child.once("exit", r));
-  if (code !== 0 || !out.startsWith("$argon2id$")) throw new Error(`whohas-hub hash-password failed (${code}): ${err.trim()}`);
-  return out.trim();
-}
-
 /**
  * startStack brings up everything the demo, the integration tests and the e2e tests need. Whatever fails, what was
  * started is stopped again; `stop()` tears it all down (processes first, then namespaces).
@@ -158,7 +118,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let stopping = false;
   let api: TestApiServer | null = null;
   let kubeProxies: KubeProxies | null = null;
-  const saTokens = opts.serviceAccountAgents === true ? { agent: randomBytes(32).toString("base64url"), wrongAudience: randomBytes(32).toString("base64url"), otherAccount: randomBytes(32).toString("base64url") } : null;
+  const newToken = () => randomBytes(32).toString("base64url");
+  const saTokens =
+    opts.serviceAccountAgents === true
+      ? { agents: new Map(lab.nodes.map((n) => [n.name, newToken()])), podOnly: { token: newToken(), node: lab.nodes[0]?.name ?? "" }, unbound: newToken(), wrongAudience: newToken(), otherAccount: newToken() }
+      : null;
   const owners = new Map<string, string>();
   const stop = async () => {
     stopping = true;
@@ -193,6 +157,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const viewerTokenFile = `${lab.names.stateDir}/viewer-token`;
     await writeFile(viewerTokenFile, viewerToken, { mode: 0o600 });
     const url = `http://localhost:${port}`;
+    const metricsPort = await freePort();
+    const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     let kubeconfig: string | null = null;
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
@@ -202,9 +168,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         serviceAccountTokens:
           saTokens === null
             ? undefined
-            : new Map([
-                [saTokens.agent, { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["whohas"] }],
-                [saTokens.wrongAudience, { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["https://kubernetes.default.svc"] }],
+            : new Map<string, { user: string; audiences: string[]; extra?: Record<string, string[]> }>([
+                ...[...saTokens.agents].map(([node, token]): [string, { user: string; audiences: string[]; extra: Record<string, string[]> }] => [token, { user: AGENT_SA, audiences: ["whohas"], extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${node}`], "authentication.kubernetes.io/node-name": [node] } }]),
+                [saTokens.podOnly.token, { user: AGENT_SA, audiences: ["whohas"], extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${saTokens.podOnly.node}`] } }],
+                [saTokens.unbound, { user: AGENT_SA, audiences: ["whohas"] }],
+                [saTokens.wrongAudience, { user: AGENT_SA, audiences: ["https://kubernetes.default.svc"] }],
                 [saTokens.otherAccount, { user: "system:serviceaccount:default:default", audiences: ["whohas"] }],
               ]),
       });
@@ -214,6 +182,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         lab.nodes.map((n) => n.name),
         services,
       );
+      // The agents' Pods, as the DaemonSet makes them: the hub reads one to learn the node of a Pod-bound token.
+      if (saTokens !== null) seedAgentPods(api, lab.nodes.map((n) => n.name));
       if (opts.cluster === true) {
         const log = createWriteStream(`${logDir}/kube-proxy.log`, { flags: "a" });
         kubeProxies = startKubeProxies({ url: api.url, ca: api.ca, token: proxyToken }, lab, (line) => log.write(`${new Date().toISOString()} ${line}\n`));
@@ -247,6 +217,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       hubConfig,
       stringifyYaml({
         listen: `127.0.0.1:${port}`,
+        metrics: { listen: `127.0.0.1:${metricsPort}` },
         storage: { path: dbPath, retention: "1d" },
         agents: { tokenFile, socket: lab.names.hubSocket, ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }) },
         api: { viewerTokenFile },
@@ -280,13 +251,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     };
     const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
     const agents = new Map<string, ChildProcess>();
-    // With ServiceAccount agents, each agent's token file holds the projected token (as the DaemonSet mounts it).
-    const agentTokenFile = `${lab.names.stateDir}/agent-sa-token`;
-    if (saTokens !== null) await writeFile(agentTokenFile, saTokens.agent, { mode: 0o600 });
+    // With ServiceAccount agents, each agent's token file holds its own Pod's projected token (as kubelet mounts it).
+    const agentTokenFile = (node: string) => `${lab.names.stateDir}/agent-sa-token-${node}`;
+    for (const [node, t] of saTokens?.agents ?? []) await writeFile(agentTokenFile(node), t, { mode: 0o600 });
     const startAgent = (name: string) => {
       const n = lab.nodes.find((x) => x.name === name);
       if (n === undefined) throw new Error(`no node ${name} in this lab`);
-      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", saTokens === null ? tokenFile : agentTokenFile]));
+      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", saTokens === null ? tokenFile : agentTokenFile(n.name)]));
     };
     const stopAgent = async (name: string) => {
       const child = agents.get(name);
@@ -305,7 +276,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }
     }
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, saTokens, stopAgent, startAgent };
+    return { lab, url, port, metricsUrl, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, saTokens, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

@@ -216,12 +216,11 @@ function Receivers() {
       {test.isPending && <p className="progress" role="status">Sending a test notification…</p>}
       {test.data !== undefined && (
         <p className={test.data.ok ? "banner ok" : "banner bad"} role="status" data-testid="test-result">
-          {test.data.error !== null ? `No answer: ${test.data.error}` : `The receiver answered HTTP ${test.data.status ?? ""} in ${test.data.ms} ms`}
-          {test.data.body === "" ? null : (
-            <>
-              : <code>{test.data.body}</code>
-            </>
-          )}
+          {test.data.error === null
+            ? `The receiver answered HTTP ${test.data.status ?? ""} in ${test.data.ms} ms`
+            : test.data.status === null
+              ? `Not sent or no answer: ${test.data.error}`
+              : `The receiver answered HTTP ${test.data.status}: ${test.data.error}`}
         </p>
       )}
       {test.error !== null && <p className="bad-text" role="alert">{test.error.message}</p>}

@@ -1,9 +1,11 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { trustList, type LocalUser, type ProxyAuth } from "./auth/auth.js";
+import type { LocalUser, ProxyAuth } from "./auth/auth.js";
+import { trustList } from "./client-address.js";
 import { HASH_PREFIX } from "./auth/passwords.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "./alerts/receivers.js";
+import { Egress } from "./alerts/egress.js";
 import { FORMATS } from "./store/outbox.js";
 import { ROLES } from "./auth/roles.js";
 
@@ -14,10 +16,12 @@ import { ROLES } from "./auth/roles.js";
 export interface HubConfig {
   readonly listen: { readonly host: string; readonly port: number };
   /**
-   * A second listener for /metrics (and /healthz, /readyz) only, so that an Ingress in front of the dashboard does
-   * not publish the metrics; null: /metrics is served on `listen` too.
+   * The listener of /metrics (and /healthz, /readyz), never the dashboard's: an Ingress in front of the dashboard
+   * does not publish the metrics. Port 9473 on the dashboard's host unless set.
    */
-  readonly metricsListen: { readonly host: string; readonly port: number } | null;
+  readonly metricsListen: { readonly host: string; readonly port: number };
+  /** The Bearer token /metrics asks for (metrics.tokenFile); null: open to whoever reaches the metrics port. */
+  readonly metricsToken: string | null;
   readonly dev: boolean;
   readonly storage: { readonly path: string; readonly retentionMs: number };
   /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
@@ -32,7 +36,7 @@ export interface HubConfig {
   readonly kubernetes: string | null;
   readonly logLevel: "info" | "warn" | "error";
   /** Who may use the dashboard: local users (from the file and auth.usersFile) and an authenticating proxy. */
-  readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number };
+  readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number; readonly trustedProxies: readonly string[] };
   /** HTTPS/WSS: the certificate chain and key (PEM); null: plain HTTP (behind a TLS-terminating ingress). */
   readonly tls: { readonly cert: string; readonly key: string } | null;
   /** Notification policy (group_wait, repeat_interval, the per-IP cap) and the receivers of the file and environment. */
@@ -41,7 +45,7 @@ export interface HubConfig {
   /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
   readonly actions: { readonly probeMs: number; readonly announceMs: number };
   /** What the hub tracks in memory at most: IPs (least recently active let go) and MACs per IP (oldest folded). */
-  readonly limits: { readonly maxIps: number; readonly maxMacsPerIp: number };
+  readonly limits: { readonly maxIps: number; readonly maxMacsPerIp: number; readonly maxAgents: number; readonly newIpsPerAgentPerMinute: number };
 }
 
 /** MIN_TOKEN_LEN refuses guessable tokens: `openssl rand -hex 32` gives 64. */
@@ -70,7 +74,7 @@ const users = z.array(user).max(1000);
 
 const FileSchema = z.strictObject({
   listen: listen.optional(),
-  metrics: z.strictObject({ listen: listen.optional() }).optional(),
+  metrics: z.strictObject({ listen: listen.optional(), tokenFile: z.string().min(1).optional() }).optional(),
   storage: z.strictObject({ path: z.string().min(1).optional(), retention: duration.optional() }).optional(),
   agents: z
     .strictObject({
@@ -96,6 +100,7 @@ const FileSchema = z.strictObject({
         })
         .optional(),
       sessionTtl: duration.optional(),
+      trustedProxies: z.array(z.string()).optional(),
     })
     .optional(),
   tls: z.strictObject({ certFile: z.string().min(1), keyFile: z.string().min(1) }).optional(),
@@ -104,6 +109,8 @@ const FileSchema = z.strictObject({
     .strictObject({
       maxIps: z.number().int().min(100, "at least 100").max(10_000_000).optional(),
       maxMacsPerIp: z.number().int().min(2, "at least 2").max(10_000).optional(),
+      maxAgents: z.number().int().min(1).max(100_000).optional(),
+      newIpsPerAgentPerMinute: z.number().int().min(10, "at least 10").max(10_000_000).optional(),
     })
     .optional(),
   alerting: z
@@ -113,6 +120,7 @@ const FileSchema = z.strictObject({
       maxPerIpPerHour: z.number().int().min(1).max(1000).optional(),
       sendResolved: z.boolean().optional(),
       allowHosts: z.array(z.string().min(1)).optional(),
+      allowPrivate: z.boolean().optional(),
       externalUrl: z.string().url().optional(),
     })
     .optional(),
@@ -134,6 +142,7 @@ type FileConfig = z.infer<typeof FileSchema>;
 export const ENV_OVERRIDES = {
   WHOHAS_LISTEN: "listen",
   WHOHAS_METRICS_LISTEN: "metrics.listen",
+  WHOHAS_METRICS_TOKEN_FILE: "metrics.tokenFile",
   PORT: "listen (port only)",
   HOST: "listen (host only)",
   WHOHAS_STORAGE_PATH: "storage.path",
@@ -218,6 +227,9 @@ export const DEFAULTS = {
   announceDuration: "5s",
   maxIps: 100_000,
   maxMacsPerIp: 64,
+  metricsPort: 9473,
+  maxAgents: 5000,
+  newIpsPerAgentPerMinute: 2000,
 } as const;
 
 /** readUsers reads a users file: a YAML list of { name, passwordHash, role } (such as a mounted Secret's key). */
@@ -267,12 +279,14 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   }
   if (env.PORT !== undefined) listenAt = { ...listenAt, port: splitListen(`x:${env.PORT}`, "PORT").port };
   if (env.HOST !== undefined) listenAt = { ...listenAt, host: env.HOST };
-  let metricsListen = f.metrics?.listen === undefined ? null : splitListen(f.metrics.listen, "metrics.listen");
+  let metricsListen = f.metrics?.listen === undefined ? { host: listenAt.host, port: DEFAULTS.metricsPort } : splitListen(f.metrics.listen, "metrics.listen");
   if (env.WHOHAS_METRICS_LISTEN !== undefined) {
     if (!listen.safeParse(env.WHOHAS_METRICS_LISTEN).success) throw new ConfigError("WHOHAS_METRICS_LISTEN", 'host:port, e.g. "0.0.0.0:9473"');
     metricsListen = splitListen(env.WHOHAS_METRICS_LISTEN, "WHOHAS_METRICS_LISTEN");
   }
-  if (metricsListen !== null && metricsListen.port === listenAt.port && metricsListen.port !== 0) throw new ConfigError("metrics.listen", `port ${metricsListen.port} is the dashboard's (listen): give the metrics another port, or leave metrics.listen out to serve them there`);
+  if (metricsListen.port === listenAt.port && metricsListen.port !== 0) throw new ConfigError("metrics.listen", `port ${metricsListen.port} is the dashboard's (listen): the metrics need a port of their own (9473 unless set)`);
+  const metricsTokenFile = env.WHOHAS_METRICS_TOKEN_FILE ?? f.metrics?.tokenFile;
+  const metricsToken = metricsTokenFile === undefined ? null : readToken(env.WHOHAS_METRICS_TOKEN_FILE !== undefined ? "WHOHAS_METRICS_TOKEN_FILE" : "metrics.tokenFile", metricsTokenFile);
 
   const retentionText = env.WHOHAS_RETENTION ?? f.storage?.retention ?? DEFAULTS.retention;
   const retentionMs = parseDuration(retentionText);
@@ -314,6 +328,12 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
       throw new ConfigError("auth.proxy.trustedProxies", (e as Error).message);
     }
   }
+  const trustedProxies = f.auth?.trustedProxies ?? [];
+  try {
+    trustList(trustedProxies);
+  } catch (e) {
+    throw new ConfigError("auth.trustedProxies", (e as Error).message);
+  }
   const proxy: ProxyAuth | null =
     p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: p.trustedProxies, groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
 
@@ -323,13 +343,19 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
   const tls = certFile === undefined || keyFile === undefined ? null : { cert: readPem("tls.certFile", certFile, "CERTIFICATE"), key: readPem("tls.keyFile", keyFile, "PRIVATE KEY") };
 
   const allowHosts = f.alerting?.allowHosts ?? [];
+  const egress = { allowHosts, allowPrivate: f.alerting?.allowPrivate ?? DEFAULT_POLICY.allowPrivate };
+  try {
+    new Egress(egress);
+  } catch (e) {
+    throw new ConfigError("alerting.allowHosts", (e as Error).message);
+  }
   const webhooks: Receiver[] = (f.webhooks ?? []).map((w, i) => {
-    const bad = checkUrl(w.url, allowHosts);
+    const bad = checkUrl(w.url, egress);
     if (bad !== null) throw new ConfigError(`webhooks.${i}.url`, bad);
     return { name: w.name, url: w.url, format: w.format, secret: w.secretFile === undefined ? null : readToken(`webhooks.${i}.secretFile`, w.secretFile), source: "config" };
   });
   if (env.WHOHAS_WEBHOOK_URL !== undefined) {
-    const bad = checkUrl(env.WHOHAS_WEBHOOK_URL, allowHosts);
+    const bad = checkUrl(env.WHOHAS_WEBHOOK_URL, egress);
     if (bad !== null) throw new ConfigError("WHOHAS_WEBHOOK_URL", bad);
     const format = env.WHOHAS_WEBHOOK_FORMAT ?? "generic";
     if (!(FORMATS as readonly string[]).includes(format)) throw new ConfigError("WHOHAS_WEBHOOK_FORMAT", `one of ${FORMATS.join(", ")}`);
@@ -348,12 +374,14 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     maxPerIpPerHour: f.alerting?.maxPerIpPerHour ?? DEFAULT_POLICY.maxPerIpPerHour,
     sendResolved: f.alerting?.sendResolved ?? DEFAULT_POLICY.sendResolved,
     allowHosts,
+    allowPrivate: egress.allowPrivate,
     externalUrl: f.alerting?.externalUrl ?? null,
   };
 
   return {
     listen: listenAt,
     metricsListen,
+    metricsToken,
     dev: env.NODE_ENV === "development",
     storage: { path: env.WHOHAS_STORAGE_PATH ?? f.storage?.path ?? DEFAULTS.storagePath, retentionMs },
     agentToken: agentToken ?? null,
@@ -362,7 +390,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     viewerToken,
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
-    auth: { users: localUsers, proxy, sessionTtlMs: durationMs("auth.sessionTtl", f.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000) },
+    auth: { users: localUsers, proxy, sessionTtlMs: durationMs("auth.sessionTtl", f.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000), trustedProxies },
     tls,
     alerting,
     webhooks,
@@ -373,6 +401,8 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     limits: {
       maxIps: f.limits?.maxIps ?? DEFAULTS.maxIps,
       maxMacsPerIp: f.limits?.maxMacsPerIp ?? DEFAULTS.maxMacsPerIp,
+      maxAgents: f.limits?.maxAgents ?? DEFAULTS.maxAgents,
+      newIpsPerAgentPerMinute: f.limits?.newIpsPerAgentPerMinute ?? DEFAULTS.newIpsPerAgentPerMinute,
     },
   };
 }

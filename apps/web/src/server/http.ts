@@ -10,9 +10,13 @@ import type { Alerter } from "./alerts/alerter.js";
 import type { Remediation } from "./remediation/remediation.js";
 import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
-import { AGENT_PATH, AgentGateway } from "./gateway/agent-gateway.js";
+import { AGENT_PATH, AgentGateway, type AgentLimits, type Review } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
 import { HubMetrics } from "./metrics.js";
+import { parseTarget, type RequestTarget } from "./request-target.js";
+import { apiHeaders, pageHeaders } from "./security-headers.js";
+import { peerAddress } from "./client-address.js";
+import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "@whohas/core";
 
 /** MAX_TRPC_BODY_BYTES bounds one dashboard API request (a batch of mutations included). */
@@ -21,11 +25,36 @@ export const MAX_TRPC_BODY_BYTES = 64 * 1024;
 /** TRPC_PREFIX is where the dashboard's API lives (the client's links point here). */
 export const TRPC_PREFIX = "/api/trpc/";
 
+/** isHubRoute: a path the hub answers itself, never Next.js. */
+function isHubRoute(p: string): boolean {
+  return p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX) || p.startsWith(AUTH_PREFIX) || p === "/api" || p.startsWith("/api/");
+}
+
+/**
+ * openWithoutSignIn: the sign-in page and what it loads (Next.js's built static assets, the icon). Nothing else under
+ * /_next/ is open: the hub does not know what Next.js would serve there. Development mode adds its hot reload.
+ */
+function openWithoutSignIn(page: string, dev: boolean): boolean {
+  if (page === LOGIN_PATH || page === "/favicon.ico" || page.startsWith("/_next/static/")) return true;
+  return dev && (page.startsWith("/_next/") || page.startsWith("/__nextjs"));
+}
+
+/** bearerIs compares a request's Bearer token with `token` in constant time. */
+function bearerIs(req: IncomingMessage, token: string): boolean {
+  const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "");
+  if (m?.[1] === undefined) return false;
+  const a = Buffer.from(m[1]);
+  const b = Buffer.from(token);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 export interface HubServerOptions {
   readonly hub: Hub;
   readonly agentToken: string | null;
-  /** Validates agents' ServiceAccount tokens (TokenReview); absent: the shared token only. */
-  readonly agentReviewer?: (token: string) => Promise<{ ok: boolean; why: string }>;
+  /** Validates agents' ServiceAccount tokens (TokenReview) and names the node each is bound to; absent: the shared token only. */
+  readonly agentReviewer?: (token: string) => Promise<Review>;
+  /** Bounds on agents and the new IPs each may bring (config `limits`). */
+  readonly agentLimits?: Partial<AgentLimits>;
   /** Who may use the dashboard, tRPC and the read API. */
   readonly auth: Auth;
   /** Makes the operators' actions on the gateway's agents (absent: those procedures say they are unavailable). */
@@ -43,8 +72,10 @@ export interface HubServerOptions {
    * forwards /PREFIX/api/..., probes and agents inside the cluster call /healthz and /agent directly.
    */
   readonly basePath?: string;
-  /** false when /metrics has a listener of its own (metrics.listen): the main one then answers 404 there. */
-  readonly metricsHere?: boolean;
+  /** The Bearer token /metrics asks for on the metrics port (metrics.tokenFile); null: open on that port. */
+  readonly metricsToken?: string | null;
+  /** Next.js in development mode: its hot-reload endpoints are open and scripts may use eval. */
+  readonly dev?: boolean;
   /** WebSocket upgrades that are not ours (Next's dev hot reload at /_next/hmr). */
   readonly otherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
@@ -70,12 +101,17 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const serveMetrics = (res: ServerResponse) => void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
   // The metrics port (metrics.listen): Prometheus and the probes only.
   const metricsListener: RequestListener = (req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
-    if (path === "/metrics") return serveMetrics(res);
+    apiHeaders(res);
+    const t = parseTarget(req.url);
+    const path = t.ok ? t.target.path : null;
+    if (path === "/metrics") {
+      if (opts.metricsToken != null && !bearerIs(req, opts.metricsToken)) return void res.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="whohas-metrics"' }).end("send Authorization: Bearer with metrics.tokenFile's token\n");
+      return serveMetrics(res);
+    }
     if (path === "/healthz" || path === "/readyz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     res.writeHead(404, { "content-type": "text/plain" }).end("this port serves /metrics, /healthz and /readyz only\n");
   };
-  const gateway = new AgentGateway(opts.hub, opts.agentToken, opts.logger, metrics, opts.agentReviewer);
+  const gateway = new AgentGateway({ hub: opts.hub, token: opts.agentToken, logger: opts.logger, metrics, reviewer: opts.agentReviewer, clients: auth.clients, limits: opts.agentLimits });
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
   const remediation = opts.remediation?.(actions);
@@ -90,28 +126,33 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     },
   });
   const base = opts.basePath ?? "";
-  /** ours strips the prefix from a request for one of the hub's routes, so that handlers see /api/..., /agent. */
-  const ours = (req: IncomingMessage): string => {
-    const url = req.url ?? "/";
-    if (base !== "" && (url.startsWith(`${base}/`) || url === base)) {
-      const rest = url.slice(base.length) || "/";
-      const p = rest.split("?")[0] ?? "/";
-      if (p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX) || p.startsWith(AUTH_PREFIX)) req.url = rest;
-    }
-    return (req.url ?? "/").split("?")[0] ?? "/";
+  const dev = opts.dev === true;
+  /**
+   * unprefixed returns a checked path without the dashboard's prefix. For the hub's own routes req.url loses it too,
+   * so that their handlers see /api/..., /agent; Next.js's pages keep it (Next strips it itself).
+   */
+  const unprefixed = (req: IncomingMessage, t: RequestTarget): string => {
+    if (base === "" || (t.path !== base && !t.path.startsWith(`${base}/`))) return t.path;
+    const rest = t.path.slice(base.length) || "/";
+    if (isHubRoute(rest)) req.url = `${rest}${t.search}`;
+    return rest;
   };
-  const listener: RequestListener = (req, res) => {
-    const path = ours(req);
+  const route = (req: IncomingMessage, res: ServerResponse): void => {
+    const t = parseTarget(req.url);
+    if (!t.ok) {
+      apiHeaders(res);
+      opts.logger.warn("http.bad_target", { reason: t.reason, peer: peerAddress(req) });
+      res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end(`bad request: ${t.message}\n`);
+      return;
+    }
+    const path = unprefixed(req, t.target);
+    if (isHubRoute(path)) apiHeaders(res);
     if (path === "/healthz" || path === "/readyz") {
       res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
       return;
     }
     if (path === "/metrics") {
-      if (opts.metricsHere === false) {
-        res.writeHead(404, { "content-type": "text/plain" }).end("metrics are served on metrics.listen, not on the dashboard's port\n");
-        return;
-      }
-      serveMetrics(res);
+      res.writeHead(404, { "content-type": "text/plain" }).end("metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n");
       return;
     }
     if (path.startsWith(AUTH_PREFIX)) {
@@ -126,14 +167,22 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       trpc(req, res);
       return;
     }
-    // The dashboard's pages: only the sign-in page and static assets without a sign-in. The pages learn who is
-    // signed in (and the CSRF token for their mutations) from headers set here, never from the client.
+    if (path === "/api" || path.startsWith("/api/")) {
+      res.writeHead(404, { "content-type": "application/json; charset=utf-8" }).end(`${JSON.stringify({ error: `no such endpoint: ${path}` })}\n`);
+      return;
+    }
+    if (path === AGENT_PATH) {
+      res.writeHead(426, { "content-type": "text/plain", upgrade: "websocket" }).end("agents connect here with a WebSocket\n");
+      return;
+    }
+    // The dashboard's pages: only the sign-in page and what it loads are open. The pages learn who is signed in (and
+    // the CSRF token for their mutations) from headers set here, never from the client.
     for (const h of [USER_HEADER, ROLE_HEADER, CSRF_HEADER]) delete req.headers[h];
-    const page = path.startsWith(base) ? path.slice(base.length) || "/" : path;
-    const open = page === LOGIN_PATH || page.startsWith("/_next/") || page === "/favicon.ico";
+    pageHeaders(req, res, dev);
+    const open = openWithoutSignIn(path, dev);
     const who = open ? null : auth.principal(req);
     if (!open && who === null) {
-      res.writeHead(303, { location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(req.url ?? "/")}`, "cache-control": "no-store" }).end();
+      res.writeHead(303, { location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(`${t.target.path}${t.target.search}`)}`, "cache-control": "no-store" }).end();
       return;
     }
     if (who !== null) {
@@ -143,8 +192,23 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     }
     opts.pages(req, res);
   };
+  // A handler that throws answers 500 with a line to look for in the log, and the process goes on.
+  const listener: RequestListener = (req, res) => {
+    try {
+      route(req, res);
+    } catch (e) {
+      opts.logger.error("http.failed", { url: req.url?.slice(0, 200), message: (e as Error).message });
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("internal error: see the hub's log (http.failed)\n");
+      else res.destroy();
+    }
+  };
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const path = ours(req);
+    const t = parseTarget(req.url);
+    if (!t.ok) {
+      socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(t.message) + 1}\r\n\r\n${t.message}\n`);
+      return;
+    }
+    const path = unprefixed(req, t.target);
     if (path === AGENT_PATH) return gateway.handleUpgrade(req, socket, head);
     if (opts.otherUpgrade !== undefined) return opts.otherUpgrade(req, socket, head);
     socket.destroy();

@@ -11,40 +11,57 @@ export class TokenBucket {
     this.#tokens -= 1;
     return true;
   }
+  /** give returns one event's allowance (an attempt that turned out not to count). */
+  give(): void {
+    this.#tokens = Math.min(this.burst, this.#tokens + 1);
+  }
   /** peek refills and says whether an event would be allowed now, without taking it. */
   peek(now: number): boolean {
     this.#tokens = Math.min(this.burst, this.#tokens + ((now - this.#at) / 1000) * this.rate);
     this.#at = now;
     return this.#tokens >= 1;
   }
+  /** full: the bucket has refilled completely (its key can be forgotten). */
+  full(now: number): boolean {
+    this.peek(now);
+    return this.#tokens >= this.burst;
+  }
 }
 
-/** MAX_TRACKED_PEERS bounds a FailureLimiter's table (the oldest address is forgotten first). */
-const MAX_TRACKED_PEERS = 10_000;
+/** MAX_TRACKED_KEYS bounds an AttemptLimiter's table (refilled keys go first, then the oldest). */
+const MAX_TRACKED_KEYS = 10_000;
 
 /**
- * A FailureLimiter slows guessing: each client address may fail `rate` times a second with bursts of `burst`;
- * `allowed` says whether an address may try at all now. Used for sign-ins and agent connections.
+ * An AttemptLimiter slows guessing per key (a client address, a user name): each key may make `rate` attempts a
+ * second with bursts of `burst`. An attempt is taken *before* the slow check it guards (a password hash, a
+ * TokenReview), so parallel attempts cannot all pass before any is counted; one that succeeds is given back, so only
+ * failures use up the allowance.
  */
-export class FailureLimiter {
+export class AttemptLimiter {
   readonly #buckets = new Map<string, TokenBucket>();
 
   constructor(readonly rate: number, readonly burst: number) {}
 
-  allowed(peer: string, now: number): boolean {
-    return this.#buckets.get(peer)?.peek(now) ?? true;
+  /** take counts an attempt for `key`; false when its allowance is spent (the attempt must be refused). */
+  take(key: string, now: number): boolean {
+    let b = this.#buckets.get(key);
+    if (b === undefined) {
+      if (this.#buckets.size >= MAX_TRACKED_KEYS) this.#forget(now);
+      b = new TokenBucket(this.rate, this.burst, now);
+      this.#buckets.set(key, b);
+    }
+    return b.take(now);
   }
 
-  fail(peer: string, now: number): void {
-    let b = this.#buckets.get(peer);
-    if (b === undefined) {
-      if (this.#buckets.size >= MAX_TRACKED_PEERS) {
-        const oldest = this.#buckets.keys().next();
-        if (oldest.done !== true) this.#buckets.delete(oldest.value);
-      }
-      b = new TokenBucket(this.rate, this.burst, now);
-      this.#buckets.set(peer, b);
-    }
-    b.take(now);
+  /** succeeded gives back the attempt `take` counted for `key`. */
+  succeeded(key: string): void {
+    this.#buckets.get(key)?.give();
+  }
+
+  #forget(now: number): void {
+    for (const [k, b] of this.#buckets) if (b.full(now)) this.#buckets.delete(k);
+    if (this.#buckets.size < MAX_TRACKED_KEYS) return;
+    const oldest = this.#buckets.keys().next();
+    if (oldest.done !== true) this.#buckets.delete(oldest.value);
   }
 }

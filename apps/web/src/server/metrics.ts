@@ -9,6 +9,7 @@ export class HubMetrics {
   readonly registry = new Registry();
   readonly messages = new Counter({ name: "whohas_hub_agent_messages_total", help: "Agent messages accepted, by type.", labelNames: ["type"], registers: [this.registry] });
   readonly badMessages = new Counter({ name: "whohas_hub_agent_bad_messages_total", help: "Malformed agent messages dropped (the connection kept), by reason.", labelNames: ["reason"], registers: [this.registry] });
+  readonly newIpsDropped = new Counter({ name: "whohas_hub_agent_new_ips_dropped_total", help: "Entries for IPs the hub did not track dropped because their agent passed limits.newIpsPerAgentPerMinute.", registers: [this.registry] });
   readonly rejected = new Counter({ name: "whohas_hub_agent_rejected_total", help: "Agent connections refused or closed, by reason.", labelNames: ["reason"], registers: [this.registry] });
 
   readonly tickSeconds = new Histogram({

@@ -228,6 +228,11 @@ export class IpTable {
     return Math.max(t, rec.folded?.lastSeen ?? 0);
   }
 
+  /** has tells whether `ip` is held. */
+  has(ip: string): boolean {
+    return this.#ips.has(ip);
+  }
+
   /** remove lets go of `ip` (its history stays in the hub's storage); true when it was held. */
   remove(ip: string): boolean {
     return this.#ips.delete(ip);

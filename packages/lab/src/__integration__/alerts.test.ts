@@ -37,7 +37,7 @@ describe("alerts: incidents reach webhook receivers, and survive a crash", () =>
     const secretFile = join(tmpdir(), `whohas-lab-hook-secret-${process.pid}`);
     await writeFile(secretFile, secret, { mode: 0o600 });
     answer = 503; // the receiver is down when the incidents open
-    stack = await startStack({ nodes: 3, vips: 1, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s" }, webhooks: [{ name: "ops", url, format: "generic", secretFile }] } });
+    stack = await startStack({ nodes: 3, vips: 1, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "ops", url, format: "generic", secretFile }] } });
   });
   afterAll(async () => {
     await stack.stop();

@@ -54,7 +54,7 @@ describe("faults: nothing is lost", () => {
     receiver.listen(0, "127.0.0.1");
     await new Promise((r) => receiver.once("listening", r));
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s" }, webhooks: [{ name: "down", url, format: "generic" }] } });
+    stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "down", url, format: "generic" }] } });
     await eventually(allUp, (ok) => ok, 20_000);
   });
   afterAll(async () => {
@@ -229,7 +229,7 @@ describe("faults: nothing is lost", () => {
 
   it("10,000 malformed WebSocket messages: no crash, every one counted, the real agents carry on", async () => {
     const metric = async () => {
-      const text = await (await fetch(`${stack.url}/metrics`)).text();
+      const text = await (await fetch(stack.metricsUrl)).text();
       return [...text.matchAll(/^whohas_hub_agent_bad_messages_total\{[^}]*\} (\d+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
     };
     const m0 = await metric();
@@ -237,14 +237,28 @@ describe("faults: nothing is lost", () => {
     const r0 = (await ip(vip)).requests;
     const junk: (string | Buffer)[] = ["{", "null", JSON.stringify({ v: 1, type: "observations", entries: [{ ip: "x" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" }), Buffer.from([0xde, 0xad, 0xbe, 0xef])];
     const t0 = Date.now();
-    // Five fuzzing clients with the agents' token, 2,000 bad messages each, under the per-agent rate (200/s).
+    // Five fuzzing clients with the agents' token, 2,000 bad messages each, under the per-agent rate (200/s). The hub
+    // lets in only agents of the cluster's Nodes: the fuzzers get Nodes of their own.
+    for (let c = 0; c < 5; c++) stack.api?.store.create(resourceNamed("nodes"), null, { metadata: { name: `lab-fuzzer-${c}` } });
+    /** welcomed connects as `node` and resolves once the hub welcomed it (it may not have seen the new Node yet). */
+    const welcomed = async (node: string): Promise<WebSocket> => {
+      for (;;) {
+        const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/agent`, { headers: { authorization: `Bearer ${stack.token}` } });
+        await new Promise((r) => ws.once("open", r));
+        ws.send(JSON.stringify({ v: 1, type: "hello", node, agentVersion: "fuzz", interfaces: [] }));
+        const ok = await new Promise<boolean>((resolve) => {
+          ws.once("message", () => resolve(true));
+          ws.once("close", () => resolve(false));
+        });
+        if (ok) return ws;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
     const closed: number[] = [];
     await Promise.all(
       Array.from({ length: 5 }, async (_, c) => {
-        const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/agent`, { headers: { authorization: `Bearer ${stack.token}` } });
+        const ws = await welcomed(`lab-fuzzer-${c}`);
         ws.on("close", (code) => closed.push(code));
-        await new Promise((r) => ws.once("open", r));
-        ws.send(JSON.stringify({ v: 1, type: "hello", node: `lab-fuzzer-${c}`, agentVersion: "fuzz", interfaces: [] }));
         for (let i = 0; i < 2000; i++) {
           const j = junk[i % junk.length] ?? "{";
           ws.send(j, { binary: typeof j !== "string" });

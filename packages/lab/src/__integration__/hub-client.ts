@@ -1,4 +1,5 @@
 // A minimal reader of the hub's API for tests: plain HTTP GET on tRPC queries with the read token, as any client may do.
+import { request } from "node:http";
 
 export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean; lastSeen: number }
 export interface IpView { ip: string; state: string; requests: number; responders: ResponderView[] }
@@ -53,4 +54,20 @@ export async function signIn(stack: { readonly url: string; readonly users: Reco
       return { status: res.status, body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } } };
     },
   };
+}
+
+/** raw sends one request with its target exactly as written (no URL normalisation, as `curl --path-as-is`). */
+export function raw(base: string, target: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  const u = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: target, headers }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (c: string) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.setTimeout(10_000, () => req.destroy(new Error(`no answer to ${target} within 10 s`)));
+    req.on("error", reject);
+    req.end();
+  });
 }

@@ -141,6 +141,11 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
         "apps/daemonsets/antrea-agent:get",
       ].sort(),
     );
+    // In its own namespace, the agents' Pods (read one), to learn the node of a token bound to a Pod only.
+    const pods = find(objs(), "Role", "whohas-hub-agent-pods");
+    expect(pods.metadata.namespace).toBe("whohas");
+    expect(rules(pods)).toEqual(["/pods:get"]);
+    expect(find(objs(), "RoleBinding", "whohas-hub-agent-pods").subjects).toEqual([{ kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" }]);
     // Nothing anywhere may touch Secrets, use wildcards, or escalate.
     for (const o of objs().filter((x) => x.kind === "ClusterRole" || x.kind === "Role")) {
       for (const line of rules(o)) {

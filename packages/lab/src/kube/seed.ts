@@ -60,3 +60,15 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
     });
   }
 }
+
+/** seedAgentPods writes the whohas agent DaemonSet's Pods (namespace whohas, one per node, Running and Ready). */
+export function seedAgentPods(api: TestApiServer, nodes: readonly string[]): void {
+  if (!api.store.list(resourceNamed("namespaces"), null).some((n) => n.metadata.name === "whohas")) create(api, "namespaces", null, { metadata: { name: "whohas" } });
+  for (const n of nodes) {
+    create(api, "pods", "whohas", {
+      metadata: { name: `whohas-agent-${n}`, labels: { "app.kubernetes.io/name": "whohas-agent" } },
+      spec: { nodeName: n, serviceAccountName: "whohas-agent", containers: [{ name: "agent", image: "whohas/agent" }] },
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    });
+  }
+}

@@ -29,8 +29,12 @@ export interface TestApiServerOptions {
    * stand-ins write as they restart on each node.
    */
   readonly daemonSetPods?: boolean;
-  /** ServiceAccount tokens TokenReview knows: token -> the user it authenticates and the audiences it was issued for. */
-  readonly serviceAccountTokens?: ReadonlyMap<string, { readonly user: string; readonly audiences: readonly string[] }>;
+  /**
+   * ServiceAccount tokens TokenReview knows: token -> the user it authenticates, the audiences it was issued for, and
+   * the user's extra info (a token bound to a Pod carries authentication.kubernetes.io/pod-name and, since 1.30,
+   * node-name).
+   */
+  readonly serviceAccountTokens?: ReadonlyMap<string, { readonly user: string; readonly audiences: readonly string[]; readonly extra?: Readonly<Record<string, readonly string[]>> }>;
 }
 
 /** TEMPLATE_GENERATION: the DaemonSet generation a Pod runs (the lab's stand-in for pod-template-generation). */
@@ -182,7 +186,7 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
       apiVersion: "authentication.k8s.io/v1",
       metadata: { creationTimestamp: null },
       spec,
-      status: ok ? { authenticated: true, user: { username: known.user, groups: ["system:serviceaccounts"] }, audiences } : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
+      status: ok ? { authenticated: true, user: { username: known.user, groups: ["system:serviceaccounts"], ...(known.extra === undefined ? {} : { extra: known.extra }) }, audiences } : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
     };
   };
 

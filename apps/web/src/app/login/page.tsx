@@ -3,6 +3,7 @@ import { BASE_PATH } from "~/env";
 const ERRORS: Record<string, string> = {
   invalid: "Wrong user name or password.",
   throttled: "Too many failed sign-ins from your address: wait a minute and try again.",
+  locked: "Too many failed sign-ins for this user: wait a minute and try again. If that was not you, tell your admin (the hub logs auth.login_throttled).",
   missing: "Enter your user name and password.",
 };
 

@@ -48,7 +48,7 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}) {
   hub.connect({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }] });
   hub.connect({ v: 1, type: "hello", node: "node-b", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }] });
   const outcomes: [string, Outcome][] = [];
-  const alerter = new Alerter({ hub, outbox: hub.store.outbox, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
+  const alerter = new Alerter({ hub, outbox: hub.store.outbox, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
   alerters.push(alerter);
   const open = (type = "multi-responder") =>
     hub.store.openIncident({ ip: IP, type: type as "multi-responder", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], detail: `2 nodes answer for ${IP} (node-a, node-b)`, firstSeen: Date.now() - 5000, lastSeen: Date.now(), count: 3, samples: [Date.now() - 5000] }, {});
@@ -199,10 +199,11 @@ describe("delivery", () => {
 
 describe("receiver URLs", () => {
   it("takes http and https only, without credentials, and only allowed hosts when a list is set", () => {
-    expect(checkUrl("https://hooks.example/x", [])).toBeNull();
-    expect(checkUrl("file:///etc/passwd", [])).toMatch(/only http and https/);
-    expect(checkUrl("https://u:p@hooks.example/", [])).toMatch(/user or password/);
-    expect(checkUrl("https://evil.example/", ["hooks.example"])).toMatch(/not in alerting.allowHosts/);
-    expect(checkUrl("nope", [])).toMatch(/not a URL/);
+    const open = { allowHosts: [], allowPrivate: false };
+    expect(checkUrl("https://hooks.example/x", open)).toBeNull();
+    expect(checkUrl("file:///etc/passwd", open)).toMatch(/only http and https/);
+    expect(checkUrl("https://u:p@hooks.example/", open)).toMatch(/user or password/);
+    expect(checkUrl("https://evil.example/", { ...open, allowHosts: ["hooks.example"] })).toMatch(/not in alerting.allowHosts/);
+    expect(checkUrl("nope", open)).toMatch(/not a URL/);
   });
 });

@@ -43,10 +43,11 @@ describe("loadConfig", () => {
         `  usersFile: DIR/users.yaml`,
         `  proxy: { userHeader: X-Forwarded-User, groupsHeader: X-Forwarded-Groups, trustedProxies: [10.0.0.0/8, "::1"], groupRoles: { sre: operator } }`,
         `  sessionTtl: 8h`,
+        `  trustedProxies: [192.168.0.0/16]`,
         `actions: { probeDuration: 5s, announceDuration: 2s }`,
-        `limits: { maxIps: 5000, maxMacsPerIp: 16 }`,
-        `metrics: { listen: "127.0.0.1:9473" }`,
-        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], externalUrl: "https://whohas.example" }`,
+        `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500 }`,
+        `metrics: { listen: "127.0.0.1:9474", tokenFile: DIR/metrics }`,
+        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
         `webhooks:`,
         `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
         `  - { name: am, url: "https://hooks.example/am", format: alertmanager }`,
@@ -55,6 +56,7 @@ describe("loadConfig", () => {
       "users.yaml": `- { name: boss, passwordHash: "${HASH}", role: admin }\n`,
       agent: `${TOKEN}\n`,
       viewer: `viewer-${TOKEN}`,
+      metrics: `metrics-${TOKEN}`,
     });
     expect(loadConfig(join(d, "hub.yaml"), {})).toEqual({
       listen: { host: "127.0.0.1", port: 8080 },
@@ -73,12 +75,14 @@ describe("loadConfig", () => {
         ],
         proxy: { userHeader: "X-Forwarded-User", groupsHeader: "X-Forwarded-Groups", trustedProxies: ["10.0.0.0/8", "::1"], groupRoles: { sre: "operator" }, defaultRole: null },
         sessionTtlMs: 8 * 3_600_000,
+        trustedProxies: ["192.168.0.0/16"],
       },
       actions: { probeMs: 5000, announceMs: 2000 },
-      limits: { maxIps: 5000, maxMacsPerIp: 16 },
-      metricsListen: { host: "127.0.0.1", port: 9473 },
+      limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500 },
+      metricsListen: { host: "127.0.0.1", port: 9474 },
+      metricsToken: `metrics-${TOKEN}`,
       tls: null,
-      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], externalUrl: "https://whohas.example" },
+      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], allowPrivate: true, externalUrl: "https://whohas.example" },
       webhooks: [
         { name: "ops", url: "https://hooks.example/whohas", format: "generic", secret: "hook-secret-0123456789", source: "config" },
         { name: "am", url: "https://hooks.example/am", format: "alertmanager", secret: null, source: "config" },
@@ -108,6 +112,8 @@ describe("loadConfig", () => {
     expect(failure(null)).toMatch(/^agents.tokenFile: required/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(/^metrics.listen: port 3000 is the dashboard's/);
+    // Without metrics.listen the metrics still get a port of their own: 9473 on the dashboard's host.
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "127.0.0.1:3000" })).toMatchObject({ metricsListen: { host: "127.0.0.1", port: 9473 }, metricsToken: null });
     // Agents on ServiceAccount tokens only (deploy/base): no shared token is needed, and a bad name is refused.
     expect(loadConfig(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas:whohas-agent" })).toMatchObject({ agentToken: null, agentServiceAccount: "whohas:whohas-agent" });
     expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(/^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/);
@@ -123,6 +129,10 @@ describe("loadConfig", () => {
       file: `auth: { usersFile: DIR/nope.yaml }\n`,
       hookScheme: `webhooks: [ { name: x, url: "ftp://hooks.example/" } ]\n`,
       hookHost: `alerting: { allowHosts: [hooks.example] }\nwebhooks: [ { name: x, url: "https://evil.example/" } ]\n`,
+      hookLoopback: `webhooks: [ { name: x, url: "http://127.0.0.1:9093/" } ]\n`,
+      hookMetadata: `alerting: { allowPrivate: true }\nwebhooks: [ { name: x, url: "http://169.254.169.254/latest/" } ]\n`,
+      hookPrivateAllowed: `alerting: { allowPrivate: true }\nwebhooks: [ { name: x, url: "http://10.0.0.7:9093/" } ]\n`,
+      trusted: `auth: { trustedProxies: [not-an-address] }\n`,
       tlsHalf: `tls: { certFile: DIR/cert.pem }\n`,
       tlsNotPem: `tls: { certFile: DIR/tlsNotPem, keyFile: DIR/tlsNotPem }\n`,
     });
@@ -137,6 +147,10 @@ describe("loadConfig", () => {
     expect(failure(join(d, "tlsHalf"), env)).toBe("tls.keyFile: Invalid input: expected string, received undefined");
     expect(failure(join(d, "tlsNotPem"), env)).toMatch(/^tls.certFile: .* holds no PEM certificate/);
     expect(failure(join(d, "hookHost"), env)).toMatch(/^webhooks.0.url: evil.example is not in alerting.allowHosts/);
+    expect(failure(join(d, "hookLoopback"), env)).toBe("webhooks.0.url: 127.0.0.1 is a loopback address: refused (list the host in alerting.allowHosts if this receiver is really meant)");
+    expect(failure(join(d, "hookMetadata"), env)).toMatch(/^webhooks.0.url: 169.254.169.254 is a link-local address: refused/);
+    expect(loadConfig(join(d, "hookPrivateAllowed"), env).webhooks).toHaveLength(1);
+    expect(failure(join(d, "trusted"), env)).toBe('auth.trustedProxies: "not-an-address" is not an address or CIDR');
     expect(failure(null, { ...env, WHOHAS_WEBHOOK_URL: "https://x.example/", WHOHAS_WEBHOOK_FORMAT: "teams" })).toMatch(/^WHOHAS_WEBHOOK_FORMAT: one of generic, slack, alertmanager/);
   });
 

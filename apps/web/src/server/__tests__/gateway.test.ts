@@ -21,25 +21,30 @@ const asViewer = { headers: { authorization: `Bearer ${VIEWER}` } };
 const hello = { v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
 const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0 };
 
-interface Running { server: Server; hub: Hub; base: string; ws: string; gateway: AgentGateway }
+interface Running { server: Server; side: Server; hub: Hub; base: string; metrics: string; ws: string; gateway: AgentGateway }
 const open: Running[] = [];
 
 async function start(clock: () => number = Date.now): Promise<Running> {
   const hub = new Hub({ clock });
   const hs = createHubServer({ hub, agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
   const server = hs.createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
+  const side = createServer(hs.metricsListener);
+  for (const s of [server, side]) {
+    s.listen(0, "127.0.0.1");
+    await once(s, "listening");
+  }
   const port = (server.address() as AddressInfo).port;
-  const r = { server, hub, base: `http://127.0.0.1:${port}`, ws: `ws://127.0.0.1:${port}/agent`, gateway: hs.gateway };
+  const r = { server, side, hub, base: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`, ws: `ws://127.0.0.1:${port}/agent`, gateway: hs.gateway };
   open.push(r);
   return r;
 }
 
 afterEach(async () => {
   for (const r of open.splice(0)) {
-    r.server.closeAllConnections();
-    await new Promise((res) => r.server.close(res));
+    for (const s of [r.server, r.side]) {
+      s.closeAllConnections();
+      await new Promise((res) => s.close(res));
+    }
   }
 });
 
@@ -95,7 +100,7 @@ describe("agent gateway", () => {
   });
 
   it("drops and counts malformed messages after hello, keeping the connection and the good messages around them", async () => {
-    const { ws, base, hub } = await start(() => 1000);
+    const { ws, metrics: metricsUrl, hub } = await start(() => 1000);
     const c = connect(ws);
     await once(c, "open");
     c.send(JSON.stringify(hello));
@@ -106,7 +111,7 @@ describe("agent gateway", () => {
     c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
     expect(c.readyState).toBe(WebSocket.OPEN);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(metricsUrl)).text();
     const count = (reason: string) => Number(new RegExp(`whohas_hub_agent_bad_messages_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
     expect([count("not-json"), count("invalid"), count("binary")]).toEqual([1, 3, 1]);
     c.close();
@@ -162,7 +167,7 @@ describe("agent gateway", () => {
   });
 
   it("closes an agent that floods the hub with 1008 and counts it in /metrics", async () => {
-    const { ws, base } = await start();
+    const { ws, metrics: metricsUrl } = await start();
     const c = connect(ws);
     await once(c, "open");
     c.send(JSON.stringify(hello));
@@ -170,20 +175,20 @@ describe("agent gateway", () => {
     for (let i = 0; i < 1000; i++) c.send(JSON.stringify({ v: 1, type: "heartbeat", t: i }));
     const [code, why] = (await once(c, "close")) as [number, Buffer];
     expect([code, why.toString()]).toEqual([1008, "rate limit: more than 200 messages/s"]);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    const metrics = await (await fetch(metricsUrl)).text();
     expect(metrics).toMatch(/whohas_hub_agent_rejected_total\{reason="rate-limit"\} 1/);
     expect(metrics).toMatch(/whohas_hub_agent_messages_total\{type="heartbeat"\} \d+/);
   });
 
   it("serves Prometheus metrics of agents and IPs", async () => {
-    const { ws, base } = await start(() => 1000);
+    const { ws, base, metrics } = await start(() => 1000);
     const c = connect(ws);
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
     c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
-    await expect.poll(async () => (await fetch(`${base}/metrics`)).text()).toMatch(/whohas_hub_ips\{state="single"\} 1/);
-    const m = await (await fetch(`${base}/metrics`)).text();
+    await expect.poll(async () => (await fetch(metrics)).text()).toMatch(/whohas_hub_ips\{state="single"\} 1/);
+    const m = await (await fetch(metrics)).text();
     expect(m).toMatch(/whohas_hub_agents\{state="up"\} 1/);
     expect(m).toMatch(/whohas_ip_responders\{ip="192.0.2.200",namespace="",service=""\} 1/);
     expect(m).toMatch(/whohas_agents_connected 1/);
@@ -191,9 +196,9 @@ describe("agent gateway", () => {
     c.close();
   });
 
-  it("serves /metrics on a port of its own when metrics.listen is set, and not on the dashboard's", async () => {
+  it("serves /metrics only on a port of its own, with its token when metrics.tokenFile is set", async () => {
     const hub = new Hub();
-    const hs = createHubServer({ hub, metricsHere: false, agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+    const hs = createHubServer({ hub, metricsToken: "metrics-token-0123456789", agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
     const main = hs.createServer();
     const side = createServer(hs.metricsListener);
     for (const s of [main, side]) {
@@ -202,9 +207,11 @@ describe("agent gateway", () => {
     }
     const url = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
     try {
-      const onMain = await fetch(`${url(main)}/metrics`);
-      expect([onMain.status, await onMain.text()]).toEqual([404, "metrics are served on metrics.listen, not on the dashboard's port\n"]);
-      expect(await (await fetch(`${url(side)}/metrics`)).text()).toMatch(/whohas_agents_connected 0/);
+      const onMain = await fetch(`${url(main)}/metrics`, asViewer);
+      expect([onMain.status, await onMain.text()]).toEqual([404, "metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n"]);
+      expect((await fetch(`${url(side)}/metrics`)).status).toBe(401);
+      expect((await fetch(`${url(side)}/metrics`, { headers: { authorization: "Bearer metrics-token-012345678X" } })).status).toBe(401);
+      expect(await (await fetch(`${url(side)}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789" } })).text()).toMatch(/whohas_agents_connected 0/);
       expect((await fetch(`${url(side)}/readyz`)).status).toBe(200);
       expect((await fetch(`${url(side)}/api/v1/ips`)).status).toBe(404);
     } finally {

@@ -4,9 +4,8 @@ import type { Hub } from "../hub/hub.js";
 import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
 import { headers, render, type Alert, type Notice } from "./formats.js";
 import type { AlertPolicy, Receiver } from "./receivers.js";
+import { Egress, type Attempt } from "./egress.js";
 
-/** REQUEST_TIMEOUT_MS: one delivery attempt's limit (issue 8). */
-export const REQUEST_TIMEOUT_MS = 10_000;
 /** GIVE_UP_MS: a notification still failing this long after it was decided is given up (and shown). */
 export const GIVE_UP_MS = 24 * 3_600_000;
 /** CONCURRENCY: requests in flight per receiver. */
@@ -28,15 +27,6 @@ const NOTIFIED = new Set(["multi-responder", "wrong-owner", "silent-drop", "spli
 
 export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
 
-/** An Attempt is what a receiver answered (or why there was no answer). */
-export interface Attempt {
-  readonly status: number | null;
-  readonly body: string;
-  readonly ms: number;
-  readonly error: string | null;
-  readonly retryAfterMs: number | null;
-}
-
 export interface AlerterOptions {
   readonly hub: Hub;
   readonly outbox: Outbox;
@@ -46,28 +36,6 @@ export interface AlerterOptions {
   readonly logger: Logger;
   readonly onOutcome?: (receiver: string, outcome: Outcome) => void;
   readonly random?: () => number;
-}
-
-/** retryAfter reads Retry-After (seconds or an HTTP date) as milliseconds from now, null when absent or unreadable. */
-export function retryAfter(value: string | null, now: number): number | null {
-  if (value === null) return null;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const t = Date.parse(value);
-  return Number.isNaN(t) ? null : Math.max(0, t - now);
-}
-
-/** post sends one request with the per-attempt timeout and reads the answer (at most 2 KB of it). */
-export async function post(url: string, body: string, hdrs: Record<string, string>, now: () => number): Promise<Attempt> {
-  const t0 = now();
-  try {
-    const res = await fetch(url, { method: "POST", body, headers: hdrs, redirect: "manual", signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-    const text = (await res.text()).slice(0, 2048);
-    return { status: res.status, body: text, ms: now() - t0, error: null, retryAfterMs: retryAfter(res.headers.get("retry-after"), now()) };
-  } catch (e) {
-    const err = e as Error & { cause?: { code?: string } };
-    const why = err.name === "TimeoutError" ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : (err.cause?.code ?? err.message);
-    return { status: null, body: "", ms: now() - t0, error: why, retryAfterMs: null };
-  }
 }
 
 /**
@@ -82,9 +50,12 @@ export class Alerter {
   #sweeper: NodeJS.Timeout | null = null;
   #passing = false;
   readonly #random: () => number;
+  /** Where receivers may be reached (public addresses unless allowed), checked at every send. */
+  readonly egress: Egress;
 
   constructor(readonly o: AlerterOptions) {
     this.#random = o.random ?? Math.random;
+    this.egress = new Egress(o.policy);
   }
 
   get #now(): number {
@@ -226,7 +197,7 @@ export class Alerter {
       this.o.outbox.freeze(row.id, body);
     }
     this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
-    const a = await post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now).finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
+    const a = await this.egress.post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now).finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
     this.#settle(r, row, a);
     // Another due row may have waited for this slot.
     if (a.status !== null && a.status < 300) setImmediate(() => void this.deliverDue());
@@ -282,6 +253,6 @@ export class Alerter {
       test: true,
     };
     const body = render(r.format, n);
-    return post(r.url, body, headers(n.id, r.secret, body, now), () => this.o.hub.clock());
+    return this.egress.post(r.url, body, headers(n.id, r.secret, body, now), () => this.o.hub.clock());
   }
 }

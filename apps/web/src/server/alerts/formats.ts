@@ -96,17 +96,27 @@ export function genericBody(n: Notice): unknown {
   };
 }
 
+/**
+ * slackText escapes text for Slack's mrkdwn: &, < and > are its only control characters ("<!channel>",
+ * "<https://x|y>"), so a node, Service or MAC name can never mention people or hide a link.
+ */
+export function slackText(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
 /** slackBody is an incoming-webhook message: `text` (notifications, fallbacks) and Block Kit `blocks`. */
 export function slackBody(n: Notice): unknown {
-  const text = summary(n);
+  const text = slackText(summary(n));
   const url = ipUrl(n);
-  const lines = n.alerts.map((a) => `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${a.type}* ${a.detail}\nanswering: ${who(a) || "-"} · since ${iso(a.firstSeen)}`);
+  // A link's own URL: escaped the same way, and "|" (which would end it) percent-encoded.
+  const link = url === null ? "" : ` · <${slackText(url).replace(/\|/g, "%7C")}|open in whohas>`;
+  const lines = n.alerts.map((a) => `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${slackText(a.type)}* ${slackText(a.detail)}\nanswering: ${slackText(who(a)) || "-"} · since ${iso(a.firstSeen)}`);
   return {
     text,
     blocks: [
       { type: "section", text: { type: "mrkdwn", text: `*${text}*` } },
       ...lines.map((l) => ({ type: "section", text: { type: "mrkdwn", text: l } })),
-      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${n.expectedOwner ?? "unknown"}${url === null ? "" : ` · <${url}|open in whohas>`}` }] },
+      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${slackText(n.expectedOwner ?? "unknown")}${link}` }] },
     ],
   };
 }

@@ -1,4 +1,5 @@
 import type { Format } from "../store/outbox.js";
+import { Egress, type EgressPolicy } from "./egress.js";
 
 /** A Receiver is where notifications go, from the config file, the environment, or Settings. */
 export interface Receiver {
@@ -20,19 +21,25 @@ export interface AlertPolicy {
   readonly maxPerIpPerHour: number;
   /** Whether a notification goes out when an IP's findings clear. */
   readonly sendResolved: boolean;
-  /** Only these hosts may receive (empty: any). */
+  /**
+   * Only these hosts (names, addresses or CIDRs) may receive; empty: any host on a public address. A listed host may
+   * resolve to a private or loopback address (an on-premise receiver).
+   */
   readonly allowHosts: readonly string[];
+  /** Receivers on private networks (RFC 1918, shared address space, IPv6 unique local) are allowed. */
+  readonly allowPrivate: boolean;
   /** The dashboard's address, for links in notifications. */
   readonly externalUrl: string | null;
 }
 
-export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, sendResolved: true, allowHosts: [], externalUrl: null };
+export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, sendResolved: true, allowHosts: [], allowPrivate: false, externalUrl: null };
 
 /**
  * checkUrl says why a receiver URL is refused, or null when it is fine: http or https only, no credentials in it
- * (put a secret in the receiver instead), and a host on the allow list when there is one.
+ * (put a secret in the receiver instead), and a host the egress policy allows (an address written in the URL is
+ * checked here; a name is checked on every send, on the addresses it resolves to).
  */
-export function checkUrl(text: string, allowHosts: readonly string[]): string | null {
+export function checkUrl(text: string, policy: EgressPolicy): string | null {
   let u: URL;
   try {
     u = new URL(text);
@@ -41,6 +48,5 @@ export function checkUrl(text: string, allowHosts: readonly string[]): string | 
   }
   if (u.protocol !== "http:" && u.protocol !== "https:") return `only http and https URLs can receive notifications, not ${u.protocol}`;
   if (u.username !== "" || u.password !== "") return "the URL must not carry a user or password (give the receiver a secret instead)";
-  if (allowHosts.length > 0 && !allowHosts.includes(u.hostname)) return `${u.hostname} is not in alerting.allowHosts (${allowHosts.join(", ")})`;
-  return null;
+  return new Egress(policy).hostRefusal(u.hostname);
 }

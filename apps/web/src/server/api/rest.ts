@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP } from "@whohas/core";
 import type { Hub, HubIpView } from "../hub/hub.js";
 import type { Principal } from "../auth/auth.js";
+import { decodeSegment } from "../request-target.js";
 
 /** REST_PREFIX is the read API for scripts and other tools (README "Read API"). */
 export const REST_PREFIX = "/api/v1/";
@@ -49,7 +50,7 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   if (path.startsWith("ips/")) {
-    const ip = decodeURIComponent(path.slice(4));
+    const ip = decodeSegment(path.slice(4));
     if (!isIP(ip)) {
       send(res, 400, { error: `"${ip}" is not an IP address` });
       return;

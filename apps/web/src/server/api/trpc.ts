@@ -28,9 +28,10 @@ export interface Context {
 
 /**
  * 2. INITIALIZATION
- * The only initTRPC of the app. Plain JSON: every value the API returns is JSON-safe (times are epoch ms).
+ * The only initTRPC of the app. Plain JSON: every value the API returns is JSON-safe (times are epoch ms). Errors
+ * never carry a stack trace to the browser, whatever NODE_ENV says: it names the hub's files and packages.
  */
-const t = initTRPC.context<Context>().create();
+const t = initTRPC.context<Context>().create({ isDev: false });
 
 /** 3. ROUTER AND PROCEDURES */
 export const createTRPCRouter = t.router;

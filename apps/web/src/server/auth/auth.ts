@@ -1,10 +1,11 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
-import { BlockList, isIPv4, isIPv6 } from "node:net";
+import { isIPv6, type BlockList } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "@whohas/core";
 import type { Store } from "../store/store.js";
-import { FailureLimiter } from "../limits.js";
+import { AttemptLimiter } from "../limits.js";
+import { ClientAddresses, peerAddress, trustList } from "../client-address.js";
 import { verifyPassword } from "./passwords.js";
 import { highest, type Role } from "./roles.js";
 
@@ -19,9 +20,16 @@ export const CSRF_HEADER = "x-whohas-csrf";
 export const USER_HEADER = "x-whohas-user";
 export const ROLE_HEADER = "x-whohas-role";
 
-/** LOGIN_RATE / LOGIN_BURST: failed sign-ins allowed per client address (5 a minute, bursts of 10). */
-const LOGIN_RATE = 5 / 60;
-const LOGIN_BURST = 10;
+/** CLIENT_RATE / CLIENT_BURST: failed sign-ins allowed per client address (5 a minute, bursts of 10). */
+const CLIENT_RATE = 5 / 60;
+const CLIENT_BURST = 10;
+/**
+ * USER_RATE / USER_BURST: failed sign-ins allowed per user name from all addresses together (10 a minute, bursts of
+ * 20): guessing one account from many addresses is slowed too, and the account is open again a few seconds after the
+ * guessing stops.
+ */
+const USER_RATE = 10 / 60;
+const USER_BURST = 20;
 
 export interface LocalUser {
   readonly name: string;
@@ -46,6 +54,11 @@ export interface AuthConfig {
   readonly users: readonly LocalUser[];
   readonly proxy: ProxyAuth | null;
   readonly sessionTtlMs: number;
+  /**
+   * Proxies (an ingress, a load balancer) whose X-Forwarded-For and X-Forwarded-Proto are believed: sign-in limits
+   * then count the real client. The authenticating proxy's addresses are trusted for this too.
+   */
+  readonly trustedProxies?: readonly string[];
   /** The read API's Bearer token from the config file (api.viewerTokenFile); tokens made in Settings work too. */
   readonly viewerToken: string | null;
 }
@@ -61,13 +74,9 @@ export interface Principal {
 
 export type LoginResult =
   | { readonly ok: true; readonly user: string; readonly role: Role; readonly setCookie: string }
-  | { readonly ok: false; readonly status: 401 | 429; readonly message: string };
+  | { readonly ok: false; readonly status: 401 | 429; readonly reason: "invalid" | "throttled" | "locked"; readonly message: string };
 
-/** peerAddress is the client's address, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket). */
-export function peerAddress(req: IncomingMessage): string {
-  const a = req.socket.remoteAddress ?? "unix";
-  return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
-}
+export { peerAddress, trustList };
 
 function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
@@ -79,26 +88,18 @@ function same(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** cookieValue reads one cookie from a Cookie header. */
+/** cookieValue reads one cookie from a Cookie header; a value that does not decode is no cookie at all. */
 export function cookieValue(header: string | undefined, name: string): string | null {
   for (const part of (header ?? "").split(";")) {
     const i = part.indexOf("=");
-    if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
+    if (i <= 0 || part.slice(0, i).trim() !== name) continue;
+    try {
+      return decodeURIComponent(part.slice(i + 1).trim());
+    } catch {
+      return null;
+    }
   }
   return null;
-}
-
-/** trustList builds the proxy allow list; throws naming the entry that is neither an address nor a CIDR. */
-export function trustList(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const e of entries) {
-    const [addr = "", bits] = e.split("/");
-    const type = isIPv4(addr) ? "ipv4" : isIPv6(addr) ? "ipv6" : null;
-    const prefix = bits === undefined ? (type === "ipv4" ? 32 : 128) : Number(bits);
-    if (type === null || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`"${e}" is not an address or CIDR`);
-    list.addSubnet(addr, prefix, type);
-  }
-  return list;
 }
 
 /**
@@ -110,7 +111,10 @@ export class Auth {
   readonly #users: ReadonlyMap<string, LocalUser>;
   readonly #trusted: BlockList | null;
   readonly #secret: Buffer;
-  readonly #failures = new FailureLimiter(LOGIN_RATE, LOGIN_BURST);
+  readonly #byClient = new AttemptLimiter(CLIENT_RATE, CLIENT_BURST);
+  readonly #byUser = new AttemptLimiter(USER_RATE, USER_BURST);
+  /** clients reads a request's real client address (behind trusted proxies). */
+  readonly clients: ClientAddresses;
 
   constructor(
     readonly config: AuthConfig,
@@ -120,6 +124,7 @@ export class Auth {
   ) {
     this.#users = new Map(config.users.map((u) => [u.name, u]));
     this.#trusted = config.proxy === null ? null : trustList(config.proxy.trustedProxies);
+    this.clients = new ClientAddresses([...(config.trustedProxies ?? []), ...(config.proxy?.trustedProxies ?? [])]);
     // One secret per database, so CSRF tokens outlive a hub restart as the sessions do.
     let secret = store.setting<string>("auth.secret");
     if (secret === null) {
@@ -181,32 +186,43 @@ export class Auth {
     return t === null ? null : { user: `token:${t.name}`, role: "viewer", via: "token", csrf: null };
   }
 
-  /** csrfOk: a request from a cookie or proxy sign-in carries its CSRF token in CSRF_HEADER (Bearer needs none). */
-  csrfOk(req: IncomingMessage, p: Principal): boolean {
+  /**
+   * csrfOk: a request from a cookie or proxy sign-in carries its CSRF token in CSRF_HEADER, or a form in its field
+   * `formToken` (Bearer needs none). Compared in constant time.
+   */
+  csrfOk(req: IncomingMessage, p: Principal, formToken?: string): boolean {
     if (p.csrf === null) return true;
     const h = req.headers[CSRF_HEADER];
-    return typeof h === "string" && same(h, p.csrf);
+    return (typeof h === "string" && same(h, p.csrf)) || (formToken !== undefined && same(formToken, p.csrf));
   }
 
-  /** login checks a local user's password and opens a session; failures are rate-limited per client address. */
+  /**
+   * login checks a local user's password and opens a session. Each attempt is counted against the client's address
+   * and against the user name before the password is checked, and given back when it succeeds.
+   */
   async login(name: string, password: string, req: IncomingMessage, cookiePath: string): Promise<LoginResult> {
-    const peer = peerAddress(req);
+    const client = this.clients.of(req);
     const now = this.clock();
-    // A spent allowance refuses before the password is even checked: guessing is slowed whoever the target is.
-    if (!this.#failures.allowed(peer, now)) {
-      this.logger.warn("auth.login_throttled", { user: name, peer });
-      return { ok: false, status: 429, message: "too many failed sign-ins from your address: wait a minute and try again" };
+    if (!this.#byClient.take(client, now)) {
+      this.logger.warn("auth.login_throttled", { user: name, client, scope: "client", hint: `more than ${CLIENT_BURST} failed sign-ins from this address` });
+      return { ok: false, status: 429, reason: "throttled", message: "too many failed sign-ins from your address: wait a minute and try again" };
+    }
+    if (!this.#byUser.take(name, now)) {
+      this.#byClient.succeeded(client);
+      this.logger.warn("auth.login_throttled", { user: name, client, scope: "user", hint: `more than ${USER_BURST} failed sign-ins for this user from all addresses: someone may be guessing its password` });
+      return { ok: false, status: 429, reason: "locked", message: "too many failed sign-ins for this user: wait a minute and try again" };
     }
     const u = this.#users.get(name);
     const ok = await verifyPassword(u?.passwordHash ?? null, password);
     if (!ok || u === undefined) {
-      this.#failures.fail(peer, now);
-      this.logger.warn("auth.login_failed", { user: name, peer, reason: u === undefined ? "unknown user" : "wrong password" });
-      return { ok: false, status: 401, message: "wrong user name or password" };
+      this.logger.warn("auth.login_failed", { user: name, client, reason: u === undefined ? "unknown user" : "wrong password" });
+      return { ok: false, status: 401, reason: "invalid", message: "wrong user name or password" };
     }
+    this.#byClient.succeeded(client);
+    this.#byUser.succeeded(name);
     const id = randomBytes(32).toString("base64url");
-    this.store.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer });
-    this.logger.info("auth.login", { user: u.name, role: u.role, peer });
+    this.store.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer: client });
+    this.logger.info("auth.login", { user: u.name, role: u.role, client });
     const secure = (req.socket as Partial<TLSSocket>).encrypted === true || this.#forwardedHttps(req);
     const cookie = [`${SESSION_COOKIE}=${id}`, `Path=${cookiePath}`, `Max-Age=${Math.floor(this.config.sessionTtlMs / 1000)}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])];
     return { ok: true, user: u.name, role: u.role, setCookie: cookie.join("; ") };
@@ -220,8 +236,7 @@ export class Auth {
   }
 
   #forwardedHttps(req: IncomingMessage): boolean {
-    const peer = peerAddress(req);
-    return this.#trusted !== null && this.#trusted.check(peer, isIPv6(peer) ? "ipv6" : "ipv4") && req.headers["x-forwarded-proto"] === "https";
+    return this.clients.trusted(req) && req.headers["x-forwarded-proto"] === "https";
   }
 
 }

@@ -19,7 +19,7 @@ export async function bootstrapAdmin(store: Store, dbPath: string, now: number):
   if (saved !== null) return { user: { name: "admin", passwordHash: saved, role: "admin" }, file, created: false };
   const password = randomBytes(18).toString("base64url");
   const passwordHash = await hashPassword(password);
-  mkdirSync(dirname(file), { recursive: true });
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, `${password}\n`, { mode: 0o600 });
   store.setSetting("auth.bootstrapAdminHash", passwordHash, now);
   return { user: { name: "admin", passwordHash, role: "admin" }, file, created: true };

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "@whohas/core";
-import { CSRF_HEADER, type Auth } from "./auth.js";
+import type { Auth } from "./auth.js";
 
 /** AUTH_PREFIX: sign-in, sign-out and "who am I" (README "Signing in"). */
 export const AUTH_PREFIX = "/api/auth/";
@@ -39,10 +39,28 @@ function fields(req: IncomingMessage, body: string): Record<string, string> {
   return Object.fromEntries(new URLSearchParams(body));
 }
 
-/** safeNext keeps a post-sign-in redirect on this site: a path, never "//host" or a scheme. */
+/**
+ * safeNext keeps a post-sign-in redirect on this hub: `next` is resolved against the hub's own origin, as a browser
+ * would resolve it, and must stay there and under the dashboard's prefix. Control characters are refused outright
+ * (browsers drop tabs and newlines from URLs, so "/\t/evil.example" would become "//evil.example").
+ */
 export function safeNext(next: string | undefined, base: string): string {
-  if (next === undefined || !next.startsWith("/") || next.startsWith("//") || next.includes("\\")) return `${base}/`;
-  return next;
+  const home = `${base}/`;
+  // eslint-disable-next-line no-control-regex
+  if (next === undefined || next.length > 2048 || /[\u0000-\u001f\u007f\\]/.test(next) || !next.startsWith("/")) return home;
+  const origin = "http://hub.invalid";
+  let u: URL;
+  try {
+    u = new URL(next, origin);
+  } catch {
+    return home;
+  }
+  if (u.origin !== origin) return home;
+  if (base !== "" && u.pathname !== base && !u.pathname.startsWith(home)) return home;
+  // What is sent back is read again by the browser: a path that resolved to "//host" would leave this hub.
+  const out = `${u.pathname}${u.search}${u.hash}`;
+  if (out.startsWith("//") || new URL(out, origin).origin !== origin) return home;
+  return out;
 }
 
 /** sameOrigin refuses a form posted from another site (login CSRF); requests without Origin (scripts) pass. */
@@ -84,7 +102,7 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
       const r = await auth.login(f.username, f.password, req, cookiePath);
       if (!r.ok) {
         if (wantsJson) return json(res, r.status, { error: r.message });
-        return void res.writeHead(303, { location: `${base}/login?error=${r.status === 429 ? "throttled" : "invalid"}&next=${encodeURIComponent(next)}` }).end();
+        return void res.writeHead(303, { location: `${base}/login?error=${r.reason}&next=${encodeURIComponent(next)}` }).end();
       }
       if (wantsJson) return json(res, 200, { user: r.user, role: r.role }, { "set-cookie": r.setCookie });
       return void res.writeHead(303, { location: next, "set-cookie": r.setCookie, "cache-control": "no-store" }).end();
@@ -92,7 +110,7 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
     if (path === "logout") {
       const p = auth.principal(req);
       // Signing out needs the page's CSRF token too: another site must not be able to sign a user out.
-      if (p !== null && p.csrf !== null && f.csrf !== p.csrf && req.headers[CSRF_HEADER] !== p.csrf) return json(res, 403, { error: "missing CSRF token: sign out from the dashboard's button" });
+      if (p !== null && !auth.csrfOk(req, p, f.csrf)) return json(res, 403, { error: "missing CSRF token: sign out from the dashboard's button" });
       const clear = auth.logout(req, cookiePath);
       if (p !== null) logger.info("auth.logout", { user: p.user });
       if (wantsJson) return json(res, 200, { ok: true }, { "set-cookie": clear });

@@ -2,10 +2,10 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage } from "@whohas/core";
+import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type ObservationAggregate } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import { FailureLimiter, TokenBucket } from "../limits.js";
-import { peerAddress } from "../auth/auth.js";
+import { peerAddress, type ClientAddresses } from "../client-address.js";
+import { AttemptLimiter, TokenBucket } from "../limits.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
@@ -28,9 +28,64 @@ export const RATE_BURST = 400;
 const BAD_LOG_MS = 10_000;
 
 
+/** NEW_IP_LOG_MS: an agent's new IPs dropped at its limit are logged at most this often (with their count). */
+const NEW_IP_LOG_MS = 60_000;
+
 /** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
 const FAILED_RATE = 10 / 60;
 const FAILED_BURST = 20;
+
+/**
+ * CLOSE_NODE_TAKEN: the hub refuses a hello for a node that already has a live connection (shared token). The agent
+ * logs it as a conflict: two agents claim one node name, or the old connection is dead and goes within PING_MS × 2.
+ */
+export const CLOSE_NODE_TAKEN = 4409;
+/** CLOSE_REPLACED: a newer connection of the same node (proved by its ServiceAccount token) took this one's place. */
+export const CLOSE_REPLACED = 4000;
+
+/**
+ * An AgentIdentity is what an agent's credential proves: the shared token proves only that it is one of ours; a
+ * ServiceAccount token bound to a Pod proves which node it runs on.
+ */
+export type AgentIdentity = { readonly via: "shared-token" } | { readonly via: "service-account"; readonly node: string };
+
+/** A Review is what a TokenReview said of a token that is not the shared one. */
+export type Review = { readonly ok: true; readonly node: string } | { readonly ok: false; readonly why: string };
+
+/** AgentLimits bound what agents can make the hub hold (config `limits`). */
+export interface AgentLimits {
+  /** Distinct nodes the hub registers at most; a hello for one more is refused. */
+  readonly maxAgents: number;
+  /** IPs the hub did not know that one agent may bring in a minute; the rest of its entries for new IPs are dropped. */
+  readonly newIpsPerAgentPerMinute: number;
+}
+
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000 };
+
+export interface AgentGatewayOptions {
+  readonly hub: Hub;
+  /** The shared token; null when agents sign in with ServiceAccount tokens only. */
+  readonly token: string | null;
+  readonly logger: Logger;
+  readonly metrics?: HubMetrics;
+  /** Reviews a token that is not the shared one (a ServiceAccount token, by TokenReview). */
+  readonly reviewer?: (token: string) => Promise<Review>;
+  /** Who a request comes from (behind trusted proxies), for the failed-connection limit. */
+  readonly clients?: ClientAddresses;
+  readonly limits?: Partial<AgentLimits>;
+}
+
+interface Live {
+  readonly ws: WebSocket;
+  readonly peer: string;
+  readonly since: number;
+}
+
+interface Refusal {
+  readonly code: number;
+  readonly reason: string;
+  readonly message: string;
+}
 
 /** tokenMatches compares bearer tokens in constant time. */
 export function tokenMatches(header: string | undefined, token: string): boolean {
@@ -42,30 +97,29 @@ export function tokenMatches(header: string | undefined, token: string): boolean
 }
 
 /**
- * An AgentGateway accepts agent WebSockets on /agent: the token is checked before the upgrade completes (401
- * otherwise), every message is validated against core's wire schema, and a bad message closes only that socket
- * with 1008 and a logged reason.
+ * An AgentGateway accepts agent WebSockets on /agent. The credential is checked before the upgrade completes (401
+ * otherwise); the hello then binds the connection to one node: the node a ServiceAccount token is bound to, a Node
+ * of the cluster when Kubernetes is known, and one live connection per node. Every message is validated against
+ * core's wire schema; commands' results are taken only from the connection the command went to.
  */
 export class AgentGateway {
   readonly #wss = new WebSocketServer({ noServer: true, maxPayload: MAX_PAYLOAD_BYTES });
   readonly #alive = new WeakMap<WebSocket, boolean>();
   readonly #ping: NodeJS.Timeout;
-  /** The open socket of each node, for commands. */
-  readonly #byNode = new Map<string, WebSocket>();
-  /** Listeners of command results (probe-result, command-done), by command id. */
-  readonly #results = new Map<string, (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void>();
+  /** The live connection of each node, for commands. */
+  readonly #byNode = new Map<string, Live>();
+  /** Listeners of command results (probe-result, command-done) by command id, with the connection it went to. */
+  readonly #results = new Map<string, { readonly ws: WebSocket; readonly onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void }>();
+  /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
+  readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
+  readonly #limits: AgentLimits;
+  readonly hub: Hub;
+  readonly logger: Logger;
 
-  /** Failed attempts per address (rate-limited: a token cannot be guessed at network speed). */
-  readonly #failures = new FailureLimiter(FAILED_RATE, FAILED_BURST);
-
-  constructor(
-    readonly hub: Hub,
-    readonly token: string | null,
-    readonly logger: Logger,
-    readonly metrics?: HubMetrics,
-    /** Validates a token that is not the shared one (a ServiceAccount token, by TokenReview). */
-    readonly reviewer?: (token: string) => Promise<{ ok: boolean; why: string }>,
-  ) {
+  constructor(readonly o: AgentGatewayOptions) {
+    this.hub = o.hub;
+    this.logger = o.logger;
+    this.#limits = { ...DEFAULT_AGENT_LIMITS, ...o.limits };
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
         if (this.#alive.get(ws) === false) {
@@ -74,7 +128,7 @@ export class AgentGateway {
         }
         this.#alive.set(ws, false);
         ws.ping();
-        // Heartbeats both ways (issue 4): the agent takes 30 s without a word from the hub as a dead link.
+        // Heartbeats both ways: the agent takes 30 s without a word from the hub as a dead link.
         ws.send(JSON.stringify({ v: WIRE_VERSION, type: "heartbeat", t: Date.now() }));
       }
     }, PING_MS);
@@ -83,34 +137,63 @@ export class AgentGateway {
 
   /** handleUpgrade takes an HTTP upgrade for AGENT_PATH. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const peer = peerAddress(req);
-    const now = Date.now();
-    // The shared token is checked first (constant time, no I/O); an address that keeps failing is then refused
-    // before anything else, TokenReview included.
-    if (this.token !== null && tokenMatches(req.headers.authorization, this.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
-    if (!this.#failures.allowed(peer, now)) {
+    const peer = this.o.clients?.of(req) ?? peerAddress(req);
+    // The shared token is checked first (constant time, no I/O); any other credential is an attempt counted against
+    // the address before it is reviewed, so parallel guesses cannot all reach TokenReview.
+    if (this.o.token !== null && tokenMatches(req.headers.authorization, this.o.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "shared-token" }));
+    if (!this.#attempts.take(peer, Date.now())) {
       this.logger.warn("agent.throttled", { peer, hint: "too many failed connections from this address: wait a minute" });
-      this.metrics?.rejected.inc({ reason: "throttled" });
+      this.o.metrics?.rejected.inc({ reason: "throttled" });
       socket.end("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 60\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
-    const review = bearer === undefined || this.reviewer === undefined ? Promise.resolve({ ok: false, why: "no valid token" }) : this.reviewer(bearer);
+    const review: Promise<Review> = bearer === undefined || this.o.reviewer === undefined ? Promise.resolve({ ok: false, why: "no valid token" }) : this.o.reviewer(bearer);
     void review
-      .catch((e: unknown) => ({ ok: false, why: `TokenReview failed: ${(e as Error).message}` }))
+      .catch((e: unknown): Review => ({ ok: false, why: `TokenReview failed: ${(e as Error).message}` }))
       .then((r) => {
         if (socket.destroyed) return;
-        if (r.ok) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer));
-        this.#failures.fail(peer, Date.now());
+        if (r.ok) {
+          this.#attempts.succeeded(peer);
+          return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "service-account", node: r.node }));
+        }
         this.logger.warn("agent.unauthorized", { peer, reason: r.why });
-        this.metrics?.rejected.inc({ reason: "unauthorized" });
+        this.o.metrics?.rejected.inc({ reason: "unauthorized" });
         socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       });
   }
 
-  #accept(ws: WebSocket, peer: string): void {
+  /**
+   * #admit decides whether a hello for `node` may bind this connection, and makes room for it: a newer connection
+   * proved to be the same node's takes the old one's place; with the shared token the first one keeps it.
+   */
+  #admit(node: string, identity: AgentIdentity, peer: string): Refusal | null {
+    if (identity.via === "service-account" && identity.node !== node) return { code: 1008, reason: "node-mismatch", message: `hello names ${node} but the token is bound to a Pod on ${identity.node}` };
+    if (this.hub.nodeKnown(node) === false) return { code: 1008, reason: "unknown-node", message: `${node} is not a Node of this cluster: check the agent's --node (NODE_NAME from spec.nodeName)` };
+    const live = this.#byNode.get(node);
+    if (live !== undefined) {
+      if (identity.via === "service-account") {
+        this.logger.info("agent.replaced", { node, old: live.peer, peer });
+        live.ws.close(CLOSE_REPLACED, "replaced by a newer connection of the same node");
+        this.#byNode.delete(node);
+        this.hub.disconnect(node);
+      } else {
+        const since = new Date(live.since).toISOString();
+        return { code: CLOSE_NODE_TAKEN, reason: "node-taken", message: `${node} already has a live agent connection (from ${live.peer} since ${since}): two agents claim this node name, or the old connection is dead and the hub drops it within ${(2 * PING_MS) / 1000} s` };
+      }
+    }
+    if (!this.hub.hasAgent(node) && this.hub.agentCount() >= this.#limits.maxAgents) {
+      return { code: 1008, reason: "max-agents", message: `the hub already knows ${this.hub.agentCount()} nodes (limits.maxAgents ${this.#limits.maxAgents}): raise it if this cluster is really this large` };
+    }
+    return null;
+  }
+
+  #accept(ws: WebSocket, peer: string, identity: AgentIdentity): void {
     let node: string | null = null;
     const bucket = new TokenBucket(RATE_PER_SECOND, RATE_BURST, Date.now());
+    const perMinute = this.#limits.newIpsPerAgentPerMinute;
+    const newIps = new TokenBucket(perMinute / 60, perMinute, Date.now());
+    const newIpDrops = { count: 0, told: 0, loggedAt: -Infinity };
     const bad = { count: 0, told: 0, loggedAt: -Infinity };
     this.#alive.set(ws, true);
     ws.on("pong", () => this.#alive.set(ws, true));
@@ -124,20 +207,32 @@ export class AgentGateway {
       const msg = parseAgentMessage(data.toString("utf8"));
       if (!msg.ok) return node === null ? this.#refuse(ws, node, peer, msg.message) : this.#drop(bad, node, peer, msg.message);
       const m = msg.value;
-      this.metrics?.messages.inc({ type: m.type });
+      this.o.metrics?.messages.inc({ type: m.type });
       if (node === null && m.type !== "hello") return this.#refuse(ws, node, peer, "first message must be hello");
       switch (m.type) {
-        case "hello":
+        case "hello": {
           if (node !== null) return this.#refuse(ws, node, peer, "hello sent twice");
+          const refused = this.#admit(m.node, identity, peer);
+          if (refused !== null) {
+            this.logger.warn("agent.refused", { node: m.node, peer, via: identity.via, reason: refused.reason, message: refused.message });
+            this.o.metrics?.rejected.inc({ reason: refused.reason });
+            ws.close(refused.code, refused.message.slice(0, 120));
+            return;
+          }
           node = m.node;
-          this.#byNode.set(node, ws);
+          this.#byNode.set(node, { ws, peer, since: Date.now() });
           this.hub.connect(m);
           ws.send(JSON.stringify({ v: WIRE_VERSION, type: "welcome", hubVersion: "0.1.0" }));
-          this.logger.info("agent.connected", { node, peer, version: m.agentVersion, interfaces: m.interfaces.length });
+          this.logger.info("agent.connected", { node, peer, via: identity.via, version: m.agentVersion, interfaces: m.interfaces.length });
           return;
-        case "observations":
-          if (node !== null) this.hub.observe(node, m);
+        }
+        case "observations": {
+          if (node === null) return;
+          const entries = this.#admitNewIps(m.entries, newIps);
+          if (entries.length < m.entries.length) this.#droppedNewIps(newIpDrops, node, peer, m.entries.length - entries.length);
+          this.hub.observe(node, entries.length === m.entries.length ? m : { ...m, entries });
           return;
+        }
         case "heartbeat":
           if (node !== null) this.hub.heartbeat(node);
           return;
@@ -146,18 +241,64 @@ export class AgentGateway {
           if (node !== null) this.hub.setFacts(node, m.facts);
           return;
         case "probe-result":
-        case "command-done":
-          this.#results.get(m.id)?.(m);
+        case "command-done": {
+          const waiting = this.#results.get(m.id);
+          // Only the connection the command was sent on may answer it: another agent cannot forge a probe's replies.
+          if (waiting?.ws !== ws) return this.#drop(bad, node ?? "", peer, `${m.type} for a command this connection was not sent`);
+          waiting.onResult(m);
           if (m.type === "command-done") this.#results.delete(m.id);
           return;
+        }
       }
     });
     ws.on("error", (err) => this.logger.warn("agent.socket_error", { node, peer, message: err.message }));
     ws.on("close", (code) => {
-      if (node !== null && this.#byNode.get(node) === ws) this.#byNode.delete(node);
-      if (node !== null) this.hub.disconnect(node);
+      if (node !== null && this.#byNode.get(node)?.ws === ws) {
+        this.#byNode.delete(node);
+        this.hub.disconnect(node);
+      }
+      for (const [id, w] of this.#results) if (w.ws === ws) this.#results.delete(id);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
+  }
+
+  /**
+   * #admitNewIps keeps an agent's entries for IPs the hub already tracks, and those for new IPs while the agent's
+   * allowance lasts: one agent cannot fill the hub (and the pager) with invented IPs.
+   */
+  #admitNewIps(entries: readonly ObservationAggregate[], allowance: TokenBucket): ObservationAggregate[] {
+    const now = Date.now();
+    const admitted = new Set<string>();
+    const refused = new Set<string>();
+    const out: ObservationAggregate[] = [];
+    for (const e of entries) {
+      if (admitted.has(e.ip) || this.hub.tracksIp(e.ip)) {
+        out.push(e);
+        continue;
+      }
+      if (refused.has(e.ip)) continue;
+      if (allowance.take(now)) {
+        admitted.add(e.ip);
+        out.push(e);
+      } else refused.add(e.ip);
+    }
+    return out;
+  }
+
+  #droppedNewIps(drops: { count: number; told: number; loggedAt: number }, node: string, peer: string, n: number): void {
+    drops.count += n;
+    this.o.metrics?.newIpsDropped.inc(n);
+    const now = Date.now();
+    if (now - drops.loggedAt < NEW_IP_LOG_MS) return;
+    this.logger.warn("agent.new_ips_limited", {
+      node,
+      peer,
+      dropped: drops.count - drops.told,
+      limit: this.#limits.newIpsPerAgentPerMinute,
+      hint: "this agent reported more new IPs in a minute than limits.newIpsPerAgentPerMinute: raise it for a very large network, or check the agent",
+    });
+    drops.loggedAt = now;
+    drops.told = drops.count;
   }
 
   /**
@@ -166,7 +307,7 @@ export class AgentGateway {
    */
   #drop(bad: { count: number; told: number; loggedAt: number }, node: string, peer: string, reason: string): void {
     bad.count++;
-    this.metrics?.badMessages.inc({ reason: reason.startsWith("wire: not JSON") ? "not-json" : reason.startsWith("binary") ? "binary" : "invalid" });
+    this.o.metrics?.badMessages.inc({ reason: reason.startsWith("wire: not JSON") ? "not-json" : reason.startsWith("binary") ? "binary" : reason.includes("this connection was not sent") ? "foreign-result" : "invalid" });
     const now = Date.now();
     if (now - bad.loggedAt < BAD_LOG_MS) return;
     this.logger.warn("agent.bad_message", { node, peer, reason, dropped: bad.count - bad.told, hint: "the message was dropped and the connection kept; an agent newer or older than the hub sends this (compare versions on the Nodes page)" });
@@ -176,20 +317,27 @@ export class AgentGateway {
 
   #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {
     this.logger.warn("agent.bad_message", { node, peer, reason });
-    this.metrics?.rejected.inc({ reason: reason.startsWith("rate limit") ? "rate-limit" : "bad-message" });
+    this.o.metrics?.rejected.inc({ reason: reason.startsWith("rate limit") ? "rate-limit" : "bad-message" });
     ws.close(1008, reason.slice(0, 120));
   }
 
   /**
-   * command sends an announce or probe to one node's agent; results come to `onResult` until command-done. Returns
-   * false when the node has no agent connected.
+   * command sends an announce or probe to one node's agent; results come to `onResult` until command-done, from
+   * that connection only. Returns false when the node has no agent connected.
    */
   command(node: string, msg: Extract<HubMessage, { type: "announce" | "probe" }>, onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void): boolean {
-    const ws = this.#byNode.get(node);
-    if (ws === undefined) return false;
-    this.#results.set(msg.id, onResult);
-    ws.send(JSON.stringify(msg));
+    const live = this.#byNode.get(node);
+    if (live === undefined) return false;
+    this.#results.set(msg.id, { ws: live.ws, onResult });
+    live.ws.send(JSON.stringify(msg));
     return true;
+  }
+
+  /** terminate drops every agent connection at once (tests; a hub that is going away uses close). */
+  terminate(): void {
+    clearInterval(this.#ping);
+    for (const ws of this.#wss.clients) ws.terminate();
+    this.#wss.close();
   }
 
   /** close tells agents the hub is going away (1001) so they reconnect to the next one. */

@@ -295,6 +295,31 @@ export class Hub {
     };
   }
 
+  /** hasAgent tells whether `node` has ever registered an agent (it counts against limits.maxAgents). */
+  hasAgent(node: string): boolean {
+    return this.#agents.has(node);
+  }
+
+  /** agentCount is how many nodes have registered an agent. */
+  agentCount(): number {
+    return this.#agents.size;
+  }
+
+  /** tracksIp tells whether `ip` is in the live view (an agent's entries for it are not new). */
+  tracksIp(ip: string): boolean {
+    return this.#table.has(ip);
+  }
+
+  /**
+   * nodeKnown says whether Kubernetes lists `node`: null when the hub cannot tell (traffic-only, or no Node listed:
+   * an inventory without Nodes must not lock every agent out).
+   */
+  nodeKnown(node: string): boolean | null {
+    const nodes = this.#cluster?.snapshot().nodes;
+    if (nodes === undefined || nodes.length === 0) return null;
+    return nodes.some((n) => n.name === node);
+  }
+
   /** connect registers an agent's hello; the same node may reconnect before its old socket is noticed closed. */
   connect(hello: Hello): void {
     const now = this.clock();

@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 
 /** A Param is a value a query may bind: every dialect whohas targets takes these as they are. */
@@ -23,11 +23,22 @@ export interface Db {
 }
 
 /**
+ * privateFile makes the database readable by the hub's user only: it holds webhook secrets and the key that signs
+ * CSRF tokens. A directory the hub creates is 0700; the database file is created 0600 (and set so if it was not),
+ * and SQLite gives its -wal and -shm files the database's own mode.
+ */
+function privateFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
+  for (const p of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(p)) chmodSync(p, 0o600);
+}
+
+/**
  * openSqlite opens (creating when needed) a SQLite database in WAL mode: readers never block the writer, and a
  * committed transaction survives a crash of the process. `:memory:` is accepted for tests.
  */
 export function openSqlite(path: string): Db {
-  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  if (path !== ":memory:") privateFile(path);
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
   // NORMAL in WAL mode: a commit survives the process being killed; only a power loss may lose the last commits.

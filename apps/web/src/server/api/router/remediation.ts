@@ -15,6 +15,7 @@ async function guarded<T>(ctx: Context & { principal: { user: string } }, action
   } catch (e) {
     ctx.hub.store.audit({ t: ctx.hub.clock(), actor: ctx.principal.user, action, input, outcome: "refused", detail: (e as Error).message });
     if (e instanceof RemediationRefused) throw new TRPCError({ code: e.code, message: e.message });
+    if (e instanceof TRPCError) throw e;
     throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (e as Error).message });
   }
 }

@@ -1,0 +1,69 @@
+import type { IncomingMessage } from "node:http";
+import { BlockList, isIPv4, isIPv6 } from "node:net";
+
+/** peerAddress is the socket's peer, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket). */
+export function peerAddress(req: IncomingMessage): string {
+  const a = req.socket.remoteAddress ?? "unix";
+  return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
+}
+
+/** trustList builds an allow list of addresses and CIDRs; throws naming the entry that is neither. */
+export function trustList(entries: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const e of entries) {
+    const [addr = "", bits] = e.split("/");
+    const type = isIPv4(addr) ? "ipv4" : isIPv6(addr) ? "ipv6" : null;
+    const prefix = bits === undefined ? (type === "ipv4" ? 32 : 128) : Number(bits);
+    if (type === null || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`"${e}" is not an address or CIDR`);
+    list.addSubnet(addr, prefix, type);
+  }
+  return list;
+}
+
+function listed(list: BlockList, addr: string): boolean {
+  const type = isIPv4(addr) ? "ipv4" : isIPv6(addr) ? "ipv6" : null;
+  return type !== null && list.check(addr, type);
+}
+
+/**
+ * ClientAddresses tells who a request really comes from. Behind an ingress or load balancer every request has the
+ * proxy's address, so a limit per socket address would let one client lock everyone out. When the peer is one of
+ * the trusted proxies, the client is the rightmost X-Forwarded-For entry that is not itself a trusted proxy (entries
+ * to its left are whatever the client chose to send); from anywhere else the header is ignored.
+ */
+export class ClientAddresses {
+  readonly #trusted: BlockList | null;
+
+  constructor(trustedProxies: readonly string[]) {
+    this.#trusted = trustedProxies.length === 0 ? null : trustList(trustedProxies);
+  }
+
+  /** trusted says whether the request's peer is a trusted proxy (its forwarding headers may be read). */
+  trusted(req: IncomingMessage): boolean {
+    return this.#trusted !== null && listed(this.#trusted, peerAddress(req));
+  }
+
+  /** of returns the client's address. */
+  of(req: IncomingMessage): string {
+    const peer = peerAddress(req);
+    if (this.#trusted === null || !listed(this.#trusted, peer)) return peer;
+    const header = req.headers["x-forwarded-for"];
+    const hops = (Array.isArray(header) ? header.join(",") : (header ?? "")).split(",").map((h) => h.trim()).filter((h) => h !== "");
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const hop = normalise(hops[i] ?? "");
+      if (hop === null) return peer;
+      if (!listed(this.#trusted, hop)) return hop;
+    }
+    return peer;
+  }
+}
+
+/** normalise reads one X-Forwarded-For entry (an address, maybe bracketed or with a port); null when it is none. */
+function normalise(hop: string): string | null {
+  let h = hop;
+  const bracket = /^\[([^\]]+)\](?::\d+)?$/.exec(h);
+  if (bracket?.[1] !== undefined) h = bracket[1];
+  else if (/^[\d.]+:\d+$/.test(h)) h = h.slice(0, h.lastIndexOf(":"));
+  if (h.startsWith("::ffff:") && isIPv4(h.slice(7))) h = h.slice(7);
+  return isIPv4(h) || isIPv6(h) ? h : null;
+}
