@@ -1,14 +1,42 @@
-// The one contract between agent and hub (STYLE 18). Both ends import these schemas; the hub validates every frame
-// it receives and the agent every frame it gets back. Bump WIRE_VERSION on any incompatible change.
+// The one contract between agent and hub. Both ends import these schemas; the hub validates every frame it receives
+// and the agent every frame it gets back. Bump WIRE_VERSION on any incompatible change.
 import { z } from "zod";
 import { isIP, isMac } from "./packet/addr.js";
+import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./judge/findings.js";
 
-/** WIRE_VERSION is the `v` field of every message. */
-export const WIRE_VERSION = 1;
+/**
+ * WIRE_VERSION is the `v` field of every message. Version 2 carries each request a capture point saw with the replies
+ * it saw to it (RequestReport), so the hub can tell one request answered by two MACs from a clean handover; a hub
+ * refuses an agent of another version with a message that says to upgrade.
+ */
+export const WIRE_VERSION = 2;
+
+/** HEARTBEAT_MS: each side speaks at least this often (a heartbeat when it has nothing else to say). */
+export const HEARTBEAT_MS = 10_000;
+/** SILENCE_MS: a peer silent this long is gone: the agent reconnects, the hub shows the agent down. */
+export const SILENCE_MS = 30_000;
+/** FLUSH_MS: an agent sends what it aggregated at most this often (and at once past MAX_ENTRIES_PER_MESSAGE). */
+export const FLUSH_MS = 100;
 
 const mac = z.string().refine(isMac, "not a MAC address");
 const ip = z.string().max(45).refine(isIP, "not an IP address");
-const nodeName = z.string().min(1).max(253);
+/**
+ * isNodeName: a Kubernetes Node name, an RFC 1123 subdomain (lowercase letters, digits, '-' and '.', at most 253
+ * characters, each label starting and ending with a letter or digit). Nothing else reaches logs, pages and alerts.
+ */
+export function isNodeName(s: string): boolean {
+  return s.length <= 253 && /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/.test(s);
+}
+const nodeName = z.string().min(1).max(253).refine(isNodeName, "not a node name (an RFC 1123 subdomain: lowercase letters, digits, '-' and '.')");
+
+/**
+ * Bounds on what one agent can make the hub hold. A node captures on a handful of links; its facts list every link
+ * (a pod's veth included: 1,024 covers the densest nodes) with at most MAX_ADDRESSES_PER_LINK addresses each
+ * (kube-ipvs0 holds every Service IP: its count is sent apart).
+ */
+export const MAX_HELLO_INTERFACES = 256;
+export const MAX_FACT_INTERFACES = 1024;
+export const MAX_ADDRESSES_PER_LINK = 64;
 const millis = z.number().int().nonnegative();
 
 /** ObservationKindSchema lists the frame kinds an agent reports (see packet/frame.ts). */
@@ -27,19 +55,32 @@ export const ObservationAggregateSchema = z.object({
   lastSeen: millis,
   /** Last peer IP (the asker of a request, the destination of a reply). */
   peerIp: ip,
-  /** Last THA seen (ARP only). */
+  /** Last THA seen (ARP only): whether Linux accepts a gratuitous reply depends on it (DESIGN 2.5). */
   targetMac: mac.nullable(),
   /** How many of `count` had an Ethernet source different from the ARP sender MAC. */
   ethernetMismatch: z.number().int().nonnegative(),
-  /**
-   * Replies only: how many of them answered a request this capture point saw within REQUEST_WINDOW_MS, and the sum
-   * of those delays (request seen -> reply seen, one clock). A node sees its own replies, rarely the others' (they
-   * are unicast to the asker): the hub compares these delays across nodes to tell who tends to win the race.
-   */
-  latencyCount: z.number().int().nonnegative().optional(),
-  latencySumMs: z.number().nonnegative().optional(),
+  /** The last such Ethernet source (null when none differed). */
+  ethSrc: mac.nullable(),
 });
 export type ObservationAggregate = z.infer<typeof ObservationAggregateSchema>;
+
+/**
+ * A RequestReport is what one capture point saw of one asker's requests for one IP since its last send: each request
+ * (its time on the agent's clock) and every reply it saw to it within REPLY_WINDOW_MS. A node sees every broadcast
+ * request and its own replies (the others' are unicast to the asker), so the hub joins the reports of all nodes to
+ * learn who answered each request. A request is reported once it has a reply, or once its window has passed without
+ * one; a reply seen later for a request already reported comes in a later report with the same time.
+ */
+export const RequestReportSchema = z.object({
+  ip,
+  asker: ip,
+  iface: z.string().min(1).max(15),
+  /** Request times, milliseconds since the epoch. */
+  times: z.array(millis).min(1).max(MAX_REQUEST_TIMES),
+  /** Replies seen: [index into times, the MAC that answered, milliseconds from the request]. */
+  replies: z.array(z.tuple([z.number().int().nonnegative(), mac, z.number().nonnegative().max(REPLY_WINDOW_MS)])).max(4 * MAX_REQUEST_TIMES),
+});
+export type RequestReport = z.infer<typeof RequestReportSchema>;
 
 export const InterfaceInfoSchema = z.object({
   name: z.string().min(1).max(15),
@@ -57,7 +98,8 @@ export const NodeInterfaceSchema = z.object({
   mac,
   up: z.boolean(),
   master: z.string().max(15).nullable(),
-  addresses: z.array(z.string().max(50)).max(4096),
+  /** The link's first MAX_ADDRESSES_PER_LINK addresses. */
+  addresses: z.array(z.string().max(50)).max(MAX_ADDRESSES_PER_LINK),
   own: SysctlPairSchema,
   /** What the kernel applies: max(all, own) for both. */
   effective: SysctlPairSchema,
@@ -69,13 +111,13 @@ export type NodeInterface = z.infer<typeof NodeInterfaceSchema>;
 export const NodeFactsSchema = z.object({
   node: nodeName,
   agentVersion: z.string().max(64),
-  interfaces: z.array(NodeInterfaceSchema).max(4096),
+  interfaces: z.array(NodeInterfaceSchema).max(MAX_FACT_INTERFACES),
   sysctl: z.object({ all: SysctlPairSchema, default: SysctlPairSchema }),
   kubeIpvs0: z.object({ present: z.boolean(), addresses: z.number().int().nonnegative() }),
   kubeProxyMode: z.enum(["ipvs", "not-ipvs"]),
   capture: z.object({
     frames: z.number().int().nonnegative(),
-    dropped: z.record(z.string(), z.number().int().nonnegative()),
+    dropped: z.record(z.string().max(32), z.number().int().nonnegative()).refine((o) => Object.keys(o).length <= 16, "at most 16 reasons"),
     /** libpcap's counters, summed over interfaces: packets the kernel received for us and dropped for lack of room. */
     kernelReceived: z.number().int().nonnegative(),
     kernelDropped: z.number().int().nonnegative(),
@@ -96,7 +138,7 @@ export const ProbeSummarySchema = z.object({
   macs: z.array(z.object({ mac, replies: z.number().int().nonnegative(), first: z.number().int().nonnegative() })).max(1024),
 });
 
-/** MAX_ENTRIES_PER_MESSAGE bounds one observations message (issue 4: at most 1,000 entries per send). */
+/** MAX_ENTRIES_PER_MESSAGE bounds one observations message: at most 1,000 aggregates and 1,000 request reports. */
 export const MAX_ENTRIES_PER_MESSAGE = 1000;
 
 /** AgentMessageSchema is every message an agent may send to the hub. */
@@ -106,13 +148,14 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     type: z.literal("hello"),
     node: nodeName,
     agentVersion: z.string().max(64),
-    interfaces: z.array(InterfaceInfoSchema).max(4096),
+    interfaces: z.array(InterfaceInfoSchema).max(MAX_HELLO_INTERFACES),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
     type: z.literal("observations"),
     entries: z.array(ObservationAggregateSchema).max(MAX_ENTRIES_PER_MESSAGE),
-    /** Aggregates the agent had to drop since its last message (buffer full while disconnected). */
+    requests: z.array(RequestReportSchema).max(MAX_ENTRIES_PER_MESSAGE),
+    /** Frames the agent had to drop since its last message (buffer full while disconnected). */
     dropped: z.number().int().nonnegative(),
   }),
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("heartbeat"), t: millis }),
@@ -146,9 +189,10 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
 ]);
 export type HubMessage = z.infer<typeof HubMessageSchema>;
 
-/** A ParseFailure explains, in one line a person can act on, why a message was refused. */
+/** A ParseFailure explains, in one line a person can act on, why a message was refused, and what kind of fault it is. */
 export interface ParseFailure {
   readonly ok: false;
+  readonly reason: "not-json" | "version" | "invalid";
   readonly message: string;
 }
 
@@ -157,13 +201,17 @@ function parseWith<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T 
   try {
     json = JSON.parse(text);
   } catch (e) {
-    return { ok: false, message: `wire: not JSON (${(e as Error).message})` };
+    return { ok: false, reason: "not-json", message: `wire: not JSON (${(e as Error).message})` };
+  }
+  const v = typeof json === "object" && json !== null ? (json as { v?: unknown }).v : undefined;
+  if (typeof v === "number" && v !== WIRE_VERSION) {
+    return { ok: false, reason: "version", message: `wire: version ${v}, this end speaks ${WIRE_VERSION}: run the agent and the hub of the same release` };
   }
   const r = schema.safeParse(json);
   if (r.success) return { ok: true, value: r.data };
   const first = r.error.issues[0];
   const where = first?.path.length ? first.path.join(".") : "message";
-  return { ok: false, message: `wire: ${where}: ${first?.message ?? "invalid"}` };
+  return { ok: false, reason: "invalid", message: `wire: ${where}: ${first?.message ?? "invalid"}` };
 }
 
 /** parseAgentMessage validates one text frame from an agent. */

@@ -27,6 +27,12 @@ describe("addressScope", () => {
     { case: "IPv4-mapped metadata in hex", ip: "::ffff:a9fe:a9fe", scope: "link-local" },
     { case: "NAT64 of a private address", ip: "64:ff9b::10.0.0.1", scope: "private" },
     { case: "IPv6 multicast", ip: "ff02::1", scope: "reserved" },
+    { case: "SIIT-translated loopback", ip: "::ffff:0:7f00:1", scope: "loopback" },
+    { case: "SIIT-translated metadata", ip: "::ffff:0:169.254.169.254", scope: "link-local" },
+    { case: "local-use NAT64", ip: "64:ff9b:1::7f00:1", scope: "private" },
+    { case: "6to4 of loopback", ip: "2002:7f00:1::", scope: "loopback" },
+    { case: "6to4 of a public address", ip: "2002:5db8:d822::1", scope: "public" },
+    { case: "Teredo", ip: "2001:0:4136:e378:8000:63bf:3fff:fdd2", scope: "reserved" },
   ])("$case: $ip is $scope", ({ ip, scope }) => {
     expect(addressScope(ip)).toBe(scope);
   });

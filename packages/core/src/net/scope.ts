@@ -54,6 +54,10 @@ const V6: readonly Range[] = [
   v6("ff00::/8", "reserved"),
   v6("2001:db8::/32", "reserved"),
   v6("100::/64", "reserved"),
+  // Local-use NAT64 (RFC 8215): whatever IPv4 network its translator reaches, the operator's own.
+  v6("64:ff9b:1::/48", "private"),
+  // Teredo (RFC 4380) tunnels to an obfuscated IPv4 address through a relay: refused as a whole.
+  v6("2001::/32", "reserved"),
 ];
 
 function inRange(addr: Uint8Array, r: Range): boolean {
@@ -67,8 +71,9 @@ function inRange(addr: Uint8Array, r: Range): boolean {
 
 /**
  * addressScope classifies an IPv4 or IPv6 address; null when `ip` is not one. IPv4 carried in IPv6 (mapped
- * ::ffff:a.b.c.d, compatible, and the NAT64 prefix 64:ff9b::/96) is classified as the IPv4 address it carries, so it
- * cannot be used to reach a refused IPv4 address.
+ * ::ffff:a.b.c.d, SIIT's translated ::ffff:0:a.b.c.d, compatible, the NAT64 prefix 64:ff9b::/96 and 6to4's
+ * 2002:a.b.c.d::/48) is classified as the IPv4 address it carries, so it cannot be used to reach a refused IPv4
+ * address.
  */
 export function addressScope(ip: string): AddressScope | null {
   if (isIPv4(ip)) {
@@ -84,9 +89,11 @@ export function addressScope(ip: string): AddressScope | null {
 
 function embeddedIPv4(b: Uint8Array): string | null {
   const zeros = (from: number, to: number) => b.subarray(from, to).every((x) => x === 0);
+  if (b[0] === 0x20 && b[1] === 0x02) return `${b[2]}.${b[3]}.${b[4]}.${b[5]}`;
   const mapped = zeros(0, 10) && b[10] === 0xff && b[11] === 0xff;
+  const translated = zeros(0, 8) && b[8] === 0xff && b[9] === 0xff && zeros(10, 12);
   const compatible = zeros(0, 12) && !zeros(12, 15);
   const nat64 = b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12);
-  if (!mapped && !compatible && !nat64) return null;
+  if (!mapped && !translated && !compatible && !nat64) return null;
   return `${b[12]}.${b[13]}.${b[14]}.${b[15]}`;
 }

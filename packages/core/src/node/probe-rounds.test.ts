@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ProbeRounds } from "./probe-rounds.js";
+import { ProbeRounds, chooseProbers } from "./probe-rounds.js";
 
 const A = "02:00:00:00:00:0a";
 const B = "02:00:00:00:00:0b";
@@ -45,5 +45,17 @@ describe("ProbeRounds", () => {
     p.add("node-b", r);
     p.add("node-b", { seq: 2, sentAt: 2000, replies: [] });
     expect(p.summary()).toMatchObject({ requests: 2, unanswered: 1, multiAnswered: 0, macs: [{ mac: A, replies: 1, first: 1 }] });
+  });
+});
+
+describe("chooseProbers", () => {
+  const seq = (...xs: number[]) => () => xs.shift() ?? 0;
+  it("takes the owner and a node that captured the IP, whatever their names", () => {
+    expect(chooseProbers({ up: ["!0-rogue", "!1-rogue", "node-a", "node-b", "node-c"], owner: "node-b", capturedBy: ["node-a", "node-b", "node-c"], n: 2, random: seq(0.99) })).toEqual(["node-b", "node-c"]);
+  });
+  it("draws at random among nodes that captured the IP, then among the rest; an owner that is down does not probe", () => {
+    expect(chooseProbers({ up: ["a", "b", "c", "d"], owner: "z", capturedBy: ["c", "d"], n: 2, random: seq(0.6, 0) })).toEqual(["d", "c"]);
+    expect(chooseProbers({ up: ["a", "b", "c"], owner: null, capturedBy: [], n: 2, random: seq(0.9, 0.9) })).toEqual(["c", "b"]);
+    expect(chooseProbers({ up: ["a"], owner: null, capturedBy: ["b"], n: 2, random: seq(0.5) })).toEqual(["a"]);
   });
 });

@@ -62,3 +62,22 @@ export class ProbeRounds {
     return summarizeProbe(this.ip, this.rounds());
   }
 }
+
+/**
+ * chooseProbers picks the `n` nodes that probe an IP. A node never hears its own answer to its own broadcast, so the
+ * expected owner probes (it hears every other answer) with nodes that captured the IP (they hear the owner's), the
+ * rest drawn at random: never by name, which a rogue agent could choose to be first. `random` returns [0, 1).
+ */
+export function chooseProbers(o: { readonly up: readonly string[]; readonly owner: string | null; readonly capturedBy: readonly string[]; readonly n: number; readonly random: () => number }): string[] {
+  const up = new Set(o.up);
+  const out: string[] = o.owner !== null && up.has(o.owner) ? [o.owner] : [];
+  const draw = (pool: string[]) => {
+    while (out.length < o.n && pool.length > 0) {
+      const [node] = pool.splice(Math.floor(o.random() * pool.length), 1);
+      if (node !== undefined) out.push(node);
+    }
+  };
+  draw(o.capturedBy.filter((n) => up.has(n) && !out.includes(n)));
+  draw(o.up.filter((n) => !out.includes(n)));
+  return out;
+}

@@ -1,5 +1,5 @@
 import type { Drift } from "../kubeproxy/strict-arp.js";
-import type { LiveFinding } from "./live-findings.js";
+import type { LiveFinding } from "./findings.js";
 
 /** NODE_SUBJECT_PREFIX marks a finding about a node rather than an IP: its subject is "node/NAME". */
 export const NODE_SUBJECT_PREFIX = "node/";

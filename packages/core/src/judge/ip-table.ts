@@ -1,26 +1,10 @@
 import type { ObservationAggregate } from "../wire.js";
 import { roleOf } from "../packet/frame.js";
 import { parseIPv6 } from "../packet/addr.js";
-import { NO_RESPONDER_MS } from "./findings.js";
+import { ANSWER_WINDOW_MS } from "./findings.js";
 
-/**
- * ANSWER_WINDOW_MS is how recent a reply or announcement must be for its MAC to count as answering now. Clients in
- * the field re-ARP every few seconds at most (Linux's base_reachable_time is 30 s, routers poll more often), and the
- * lab's client asks every second, so 5 s shows a change within one refresh without flapping between requests.
- */
-export const ANSWER_WINDOW_MS = 5000;
-
-/**
- * IpState is the verdict for one IP:
- * - `single`: exactly one MAC answers: what MetalLB L2 needs.
- * - `multi-responder`: several MACs answer now: the incident whohas exists for.
- * - `no-responder`: it is being asked for and nobody answered within the window.
- * - `idle`: nothing recent either way.
- */
-export type IpState = "single" | "multi-responder" | "no-responder" | "idle";
-
-/** A ResponderView is one MAC that answered for an IP. */
-export interface ResponderView {
+/** A ResponderCounts is one MAC that answered or announced for an IP, counted once across capture points. */
+export interface ResponderCounts {
   readonly mac: string;
   /** The node that owns this MAC, when an agent reported it among its interfaces. */
   readonly node: string | null;
@@ -30,31 +14,20 @@ export interface ResponderView {
   readonly gratuitous: number;
   /** Time of the last gratuitous announcement, null when none was seen. */
   readonly lastGratuitous: number | null;
-  /** Mean delay from a request to this MAC's reply, as its node timed it; null without timed replies. */
-  readonly meanLatencyMs: number | null;
   readonly firstSeen: number;
   readonly lastSeen: number;
-  readonly answering: boolean;
-  /** Nodes whose agents captured this MAC's answers. */
+  /** Capture points (nodes) whose agents captured this MAC's answers. */
   readonly seenBy: readonly string[];
 }
 
-/** An IpView is everything the hub shows for one IP. */
-export interface IpView {
+/** A CountsView is what the counts say of one IP: requests and responders, with no verdict. */
+export interface CountsView {
   readonly ip: string;
-  readonly state: IpState;
   readonly requests: number;
   readonly lastRequest: number | null;
-  /** While nobody answers: since when the IP has been asked for without an answer (else null). */
-  readonly unansweredSince: number | null;
-  readonly responders: readonly ResponderView[];
-  /** Nodes whose agents captured anything for this IP (requests or answers): its capture points. */
+  readonly responders: readonly ResponderCounts[];
+  /** Capture points (nodes) that captured anything for this IP (requests or answers). */
   readonly capturedBy: readonly string[];
-  /**
-   * The answering MAC with the shortest mean reply delay: the one that tends to win the race, so the one clients
-   * tend to cache. Passive and statistical (each node times its own replies); a probe times every request exactly.
-   */
-  readonly fastest: string | null;
   /**
    * MACs moved out of this IP's list when it held `maxMacsPerIp` (the least recently seen first), with their counts
    * summed: nothing they said is lost, only told apart. `macs` counts those not answering again since (each once).
@@ -133,18 +106,14 @@ class NodeCounters {
 }
 
 interface Responder {
-  /** A number unique to this responder in this table, for cheap signatures. */
-  id: number;
   replies: NodeCounters | null;
   gratuitous: NodeCounters | null;
   /** History restored from storage (already counted once across capture points), added to the live counts. */
   baseReplies: Counter | null;
   baseGratuitous: Counter | null;
-  /** Newest answer or announcement, and newest announcement, over every capture point (kept for cheap signatures). */
+  /** Newest answer or announcement, and newest announcement, over every capture point. */
   lastSeen: number;
   lastGratuitous: number;
-  latencyCount: number;
-  latencySum: number;
 }
 
 interface IpRecord {
@@ -159,9 +128,7 @@ interface IpRecord {
 /** FOLDED_NAMES bounds the MACs an IP remembers as folded (to count them once each); beyond it they are only counted. */
 const FOLDED_NAMES = 1024;
 
-let nextResponderId = 1;
-const newResponder = (): Responder => ({ id: nextResponderId++, replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0, latencyCount: 0, latencySum: 0 });
-const STATE_CODE = { i: 0, s: 1, m: 2, n: 3, N: 4 } as const;
+const newResponder = (): Responder => ({ replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0 });
 const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map(), folded: null });
 
 function addBase(c: Counter | null, e: ObservationAggregate): Counter {
@@ -170,8 +137,9 @@ function addBase(c: Counter | null, e: ObservationAggregate): Counter {
 }
 
 /**
- * An IpTable is the hub's per-IP picture built from every agent's aggregates. Counts are kept per capture point
- * (node) so a broadcast request seen by three agents counts once, not three times.
+ * An IpTable counts, per IP, the requests and each MAC's replies and announcements from every capture point's
+ * aggregates (the Judge says what they mean). Counts are kept per capture point (node) so a broadcast request seen
+ * by three agents counts once, not three times; it is bounded in MACs per IP, and restores history from storage.
  */
 export class IpTable {
   readonly #ips = new Map<string, IpRecord>();
@@ -261,8 +229,6 @@ export class IpTable {
       const r = this.#responder(rec, e.mac);
       if (role === "answer") {
         (r.replies ??= new NodeCounters()).bump(node, e);
-        r.latencyCount += e.latencyCount ?? 0;
-        r.latencySum += e.latencySumMs ?? 0;
       } else (r.gratuitous ??= new NodeCounters()).bump(node, e);
       if (e.lastSeen > r.lastSeen) r.lastSeen = e.lastSeen;
       if (role !== "answer" && e.lastSeen > r.lastGratuitous) r.lastGratuitous = e.lastSeen;
@@ -300,83 +266,44 @@ export class IpTable {
     }
   }
 
-  /**
-   * signature is a number that changes whenever what the IP's findings depend on changes at `now`: its state, the
-   * MACs answering, and the MACs that announced within `announceWindowMs` (hashes of the responders' ids, in the
-   * order they appeared). Cheap (no view, no allocation), so the hub can look at every IP every second and judge
-   * only those whose signature moved. 0 for an unknown IP.
-   */
-  signature(ip: string, now: number, announceWindowMs: number): number {
+  /** recentMacs lists the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` (no view built). */
+  recentMacs(ip: string, now: number): string[] {
+    const out: string[] = [];
+    for (const [mac, r] of this.#ips.get(ip)?.responders ?? []) if (now - r.lastSeen <= ANSWER_WINDOW_MS) out.push(mac);
+    return out;
+  }
+
+  /** capturePoints lists the nodes whose agents captured anything for `ip` (no view built). */
+  capturePoints(ip: string): string[] {
     const rec = this.#ips.get(ip);
-    if (rec === undefined) return 0;
-    let answering = 0;
-    let announcing = 0;
-    let n = 0;
-    let lastAnswer = 0;
-    for (const r of rec.responders.values()) {
-      if (r.lastSeen > lastAnswer) lastAnswer = r.lastSeen;
-      if (now - r.lastSeen <= ANSWER_WINDOW_MS) {
-        answering = (Math.imul(answering, 31) + r.id) | 0;
-        n++;
-      }
-      if (r.lastGratuitous > 0 && now - r.lastGratuitous <= announceWindowMs) announcing = (Math.imul(announcing, 37) + r.id) | 0;
-    }
-    const asked = rec.lastRequest > 0 && now - rec.lastRequest <= ANSWER_WINDOW_MS;
-    // An unanswered IP turns from "n" to "N" once nobody answered for NO_RESPONDER_MS (the finding's threshold).
-    const state = n >= 2 ? "m" : n === 1 ? "s" : asked ? (now - Math.max(rec.firstRequest, lastAnswer) >= NO_RESPONDER_MS ? "N" : "n") : "i";
-    // 3 bits of state, 4 of the answering count, then the two hashes folded: distinct for every realistic change.
-    return 1 + STATE_CODE[state] + 8 * Math.min(n, 15) + 128 * ((answering >>> 0) + (announcing >>> 0) * 4_294_967_311 % 2 ** 20);
+    if (rec === undefined) return [];
+    const out = new Set(rec.requests.nodes());
+    for (const r of rec.responders.values()) for (const c of [r.replies, r.gratuitous]) for (const n of c?.nodes() ?? []) out.add(n);
+    return [...out].sort();
   }
 
-  /** answeringCount is how many MACs answer for `ip` at `now` (for metrics; no view is built). */
-  answeringCount(ip: string, now: number): number {
-    let n = 0;
-    for (const r of this.#ips.get(ip)?.responders.values() ?? []) if (now - r.lastSeen <= ANSWER_WINDOW_MS) n++;
-    return n;
-  }
-
-  /** stateOf is the IP's state at `now` without building a view. */
-  stateOf(ip: string, now: number): IpState {
-    const code = (this.signature(ip, now, 0) - 1) % 8;
-    return code === 1 ? "single" : code === 2 ? "multi-responder" : code === 3 || code === 4 ? "no-responder" : "idle";
-  }
-
-  /** view renders one IP at `now`; `nodeOfMac` maps a MAC to the node that owns it. */
-  view(ip: string, now: number, nodeOfMac: (mac: string) => string | null): IpView | null {
+  /** view renders the counts of one IP; `nodeOfMac` maps a MAC to the node that owns it. */
+  view(ip: string, nodeOfMac: (mac: string) => string | null): CountsView | null {
     const rec = this.#ips.get(ip);
     if (rec === undefined) return null;
-    const responders: ResponderView[] = [];
+    const responders: ResponderCounts[] = [];
     for (const [mac, r] of rec.responders) {
       const replies = r.replies?.fold(r.baseReplies) ?? r.baseReplies;
       const grat = r.gratuitous?.fold(r.baseGratuitous) ?? r.baseGratuitous;
-      const firstSeen = Math.min(replies?.firstSeen ?? Infinity, grat?.firstSeen ?? Infinity);
-      const lastSeen = Math.max(replies?.lastSeen ?? 0, grat?.lastSeen ?? 0);
       responders.push({
         mac,
         node: nodeOfMac(mac),
         replies: replies?.count ?? 0,
         gratuitous: grat?.count ?? 0,
         lastGratuitous: grat?.lastSeen ?? null,
-        meanLatencyMs: r.latencyCount > 0 ? r.latencySum / r.latencyCount : null,
-        firstSeen,
-        lastSeen,
-        answering: now - lastSeen <= ANSWER_WINDOW_MS,
+        firstSeen: Math.min(replies?.firstSeen ?? Infinity, grat?.firstSeen ?? Infinity),
+        lastSeen: Math.max(replies?.lastSeen ?? 0, grat?.lastSeen ?? 0),
         seenBy: [...new Set([...(r.replies?.nodes() ?? []), ...(r.gratuitous?.nodes() ?? [])])].sort(),
       });
     }
-    // Stable order for people reading a live table: answering first, then by node, then MAC.
-    responders.sort((a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac));
     const req = rec.requests.fold(rec.baseRequests);
-    const answering = responders.filter((r) => r.answering).length;
-    const asked = req !== null && now - req.lastSeen <= ANSWER_WINDOW_MS;
-    const state: IpState = answering >= 2 ? "multi-responder" : answering === 1 ? "single" : asked ? "no-responder" : "idle";
-    const capturedBy = new Set(rec.requests.nodes());
-    for (const r of responders) for (const n of r.seenBy) capturedBy.add(n);
-    const lastAnswer = Math.max(0, ...responders.map((r) => r.lastSeen));
-    const unansweredSince = state === "no-responder" ? Math.max(rec.firstRequest, lastAnswer) : null;
-    let fastest: ResponderView | null = null;
-    for (const r of responders) if (r.answering && r.meanLatencyMs !== null && (fastest?.meanLatencyMs == null || r.meanLatencyMs < fastest.meanLatencyMs)) fastest = r;
-    return { ip, state, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, unansweredSince, responders, capturedBy: [...capturedBy].sort(), fastest: fastest?.mac ?? null, folded: rec.folded === null ? null : { macs: rec.folded.gone.size + rec.folded.more, replies: rec.folded.replies, gratuitous: rec.folded.gratuitous, lastSeen: rec.folded.lastSeen } };
+    const f = rec.folded;
+    return { ip, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, responders, capturedBy: this.capturePoints(ip), folded: f === null ? null : { macs: f.gone.size + f.more, replies: f.replies, gratuitous: f.gratuitous, lastSeen: f.lastSeen } };
   }
 
   /** ips lists every IP seen, unordered. */

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { pcapFileHeader, pcapRecord } from "../capture/pcap.js";
+import { ARP_OP_REPLY, newArpReply, newArpRequest, newGratuitousArp } from "../packet/arp.js";
+import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import { CaptureAnalysis, analyzeExitCode, toJson } from "./capture-analysis.js";
+
+const VIP = "198.51.100.7";
+const CLIENT = "198.51.100.1";
+const CLIENT_MAC = "02:00:5e:00:00:01";
+const A = "02:00:5e:00:00:0a";
+const B = "02:00:5e:00:00:0b";
+const C = "02:00:5e:00:00:0c";
+const T0 = Date.UTC(2026, 11, 1);
+
+/** Capture writes what a client's tcpdump would record: its requests, every reply to it, the broadcasts. */
+class Capture {
+  readonly records: Uint8Array[] = [pcapFileHeader(LINKTYPE_ETHERNET)];
+  t = T0;
+  ask(by: readonly string[]): void {
+    this.records.push(pcapRecord(newArpRequest(CLIENT_MAC, CLIENT, VIP), this.t));
+    by.forEach((mac, i) => this.records.push(pcapRecord(newArpReply(mac, VIP, CLIENT_MAC, CLIENT), this.t + 0.2 + i * 0.1)));
+  }
+  announce(mac: string): void {
+    this.records.push(pcapRecord(newGratuitousArp(ARP_OP_REPLY, mac, VIP), this.t));
+  }
+  every(ms: number, forMs: number, f: () => void): void {
+    for (let k = 0; k < forMs / ms; k++) {
+      f();
+      this.t += ms;
+    }
+  }
+  analyze(owners?: ReadonlyMap<string, readonly string[]>) {
+    const an = new CaptureAnalysis({ expectedOwners: owners });
+    an.startFile("cap.pcap");
+    for (const r of this.records) an.push(r);
+    an.endFile();
+    return an.summary();
+  }
+}
+
+describe("whohas analyze judges a capture as the hub judges the agents", () => {
+  it("finds several responders per request, and exits 1", () => {
+    const c = new Capture();
+    c.every(1000, 10_000, () => c.ask([A, B, C]));
+    const s = c.analyze();
+    expect(s.ips).toHaveLength(1);
+    expect(s.ips[0]?.findings.map((f) => [f.type, f.macs])).toEqual([["multi-responder", [A, B, C]]]);
+    expect(s.ips[0]?.requests).toBe(10);
+    expect(analyzeExitCode(s)).toBe(1);
+  });
+
+  it("records a clean failover as a handover with its gap and unanswered requests, and exits 0", () => {
+    const c = new Capture();
+    c.every(100, 3000, () => c.ask([A]));
+    c.every(100, 500, () => c.ask([]));
+    c.announce(B);
+    c.every(100, 3000, () => c.ask([B]));
+    const s = c.analyze();
+    const ip = s.ips[0];
+    expect(ip?.findings).toEqual([]);
+    expect(ip?.handovers).toEqual([{ from: { mac: A, node: null }, to: { mac: B, node: null }, at: T0 + 3500, gapMs: expect.closeTo(600 - 0.2, 1) as number, unanswered: 5, announced: true }]);
+    expect(analyzeExitCode(s)).toBe(0);
+    expect((toJson(s) as { ips: { handovers: unknown[] }[] }).ips[0]?.handovers).toHaveLength(1);
+  });
+
+  it("flags answers from a MAC that is not the expected owner's, and a stale announcement", () => {
+    const c = new Capture();
+    c.announce(B);
+    c.every(1000, 20_000, () => c.ask([A]));
+    const s = c.analyze(new Map([[VIP, [A]]]));
+    expect(s.ips[0]?.findings.map((f) => f.type)).toEqual(["stale-announcer"]);
+    const wrong = c.analyze(new Map([[VIP, [C]]]));
+    expect(wrong.ips[0]?.findings.map((f) => f.type).sort()).toEqual(["stale-announcer", "wrong-owner"]);
+  });
+
+  it("judges an IP seen once between two judgements, in a busy capture", () => {
+    const c = new Capture();
+    c.every(100, 1_250, () => c.ask([A]));
+    const odd = newGratuitousArp(ARP_OP_REPLY, B, "198.51.100.99");
+    odd.set([0x02, 0x00, 0x5e, 0x00, 0x00, 0x0c], 6);
+    c.records.push(pcapRecord(odd, c.t));
+    c.every(100, 5_000, () => c.ask([A]));
+    const s = c.analyze();
+    expect(s.ips.find((i) => i.ip === "198.51.100.99")?.findings.map((f) => [f.type, f.macs])).toEqual([["ethernet-mismatch", [B, C]]]);
+  });
+
+  it("reports a finding that cleared before the capture ended as inactive", () => {
+    const c = new Capture();
+    c.ask([A, B]);
+    c.every(1000, 70_000, () => c.ask([A]));
+    const f = c.analyze().ips[0]?.findings[0];
+    expect(f).toMatchObject({ type: "multi-responder", active: false });
+  });
+});

@@ -1,0 +1,252 @@
+import { formatIPv4Number, formatMacNumber, isIPv4, macToNumber, parseIPv4, parseMac } from "../packet/addr.js";
+import type { FrameFields, ObservationKind } from "../packet/frame.js";
+import { NO_MAC } from "../packet/link.js";
+import type { ObservationAggregate, RequestReport } from "../wire.js";
+import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
+
+const KINDS: readonly ObservationKind[] = ["request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited"];
+const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<ObservationKind, number>;
+
+/** IpKey is an IPv4 address as a number, or IPv6 text: cheap to hash, formatted only when drained. */
+type IpKey = number | string;
+
+interface Slot {
+  count: number;
+  firstSeen: number;
+  lastSeen: number;
+  peer: IpKey;
+  targetMac: number;
+  mismatch: number;
+  ethSrc: number;
+}
+
+/**
+ * A Sighting is one request this capture point saw, and the replies it saw to it (flat: mac, delay, mac, delay...).
+ * `sent` counts the replies already drained: a sighting is drained once it has a reply (so a second responder is
+ * known at once) and again for replies that come later, or once when its window passes unanswered.
+ */
+interface Sighting {
+  t: number;
+  replies: number[];
+  sent: number;
+  drained: boolean;
+}
+
+const ipText = (k: IpKey): string => (typeof k === "number" ? formatIPv4Number(k) : k);
+const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, b) => n * 256 + b, 0) : s);
+
+/** A Drained batch is what goes to the judge (the hub): aggregates, request reports, and frames lost to the bound. */
+export interface Drained {
+  readonly entries: ObservationAggregate[];
+  readonly requests: RequestReport[];
+  readonly dropped: number;
+}
+
+/**
+ * A CapturePoint folds what one capture point (an agent, or a capture file) sees into what the judge needs:
+ * aggregates per (interface, ip, mac, kind), which count frames, and the requests it saw with the replies it saw to
+ * each, which tell who answered what. Keys are numbers on the capture path (a frame of a known key allocates
+ * nothing); text appears only when drained. Bounded: past `maxEntries` aggregates (or pending requests) a new key is
+ * dropped and counted, while known keys keep merging, so a flood of familiar frames loses nothing.
+ */
+export class CapturePoint {
+  readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
+  /** Per interface, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
+  readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Sighting[]>>>();
+  #size = 0;
+  #sightings = 0;
+  #dropped = 0;
+
+  constructor(readonly maxEntries: number) {}
+
+  /** size is the number of aggregates held. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** pending is the number of requests held (waiting for replies or for the next drain). */
+  get pending(): number {
+    return this.#sightings;
+  }
+
+  /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
+  addFrame(f: FrameFields, iface: string, now: number): void {
+    const v4 = f.family === 4;
+    const ip = v4 ? f.ip4 : f.ip6;
+    const peer = v4 ? f.peer4 : f.peer6;
+    if (f.kind === "request" || f.kind === "ns") this.#ask(iface, ip, peer, now);
+    else if (f.kind === "reply" || f.kind === "na-solicited") this.#answer(iface, ip, peer, f.mac, now);
+    const mismatch = v4 && f.src !== NO_MAC && f.src !== f.mac;
+    this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, peer, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);
+  }
+
+  /** #ask notes a request: a new sighting for its asker (the latest one is what replies answer). */
+  #ask(iface: string, ip: IpKey, asker: IpKey, now: number): void {
+    let ips = this.#asked.get(iface);
+    if (ips === undefined) this.#asked.set(iface, (ips = new Map<IpKey, Map<IpKey, Sighting[]>>()));
+    let askers = ips.get(ip);
+    if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Sighting[]>()));
+    let list = askers.get(asker);
+    if (list === undefined) askers.set(asker, (list = []));
+    if (this.#sightings >= this.maxEntries) {
+      this.#dropped++;
+      return;
+    }
+    list.push({ t: now, replies: [], sent: 0, drained: false });
+    this.#sightings++;
+  }
+
+  /** #answer attaches a reply to the asker's latest request within REPLY_WINDOW_MS (once per MAC). */
+  #answer(iface: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
+    const list = this.#asked.get(iface)?.get(ip)?.get(asker);
+    if (list === undefined) return;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const s = list[i];
+      if (s === undefined || s.t > now) continue;
+      if (now - s.t > REPLY_WINDOW_MS) return;
+      for (let k = 0; k < s.replies.length; k += 2) if (s.replies[k] === mac) return;
+      s.replies.push(mac, now - s.t);
+      return;
+    }
+  }
+
+  /** merge folds an aggregate back in: a batch that could not be sent. */
+  merge(e: ObservationAggregate): void {
+    const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
+    const src = e.ethSrc === null ? NO_MAC : macToNumber(parseMac(e.ethSrc), 0);
+    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, ipKey(e.peerIp), tm, e.ethernetMismatch, src);
+  }
+
+  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, peer: IpKey, targetMac: number, mismatch: number, ethSrc: number): void {
+    let ips = this.#byIface.get(iface);
+    if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
+    let macs = ips.get(ip);
+    if (macs === undefined) ips.set(ip, (macs = new Map<number, (Slot | undefined)[]>()));
+    let slots = macs.get(mac);
+    if (slots === undefined) macs.set(mac, (slots = []));
+    const s = slots[kind];
+    if (s === undefined) {
+      if (this.#size >= this.maxEntries) {
+        this.#dropped += count;
+        return;
+      }
+      slots[kind] = { count, firstSeen: first, lastSeen: last, peer, targetMac, mismatch, ethSrc };
+      this.#size++;
+      return;
+    }
+    s.count += count;
+    s.mismatch += mismatch;
+    if (ethSrc !== NO_MAC) s.ethSrc = ethSrc;
+    if (first < s.firstSeen) s.firstSeen = first;
+    if (last >= s.lastSeen) {
+      s.lastSeen = last;
+      s.peer = peer;
+      s.targetMac = targetMac;
+    }
+  }
+
+  /** putBack returns a drained batch that could not be sent, so that nothing is lost or counted twice. */
+  putBack(batch: Drained): void {
+    for (const e of batch.entries) this.merge(e);
+    for (const r of batch.requests) {
+      const ip = ipKey(r.ip);
+      const asker = ipKey(r.asker);
+      const replies = new Map<number, number[]>();
+      for (const [i, mac, delay] of r.replies) replies.set(i, [...(replies.get(i) ?? []), macToNumber(parseMac(mac), 0), delay]);
+      let ips = this.#asked.get(r.iface);
+      if (ips === undefined) this.#asked.set(r.iface, (ips = new Map<IpKey, Map<IpKey, Sighting[]>>()));
+      let askers = ips.get(ip);
+      if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Sighting[]>()));
+      let list = askers.get(asker);
+      if (list === undefined) askers.set(asker, (list = []));
+      for (const [i, t] of r.times.entries()) {
+        list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
+        this.#sightings++;
+      }
+      list.sort((a, b) => a.t - b.t);
+    }
+    this.#dropped += batch.dropped;
+  }
+
+  /**
+   * drain removes and returns up to `max` aggregates and `max` request reports, with the frames dropped since the
+   * last drain. `now` decides which requests' reply windows are over: those are reported even unanswered (every
+   * node's report of a request no one answered is how the hub counts requests left unanswered); `final` reports
+   * every request (the end of a capture file).
+   */
+  drain(max: number, now: number, final = false): Drained {
+    const entries = this.#drainEntries(max);
+    const requests = this.#drainRequests(max, now, final);
+    const dropped = this.#dropped;
+    this.#dropped = 0;
+    return { entries, requests, dropped };
+  }
+
+  #drainEntries(max: number): ObservationAggregate[] {
+    const entries: ObservationAggregate[] = [];
+    outer: for (const [iface, ips] of this.#byIface) {
+      for (const [ip, macs] of ips) {
+        for (const [mac, slots] of macs) {
+          for (let k = 0; k < slots.length; k++) {
+            const s = slots[k];
+            if (s === undefined) continue;
+            if (entries.length === max) break outer;
+            entries.push({
+              ip: ipText(ip),
+              mac: formatMacNumber(mac),
+              kind: KINDS[k] ?? "request",
+              iface,
+              count: s.count,
+              firstSeen: Math.round(s.firstSeen),
+              lastSeen: Math.round(s.lastSeen),
+              peerIp: ipText(s.peer),
+              targetMac: s.targetMac === NO_MAC ? null : formatMacNumber(s.targetMac),
+              ethernetMismatch: s.mismatch,
+              ethSrc: s.ethSrc === NO_MAC ? null : formatMacNumber(s.ethSrc),
+            });
+            slots[k] = undefined;
+            this.#size--;
+          }
+          if (slots.every((x) => x === undefined)) macs.delete(mac);
+        }
+        if (macs.size === 0) ips.delete(ip);
+      }
+      if (ips.size === 0) this.#byIface.delete(iface);
+    }
+    return entries;
+  }
+
+  #drainRequests(max: number, now: number, final: boolean): RequestReport[] {
+    const out: RequestReport[] = [];
+    for (const [iface, ips] of this.#asked) {
+      for (const [ip, askers] of ips) {
+        for (const [asker, list] of askers) {
+          if (out.length === max) return out;
+          const times: number[] = [];
+          const replies: [number, string, number][] = [];
+          for (const s of list) {
+            if (times.length === MAX_REQUEST_TIMES) break;
+            const over = final || now - s.t > REPLY_WINDOW_MS;
+            const fresh = s.replies.length > s.sent;
+            if (!fresh && (s.drained || !over)) continue;
+            const i = times.length;
+            times.push(Math.round(s.t));
+            for (let k = s.sent; k < s.replies.length; k += 2) replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
+            s.sent = s.replies.length;
+            s.drained = true;
+          }
+          if (times.length > 0) out.push({ ip: ipText(ip), asker: ipText(asker), iface, times, replies });
+          // Requests whose window is over and that were reported are forgotten; the latest ones stay to time replies.
+          let keep = 0;
+          for (const s of list) if (!(s.drained && (final || now - s.t > REPLY_WINDOW_MS))) list[keep++] = s;
+          this.#sightings -= list.length - keep;
+          list.length = keep;
+          if (keep === 0) askers.delete(asker);
+        }
+        if (askers.size === 0) ips.delete(ip);
+      }
+      if (ips.size === 0) this.#asked.delete(iface);
+    }
+    return out;
+  }
+}

@@ -1,0 +1,300 @@
+import { roleOf } from "../packet/frame.js";
+import type { ObservationAggregate } from "../wire.js";
+import {
+  ANNOUNCE_GRACE_MS,
+  ANSWER_WINDOW_MS,
+  FINAL_MS,
+  FLIP_FLOP_MOVES,
+  FLIP_FLOP_MS,
+  MAX_HANDOVERS,
+  REPLY_WINDOW_MS,
+  type Handover,
+  type LiveFinding,
+} from "./findings.js";
+import { RequestJoin, type JoinedRequest } from "./requests.js";
+
+/**
+ * A Lens tells the judge what it cannot learn from frames: the node a MAC belongs to, and whether a set of capture
+ * points would have seen a MAC's reply (a node sees only its own replies; a client's capture sees all of them).
+ */
+export interface Lens {
+  nodeOf(mac: string): string | null;
+  watches(mac: string, points: Iterable<string>): boolean;
+}
+
+/** An Announcement episode: gratuitous frames of one MAC with gaps under EPISODE_GAP_MS. */
+interface Episode {
+  first: number;
+  last: number;
+}
+
+/** EPISODE_GAP_MS: announcements further apart than this start a new episode (MetalLB repeats every 1.1 s). */
+const EPISODE_GAP_MS = 3000;
+/** MAX_EPISODES bounds the announcement episodes kept per MAC. */
+const MAX_EPISODES = 8;
+
+/** MacState is what one MAC did for one IP, from the joined requests and the announcements. */
+export interface MacState {
+  /** Latest reply to a joined request (0: none). */
+  lastReply: number;
+  /** Since when it has answered without missing a request it would have seen (0: not answering). */
+  streakStart: number;
+  /** Latest final request whose capture points would have seen its reply, and that it did not answer. */
+  lastMissed: number;
+  /** Replies with a delay, and their sum: who tends to answer first. */
+  delayCount: number;
+  delaySum: number;
+  episodes: Episode[];
+  /** The kind and THA of its latest announcement (Linux takes a gratuitous reply only with THA = SHA). */
+  lastAnnounceKind: string | null;
+  lastAnnounceTha: string | null;
+}
+
+/** A Move is the answers passing from one MAC to another. */
+interface Move {
+  readonly from: string;
+  readonly to: string;
+  readonly at: number;
+}
+
+/** Evidence gathered since the last judgement, per finding type. */
+interface Evidence {
+  macs: Set<string>;
+  at: number;
+  detail: string;
+}
+
+const newMac = (): MacState => ({ lastReply: 0, streakStart: 0, lastMissed: 0, delayCount: 0, delaySum: 0, episodes: [], lastAnnounceKind: null, lastAnnounceTha: null });
+
+/**
+ * An IpJudgement is the judge's memory of one IP: its requests joined across capture points, who owns it now (the
+ * single MAC answering), how it moved (handovers), what each MAC did, and the evidence of findings gathered since the
+ * last judgement. Pure: time is what it is given.
+ */
+export class IpJudgement {
+  readonly requests = new RequestJoin();
+  readonly macs = new Map<string, MacState>();
+  /** The single MAC answering, and its latest reply; null before anyone answered. */
+  owner: { mac: string; lastReply: number } | null = null;
+  /** MACs that answered one request together with the owner during its tenure: a move to one is no clean handover. */
+  readonly #coAnswered = new Set<string>();
+  /** Final requests the owner would have seen and nobody answered, since the owner's last reply. */
+  #unanswered = 0;
+  /** Since when the IP has been asked without an answer (the first such final request), null while answered. */
+  unansweredSince: number | null = null;
+  /** The latest request seen (open or final); -Infinity: never. */
+  lastAsked = -Infinity;
+  /** The latest request answered by two or more MACs; -Infinity: never. */
+  lastMulti = -Infinity;
+  readonly #moves: Move[] = [];
+  /** When the answers last completed a flip-flop, and between which MACs. */
+  flip: { at: number; macs: [string, string] } | null = null;
+  readonly handovers: Handover[] = [];
+  /** Handovers whose announcement is not checked yet (until the new owner's first reply + ANNOUNCE_GRACE_MS). */
+  readonly #unchecked: { handover: Handover; firstReply: number; since: number }[] = [];
+  /** The latest gratuitous announcement, by whom. */
+  lastAnnouncer: { mac: string; at: number } | null = null;
+  readonly evidence = new Map<"multi-responder" | "changed" | "ethernet-mismatch", Evidence>();
+
+  constructor(readonly ip: string) {}
+
+  #mac(mac: string): MacState {
+    let m = this.macs.get(mac);
+    if (m === undefined) this.macs.set(mac, (m = newMac()));
+    return m;
+  }
+
+  /** sighting joins one capture point's report of one request; several MACs on one request is evidence at once. */
+  sighting(point: string, asker: string, t: number, replies: readonly (readonly [string, number])[], now: number, lens: Lens): void {
+    const j = this.requests.add(point, asker, t, replies, now);
+    if (j === null) return;
+    if (t > this.lastAsked) this.lastAsked = t;
+    // Past its reply window a capture point has seen every reply it will see to this request: a MAC it would have
+    // seen answer and did not has stopped answering (known now, not only once the request is final).
+    if (now - t > REPLY_WINDOW_MS) {
+      for (const [mac, m] of this.macs) if (m.lastReply > 0 && m.lastReply < t && !j.request.replies.has(mac) && lens.watches(mac, [point])) m.lastMissed = Math.max(m.lastMissed, t);
+    }
+    for (const [mac, at] of replies) {
+      const m = this.#mac(mac);
+      if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
+      if (at > m.lastReply) m.lastReply = at;
+      m.delayCount++;
+      m.delaySum += at - t;
+    }
+    const r = j.request;
+    if (j.added.length > 0 && r.replies.size >= 2 && !r.ambiguous) {
+      this.lastMulti = Math.max(this.lastMulti, r.t);
+      const macs = [...r.replies.keys()];
+      this.#evidence("multi-responder", macs, r.t, `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`);
+    }
+  }
+
+  /** aggregate takes what counts cannot say elsewhere: announcements, and frames whose Ethernet source lies. */
+  aggregate(e: ObservationAggregate, lens: Lens): void {
+    if (roleOf(e.kind) === "announce") {
+      const m = this.#mac(e.mac);
+      const last = m.episodes[m.episodes.length - 1];
+      if (last !== undefined && e.firstSeen - last.last <= EPISODE_GAP_MS && e.lastSeen >= last.first - EPISODE_GAP_MS) {
+        last.first = Math.min(last.first, e.firstSeen);
+        last.last = Math.max(last.last, e.lastSeen);
+      } else {
+        m.episodes.push({ first: e.firstSeen, last: e.lastSeen });
+        m.episodes.sort((a, b) => a.first - b.first);
+        if (m.episodes.length > MAX_EPISODES) m.episodes.shift();
+      }
+      if (this.lastAnnouncer === null || e.lastSeen >= this.lastAnnouncer.at) {
+        this.lastAnnouncer = { mac: e.mac, at: e.lastSeen };
+        m.lastAnnounceKind = e.kind;
+        m.lastAnnounceTha = e.targetMac;
+      }
+    }
+    if (e.ethernetMismatch > 0 && e.ethSrc !== null) {
+      this.#evidence("ethernet-mismatch", [e.mac, e.ethSrc], e.lastSeen, `Ethernet source ${e.ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`);
+    }
+  }
+
+  #evidence(type: "multi-responder" | "changed" | "ethernet-mismatch", macs: readonly string[], at: number, detail: string): void {
+    const e = this.evidence.get(type);
+    if (e === undefined) {
+      this.evidence.set(type, { macs: new Set(macs), at, detail });
+      return;
+    }
+    for (const m of macs) e.macs.add(m);
+    e.at = Math.min(e.at, at);
+    e.detail = detail;
+  }
+
+  /** takeEvidence returns the evidence gathered since the last call, as findings, and forgets it. */
+  takeEvidence(): LiveFinding[] {
+    const out = [...this.evidence].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail, at: e.at }));
+    this.evidence.clear();
+    return out;
+  }
+
+  /**
+   * settle moves time to `now`: requests that became final are taken in order (who owns the IP, handovers, requests
+   * left unanswered), and handovers whose grace passed are checked for their announcement. `end`: no more data will
+   * come (a capture file ended), so everything is final now. Returns new handovers.
+   */
+  settle(now: number, lens: Lens, end = false): Handover[] {
+    const out: Handover[] = [];
+    for (const r of this.requests.finalize(now, end)) {
+      if (r.ambiguous || r.late) continue;
+      const h = this.#final(r, lens);
+      if (h !== null) out.push(h);
+    }
+    for (let i = this.#unchecked.length - 1; i >= 0; i--) {
+      const u = this.#unchecked[i];
+      if (u === undefined || (!end && now - u.firstReply < ANNOUNCE_GRACE_MS)) continue;
+      this.#unchecked.splice(i, 1);
+      const announced = this.#announcedBetween(u.handover.to.mac, u.since, u.firstReply + ANNOUNCE_GRACE_MS);
+      const k = this.handovers.indexOf(u.handover);
+      const checked = { ...u.handover, announced };
+      if (k >= 0) this.handovers[k] = checked;
+      if (!announced) {
+        const { from, to } = u.handover;
+        this.#evidence("changed", [from.mac, to.mac], u.handover.at, `${this.ip} moved from ${name(from.mac, lens)} to ${name(to.mac, lens)} without a gratuitous announcement from ${name(to.mac, lens)}: switches and clients that cached ${name(from.mac, lens)} keep sending there until they ask again`);
+      }
+    }
+    return out;
+  }
+
+  #announcedBetween(mac: string, from: number, to: number): boolean {
+    return (this.macs.get(mac)?.episodes ?? []).some((e) => e.last >= from && e.first <= to);
+  }
+
+  /** #final takes one final request: who answered it decides who owns the IP, and whether it moved. */
+  #final(r: JoinedRequest, lens: Lens): Handover | null {
+    const points = r.seen.keys();
+    const seen = [...points];
+    // Who would have been seen answering and was not: their answers for this IP are older than this request.
+    for (const [mac, m] of this.macs) if (!r.replies.has(mac) && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
+    const macs = [...r.replies.keys()];
+    if (macs.length === 0) {
+      // Unanswered, as far as the capture points can tell: the owner's node saw the request (else it is blind).
+      if (this.owner === null || lens.watches(this.owner.mac, seen)) {
+        this.#unanswered++;
+        this.unansweredSince ??= r.t;
+      }
+      return null;
+    }
+    this.unansweredSince = null;
+    const at = (mac: string) => r.replies.get(mac) ?? r.t;
+    if (macs.length >= 2) {
+      if (this.owner !== null && r.replies.has(this.owner.mac)) {
+        this.owner.lastReply = at(this.owner.mac);
+        for (const m of macs) if (m !== this.owner.mac) this.#coAnswered.add(m);
+      }
+      this.#unanswered = 0;
+      return null;
+    }
+    const mac = macs[0] ?? "";
+    if (this.owner === null || this.owner.mac === mac) {
+      this.owner = { mac, lastReply: at(mac) };
+      this.#unanswered = 0;
+      return null;
+    }
+    const old = this.owner;
+    const clean = lens.watches(old.mac, seen) && !this.#coAnswered.has(mac);
+    this.owner = { mac, lastReply: at(mac) };
+    this.#coAnswered.clear();
+    const firstReply = at(mac);
+    this.#move({ from: old.mac, to: mac, at: firstReply });
+    const unanswered = this.#unanswered;
+    this.#unanswered = 0;
+    if (!clean) return null;
+    const announcedAt = (this.macs.get(mac)?.episodes ?? []).filter((e) => e.last >= old.lastReply && e.first <= firstReply).map((e) => Math.max(e.first, old.lastReply));
+    const takeover = Math.min(firstReply, ...announcedAt);
+    const h: Handover = { from: { mac: old.mac, node: lens.nodeOf(old.mac) }, to: { mac, node: lens.nodeOf(mac) }, at: takeover, gapMs: Math.max(0, takeover - old.lastReply), unanswered, announced: null };
+    this.handovers.unshift(h);
+    if (this.handovers.length > MAX_HANDOVERS) this.handovers.pop();
+    this.#unchecked.push({ handover: h, firstReply, since: old.lastReply });
+    return h;
+  }
+
+  /** #move remembers the answers moving, and marks a flip-flop when they went back and forth FLIP_FLOP_MOVES times. */
+  #move(m: Move): void {
+    this.#moves.push(m);
+    while (this.#moves.length > 0 && m.at - (this.#moves[0]?.at ?? 0) > FLIP_FLOP_MS) this.#moves.shift();
+    const pair = [m.from, m.to].sort();
+    let n = 0;
+    for (let i = this.#moves.length - 1; i >= 0; i--) {
+      const x = this.#moves[i];
+      if (x === undefined || [x.from, x.to].sort().join() !== pair.join()) break;
+      n++;
+    }
+    if (n >= FLIP_FLOP_MOVES) this.flip = { at: m.at, macs: [pair[0] ?? "", pair[1] ?? ""] };
+  }
+
+  /** answeringSince is since when `mac` has answered without a miss (null when it does not answer now). */
+  answeringSince(mac: string, now: number): number | null {
+    const m = this.macs.get(mac);
+    return m === undefined || !this.answering(mac, now) ? null : m.streakStart;
+  }
+
+  /**
+   * answering tells whether `mac` answers now: it answered within ANSWER_WINDOW_MS (or announced, for an IP nobody
+   * asks), and no request its node would have seen has gone unanswered by it since.
+   */
+  answering(mac: string, now: number): boolean {
+    const m = this.macs.get(mac);
+    if (m === undefined) return false;
+    const lastAnnounce = m.episodes[m.episodes.length - 1]?.last ?? 0;
+    const claim = Math.max(m.lastReply, this.lastAsked === -Infinity ? lastAnnounce : 0);
+    return now - claim <= ANSWER_WINDOW_MS && claim >= m.lastMissed;
+  }
+
+  /** idle: nothing left to settle or hand out (the judge may stop looking at it until it hears of it again). */
+  idle(now: number): boolean {
+    return !this.requests.pending && this.#unchecked.length === 0 && this.evidence.size === 0 && now - this.lastAsked > ANSWER_WINDOW_MS + FINAL_MS;
+  }
+}
+
+function name(mac: string, lens: Lens): string {
+  return lens.nodeOf(mac) ?? mac;
+}
+
+function names(macs: readonly string[], lens: Lens): string {
+  const list = macs.map((m) => name(m, lens));
+  return list.length <= 2 ? list.join(" and ") : `${list.slice(0, -1).join(", ")} and ${list[list.length - 1] ?? ""}`;
+}

@@ -1,0 +1,225 @@
+import { describe, expect, it } from "vitest";
+import type { ObservationAggregate, RequestReport } from "../wire.js";
+import { CLEAR_AFTER_MS, FINAL_MS, NO_RESPONDER_MS, OWNER_GRACE_MS, STALE_ANNOUNCER_MS, type FindingType, type Handover, type Transition } from "./findings.js";
+import type { Lens } from "./ip-judgement.js";
+import { Judge, nodeOfPoint } from "./judge.js";
+import { NO_CONTEXT, type IpContext } from "./rules.js";
+
+const VIP = "198.51.100.7";
+const CLIENT = "198.51.100.1";
+const OTHER_CLIENT = "198.51.100.2";
+const MACS: Record<string, string> = { "node-a": "02:00:5e:00:00:0a", "node-b": "02:00:5e:00:00:0b", "node-c": "02:00:5e:00:00:0c" };
+const NODES = Object.keys(MACS);
+const mac = (node: string) => MACS[node] ?? "";
+const nodeOf = (m: string) => Object.entries(MACS).find(([, x]) => x === m)?.[0] ?? null;
+/** The hub's lens: a node's capture points see only that node's replies. */
+const lens: Lens = { nodeOf, watches: (m, points) => [...points].some((p) => nodeOfPoint(p) === nodeOf(m)) };
+
+/**
+ * A Cluster feeds a Judge as the hub does: each node's agent reports every broadcast request it saw and its own
+ * replies; the judge is asked about the VIP every 100 ms of simulated time.
+ */
+class Cluster {
+  readonly judge = new Judge();
+  readonly transitions: Transition[] = [];
+  readonly handovers: Handover[] = [];
+  now = 1_000_000;
+  ctx: IpContext = NO_CONTEXT;
+  /** Nodes whose agent is down: they report nothing. */
+  readonly down = new Set<string>();
+
+  /** ask: one request from `asker`, answered by `by` (each after `delay` ms). */
+  ask(by: readonly string[], o: { asker?: string; delay?: number; skew?: Record<string, number> } = {}): void {
+    const t = this.now;
+    for (const node of NODES) {
+      if (this.down.has(node)) continue;
+      const seen = t + (o.skew?.[node] ?? 0);
+      const r: RequestReport = { ip: VIP, asker: o.asker ?? CLIENT, iface: "eth0", times: [seen], replies: by.includes(node) ? [[0, mac(node), o.delay ?? 0.3]] : [] };
+      this.judge.ingest(node, { entries: by.includes(node) ? [agg("reply", node, seen + (o.delay ?? 0.3))] : [], requests: [r] }, this.now, lens);
+    }
+  }
+
+  /** announce: MetalLB's gratuitous burst from `node` (one frame; the judge groups them into episodes). */
+  announce(node: string): void {
+    for (const n of NODES) if (!this.down.has(n)) this.judge.ingest(n, { entries: [agg("gratuitous-reply", node, this.now)], requests: [] }, this.now, lens);
+  }
+
+  /** run advances time by `ms` in 100 ms steps, judging the VIP at each, calling `each` (e.g. to ask) first. */
+  run(ms: number, each?: (step: number) => void): void {
+    for (let step = 0; step < ms / 100; step++) {
+      each?.(step);
+      this.now += 100;
+      const v = this.judge.judge(VIP, this.now, this.ctx, lens);
+      this.transitions.push(...v.transitions);
+      this.handovers.push(...v.handovers);
+    }
+  }
+
+  opened(type?: FindingType): string[] {
+    return this.transitions.filter((t) => t.kind === "opened" && (type === undefined || t.finding.type === type)).map((t) => t.finding.type);
+  }
+}
+
+function agg(kind: ObservationAggregate["kind"], node: string, t: number): ObservationAggregate {
+  return { ip: VIP, mac: mac(node), kind, iface: "eth0", count: 1, firstSeen: t, lastSeen: t, peerIp: kind === "reply" ? CLIENT : VIP, targetMac: null, ethernetMismatch: 0, ethSrc: null };
+}
+
+describe("the judge, per request", () => {
+  it("raises multi-responder when every node answers each request (strictARP false), within one request", () => {
+    const c = new Cluster();
+    c.ask(["node-a", "node-b", "node-c"]);
+    c.run(100);
+    expect(c.opened()).toEqual(["multi-responder"]);
+    expect(c.transitions[0]?.finding.macs).toEqual(NODES.map(mac).sort());
+    expect(c.transitions[0]?.finding.detail).toMatch(/answered by node-a, node-b and node-c/);
+    expect(c.judge.view(VIP, c.now, lens)?.state).toBe("multi-responder");
+  });
+
+  it("records a clean handover (old owner stops, new one announces and answers) as a handover, not an incident", () => {
+    const c = new Cluster();
+    c.run(3000, () => c.ask(["node-a"]));
+    // node-a's speaker stops; three requests go unanswered; node-b takes over with MetalLB's burst 0.5 s later.
+    c.run(300, () => c.ask([]));
+    c.announce("node-b");
+    c.run(3000, (s) => (s === 0 ? undefined : c.ask(["node-b"])));
+    // node-a's last reply is 3.3 s old, within the answer window, but it let requests it saw go since: not answering.
+    expect(c.judge.view(VIP, c.now, lens)?.responders.filter((r) => r.answering).map((r) => r.node)).toEqual(["node-b"]);
+    c.run(FINAL_MS + 2000);
+    expect(c.opened()).toEqual([]);
+    expect(c.handovers).toHaveLength(1);
+    const h = c.judge.view(VIP, c.now, lens)?.handovers[0];
+    expect(h).toMatchObject({ from: { mac: mac("node-a"), node: "node-a" }, to: { mac: mac("node-b"), node: "node-b" }, unanswered: 3, announced: true });
+    // From node-a's last reply (at 2.9 s + 0.3 ms) to node-b's announcement (3.3 s).
+    expect(h?.gapMs).toBeCloseTo(399.7, 1);
+    const v = c.judge.view(VIP, c.now, lens);
+    expect(v?.state).toBe("single");
+    expect(v?.responders.filter((r) => r.answering).map((r) => r.node)).toEqual(["node-b"]);
+  });
+
+  it("raises changed when the answers move to a MAC that never announced", () => {
+    const c = new Cluster();
+    c.run(1000, () => c.ask(["node-a"]));
+    c.run(3000, () => c.ask(["node-c"]));
+    c.run(FINAL_MS + 2000);
+    expect(c.opened()).toEqual(["changed"]);
+    expect(c.handovers[0]).toMatchObject({ from: { node: "node-a" }, to: { node: "node-c" } });
+    expect(c.judge.view(VIP, c.now, lens)?.handovers[0]?.announced).toBe(false);
+  });
+
+  it("tells a failback (there and back once) from a flip-flop (back and forth three times)", () => {
+    const c = new Cluster();
+    const phase = (node: string) => {
+      c.announce(node);
+      c.run(2000, () => c.ask([node]));
+    };
+    phase("node-a");
+    phase("node-b");
+    phase("node-a");
+    c.run(FINAL_MS);
+    expect(c.opened()).toEqual([]);
+    expect(c.handovers).toHaveLength(2);
+    phase("node-b");
+    c.run(FINAL_MS);
+    expect(c.opened()).toEqual(["flip-flop"]);
+  });
+
+  it("raises split-brain when two nodes announce and keep claiming the IP, not for a sequential takeover", () => {
+    const c = new Cluster();
+    c.announce("node-a");
+    c.announce("node-b");
+    c.run(2000, () => c.ask(["node-a", "node-b"]));
+    expect(c.opened("split-brain")).toEqual(["split-brain"]);
+    const seq = new Cluster();
+    seq.announce("node-a");
+    seq.run(3000, () => seq.ask(["node-a"]));
+    seq.announce("node-b");
+    seq.run(3000, (s) => (s === 0 ? undefined : seq.ask(["node-b"])));
+    expect(seq.opened()).toEqual([]);
+  });
+
+  it("raises stale-announcer when another node announced last and the owner stays silent", () => {
+    const c = new Cluster();
+    c.ctx = { ...NO_CONTEXT, owner: { node: "node-b", macs: [mac("node-b")] } };
+    c.announce("node-a");
+    c.run(STALE_ANNOUNCER_MS - 1000, () => c.ask(["node-b"]));
+    expect(c.opened()).toEqual([]);
+    c.run(2000, () => c.ask(["node-b"]));
+    expect(c.opened()).toEqual(["stale-announcer"]);
+    expect(c.transitions[0]?.finding.detail).toMatch(/came from node-a, not from its owner node-b.*Force re-announce/);
+    // The owner announces (Force re-announce): the finding clears after the hysteresis.
+    c.announce("node-b");
+    c.run(CLEAR_AFTER_MS + 1000, () => c.ask(["node-b"]));
+    expect(c.transitions.filter((t) => t.kind === "cleared").map((t) => t.finding.type)).toEqual(["stale-announcer"]);
+  });
+
+  it("raises wrong-owner for another node answering past the owner's grace, and says nothing of owners when none is known", () => {
+    const c = new Cluster();
+    c.ctx = { ...NO_CONTEXT, owner: { node: "node-a", macs: [mac("node-a")] } };
+    // A failover: the new owner answers a moment before MetalLB's status says it owns the IP.
+    c.run(OWNER_GRACE_MS - 500, () => c.ask(["node-b"]));
+    expect(c.opened()).toEqual([]);
+    c.run(1000, () => c.ask(["node-b"]));
+    expect(c.opened()).toEqual(["wrong-owner"]);
+    const unknown = new Cluster();
+    unknown.run(1000, () => unknown.ask(["node-b"]));
+    expect(unknown.opened()).toEqual([]);
+  });
+
+  it("raises no-responder once requests went unanswered for 3 s, and silent-drop for a node without endpoint", () => {
+    const c = new Cluster();
+    c.run(1000, () => c.ask(["node-a"]));
+    c.run(NO_RESPONDER_MS + FINAL_MS + 500, () => c.ask([]));
+    expect(c.opened()).toEqual(["no-responder"]);
+    const local = new Cluster();
+    local.ctx = { ...NO_CONTEXT, local: { endpointNodes: ["node-b"] } };
+    local.run(1000, () => local.ask(["node-a"]));
+    expect(local.opened()).toEqual(["silent-drop"]);
+  });
+
+  it("makes no handover and no verdict of silence when the old owner's agent is down (its replies cannot be seen)", () => {
+    const c = new Cluster();
+    c.run(2000, () => c.ask(["node-a"]));
+    c.down.add("node-a");
+    c.run(6000, () => c.ask(["node-b"]));
+    c.run(FINAL_MS);
+    expect(c.handovers).toEqual([]);
+    expect(c.opened()).toEqual([]);
+  });
+
+  it("joins each node's sighting of one request despite clock skew, and never two requests of one asker", () => {
+    const c = new Cluster();
+    c.ask(["node-a", "node-b"], { skew: { "node-b": 30 } });
+    c.run(100);
+    expect(c.opened()).toEqual(["multi-responder"]);
+    // Two requests of one asker 20 ms apart: which sighting is which is unknown, so no verdict of who answered.
+    const burst = new Cluster();
+    burst.ask(["node-a"]);
+    burst.now += 20;
+    burst.ask(["node-b"]);
+    burst.run(FINAL_MS + 500);
+    expect(burst.opened()).toEqual([]);
+    // Different askers at the same moment are different requests: no one request was answered twice.
+    const two = new Cluster();
+    two.ask(["node-a"], { asker: CLIENT });
+    two.ask(["node-b"], { asker: OTHER_CLIENT });
+    two.run(FINAL_MS + 500);
+    expect(two.opened("multi-responder")).toEqual([]);
+  });
+
+  it("closes an incident only after CLEAR_AFTER_MS without evidence", () => {
+    const c = new Cluster();
+    c.ask(["node-a", "node-b"]);
+    c.run(CLEAR_AFTER_MS - 1000, () => c.ask(["node-a"]));
+    expect(c.transitions.map((t) => t.kind)).toEqual(["opened"]);
+    c.run(2000, () => c.ask(["node-a"]));
+    expect(c.transitions.map((t) => t.kind)).toEqual(["opened", "cleared"]);
+  });
+
+  it("raises ethernet-mismatch from a frame whose Ethernet source is not its sender", () => {
+    const c = new Cluster();
+    c.judge.ingest("node-a", { entries: [{ ...agg("gratuitous-reply", "node-a", c.now), ethernetMismatch: 1, ethSrc: "02:00:5e:00:00:99" }], requests: [] }, c.now, lens);
+    c.run(100);
+    expect(c.opened()).toEqual(["ethernet-mismatch"]);
+    expect(c.transitions[0]?.finding.macs).toEqual(["02:00:5e:00:00:0a", "02:00:5e:00:00:99"]);
+  });
+});

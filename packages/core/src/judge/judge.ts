@@ -1,0 +1,230 @@
+import type { ObservationAggregate, RequestReport } from "../wire.js";
+import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
+import { IpJudgement, type Lens } from "./ip-judgement.js";
+import { IpTable, type CountsView, type ResponderCounts } from "./ip-table.js";
+import { findingsNow, type IpContext } from "./rules.js";
+import { FindingTracker } from "./tracker.js";
+
+/** A Batch is what one capture point reports at a time (an agent's observations message, a drained capture file). */
+export interface Batch {
+  readonly entries: readonly ObservationAggregate[];
+  readonly requests: readonly RequestReport[];
+}
+
+/** A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen. */
+export interface Verdict {
+  readonly transitions: readonly Transition[];
+  readonly handovers: readonly Handover[];
+}
+
+/**
+ * IpState is the verdict for one IP now:
+ * - `single`: one MAC answers each request: what MetalLB layer 2 needs.
+ * - `multi-responder`: a request within ANSWER_WINDOW_MS was answered by two or more MACs: the incident whohas
+ *   exists for.
+ * - `no-responder`: it is asked for and nobody answers.
+ * - `idle`: nothing recent either way.
+ */
+export type IpState = "single" | "multi-responder" | "no-responder" | "idle";
+
+/** A ResponderView is one MAC that answered or announced for an IP, with the judge's word on it. */
+export interface ResponderView extends ResponderCounts {
+  /** It answers now: it answered within ANSWER_WINDOW_MS and has not let a request it would have seen go since. */
+  readonly answering: boolean;
+  /** Mean delay from a request to this MAC's reply, as the capture points that saw both timed it. */
+  readonly meanLatencyMs: number | null;
+  /** Its latest gratuitous announcement: the frame kind and its THA (Linux takes a gratuitous reply only with THA = SHA). */
+  readonly lastAnnouncement: { readonly kind: string; readonly targetMac: string | null } | null;
+}
+
+/** An IpView is one IP as the judge sees it: the counts, who answers now, its state, its handovers. */
+export interface IpView extends Omit<CountsView, "responders"> {
+  readonly state: IpState;
+  readonly responders: readonly ResponderView[];
+  /** While nobody answers: since when the IP has been asked for without an answer (else null). */
+  readonly unansweredSince: number | null;
+  /**
+   * The answering MAC with the shortest mean reply delay: the one that tends to win the race, so the one clients
+   * tend to cache. Passive and statistical; a probe times every request exactly.
+   */
+  readonly fastest: string | null;
+  /** Handovers seen, newest first (at most MAX_HANDOVERS). */
+  readonly handovers: readonly Handover[];
+}
+
+/** QUIET_MS: an IP with nothing pending and nothing open is left alone this long after its last request or announcement. */
+const QUIET_MS = STALE_ANNOUNCER_MS + ANSWER_WINDOW_MS;
+
+/** pointOf names a capture point: a node's interface (a node may capture on several segments). */
+export const pointOf = (node: string, iface: string): string => `${node}/${iface}`;
+
+/** nodeOfPoint is the node of a capture point. */
+export const nodeOfPoint = (point: string): string => point.slice(0, point.lastIndexOf("/"));
+
+/**
+ * The Judge is whohas' one engine: every capture point's reports go in (`ingest`), and `judge` says, per IP, what is
+ * wrong now and what changed (findings with hysteresis, handovers). The hub feeds it the agents' messages and judges
+ * IPs as their data arrives and once a second; `whohas analyze` feeds it a capture file through the same
+ * CapturePoint an agent uses. Pure: time, the cluster (IpContext) and the MACs' owners (Lens) are given.
+ */
+export class Judge {
+  readonly counts: IpTable;
+  readonly #ips = new Map<string, IpJudgement>();
+  readonly #tracker: FindingTracker;
+  /** IPs that may change with time alone (pending requests, recent activity, open findings). */
+  readonly #awake = new Set<string>();
+
+  constructor(opts: { readonly maxMacsPerIp?: number; readonly clearAfterMs?: number } = {}) {
+    this.counts = new IpTable({ maxMacsPerIp: opts.maxMacsPerIp });
+    this.#tracker = new FindingTracker(opts.clearAfterMs ?? CLEAR_AFTER_MS);
+  }
+
+  #judgement(ip: string): IpJudgement {
+    let j = this.#ips.get(ip);
+    if (j === undefined) this.#ips.set(ip, (j = new IpJudgement(ip)));
+    return j;
+  }
+
+  /** ingest takes one batch of the capture points of `node` and returns the IPs it touched. */
+  ingest(node: string, batch: Batch, now: number, lens: Lens): Set<string> {
+    const touched = this.counts.apply(node, batch.entries);
+    for (const e of batch.entries) this.#judgement(e.ip).aggregate(e, lens);
+    for (const r of batch.requests) {
+      touched.add(r.ip);
+      const j = this.#judgement(r.ip);
+      const point = pointOf(node, r.iface);
+      const byIndex = new Map<number, [string, number][]>();
+      for (const [i, mac, delay] of r.replies) {
+        const t = r.times[i];
+        if (t === undefined) continue;
+        let list = byIndex.get(i);
+        if (list === undefined) byIndex.set(i, (list = []));
+        list.push([mac, t + delay]);
+      }
+      for (const [i, t] of r.times.entries()) j.sighting(point, r.asker, t, byIndex.get(i) ?? [], now, lens);
+    }
+    for (const ip of touched) this.#awake.add(ip);
+    return touched;
+  }
+
+  /** restore adds counts read back from storage (history only: verdicts start from the live data). */
+  restore(entries: readonly ObservationAggregate[]): void {
+    this.counts.restore(entries);
+  }
+
+  /** reopen holds findings read back from storage open again (a restarted hub continues its incidents). */
+  reopen(open: readonly OpenFinding[]): void {
+    this.#tracker.restore(open);
+    for (const f of open) this.#awake.add(f.ip);
+  }
+
+  /**
+   * judge settles one IP at `now` (final requests taken in order, handovers checked) and feeds what is wrong now to
+   * the hysteresis: returns the findings opened, updated or cleared, and the handovers seen.
+   */
+  judge(ip: string, now: number, ctx: IpContext, lens: Lens, end = false): Verdict {
+    const j = this.#ips.get(ip);
+    const handovers = j?.settle(now, lens, end) ?? [];
+    const present = findingsNow(ip, j, { responders: this.#answeringNow(ip, j, now, lens), capturedBy: this.counts.capturePoints(ip) }, ctx, now, lens);
+    const transitions = this.#tracker.update(ip, now, present);
+    const quiet = (j === undefined || j.idle(now)) && now - this.counts.lastActivity(ip) > QUIET_MS && !this.#tracker.has(ip);
+    if (quiet) this.#awake.delete(ip);
+    return { transitions, handovers };
+  }
+
+  /** awake lists the IPs to judge on each round (the others change only when data about them arrives). */
+  awake(): IterableIterator<string> {
+    return this.#awake.values();
+  }
+
+  /** wake makes every IP judged on the next rounds (the cluster or the agents changed: every verdict may move). */
+  wakeAll(): void {
+    for (const ip of this.counts.ips()) this.#awake.add(ip);
+  }
+
+  /** open lists the open findings of `ip`, or of every IP. */
+  open(ip?: string): OpenFinding[] {
+    return this.#tracker.open(ip);
+  }
+
+  /** holds tells whether `ip` has an open finding. */
+  holds(ip: string): boolean {
+    return this.#tracker.has(ip);
+  }
+
+  /** forget lets go of `ip` entirely (it left the live view). */
+  forget(ip: string): void {
+    this.counts.remove(ip);
+    this.#ips.delete(ip);
+    this.#awake.delete(ip);
+  }
+
+  /** view renders one IP at `now` with the verdicts: who answers now, the state, the fastest, the handovers. */
+  view(ip: string, now: number, lens: Lens): IpView | null {
+    const v = this.counts.view(ip, (mac) => lens.nodeOf(mac));
+    if (v === null) return null;
+    const j = this.#ips.get(ip);
+    const responders = this.#responders(j, v.responders, now);
+    // Stable order for people reading a live table: answering first, then by node, then MAC.
+    responders.sort((a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac));
+    let fastest: { mac: string; ms: number } | null = null;
+    for (const r of responders) {
+      const ms = r.meanLatencyMs;
+      if (r.answering && ms !== null && (fastest === null || ms < fastest.ms)) fastest = { mac: r.mac, ms };
+    }
+    return { ...v, state: this.#state(j, responders, now), responders, fastest: fastest?.mac ?? null, unansweredSince: j?.unansweredSince ?? null, handovers: j?.handovers ?? [] };
+  }
+
+  /** stateOf is an IP's state at `now`, without building its view (metrics count them). */
+  stateOf(ip: string, now: number, lens: Lens): IpState {
+    const key = this.verdictKey(ip, now, lens);
+    return key.startsWith("m") ? "multi-responder" : key.startsWith("s") ? "single" : key.startsWith("n") ? "no-responder" : "idle";
+  }
+
+  /**
+   * verdictKey is a short text that changes whenever what the judge says of `ip` at `now` changes: its state, the
+   * MACs answering, its handovers (no view is built). The hub compares it to tell subscribers of changes that came
+   * with time alone (a MAC that stopped answering sends nothing to say so).
+   */
+  verdictKey(ip: string, now: number, lens: Lens): string {
+    const j = this.#ips.get(ip);
+    const answering = this.#answeringNow(ip, j, now, lens).map((r) => r.mac);
+    const state = j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS ? "m" : answering.length > 0 ? "s" : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS ? "n" : "i";
+    return `${state}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
+  }
+
+  /** answeringCount is how many MACs answer for `ip` at `now`. */
+  answeringCount(ip: string, now: number, lens: Lens): number {
+    return this.#answeringNow(ip, this.#ips.get(ip), now, lens).length;
+  }
+
+  /** #answeringNow lists the MACs answering `ip` now, without building its view. */
+  #answeringNow(ip: string, j: IpJudgement | undefined, now: number, lens: Lens): { mac: string; node: string | null; answering: boolean }[] {
+    const out: { mac: string; node: string | null; answering: boolean }[] = [];
+    for (const mac of this.counts.recentMacs(ip, now)) {
+      if (j?.macs.has(mac) === true ? j.answering(mac, now) : true) out.push({ mac, node: lens.nodeOf(mac), answering: true });
+    }
+    return out;
+  }
+
+  /**
+   * #responders puts the judge's "answering now" into the counted responders (a MAC the requests say nothing of keeps
+   * the counts' answer: it answered within ANSWER_WINDOW_MS), with the mean reply delay its capture points timed.
+   */
+  #responders(j: IpJudgement | undefined, list: readonly ResponderCounts[], now: number): ResponderView[] {
+    return list.map((r) => {
+      const m = j?.macs.get(r.mac);
+      const answering = m === undefined || j === undefined ? now - r.lastSeen <= ANSWER_WINDOW_MS : j.answering(r.mac, now);
+      const meanLatencyMs = m === undefined || m.delayCount === 0 ? null : m.delaySum / m.delayCount;
+      const lastAnnouncement = m?.lastAnnounceKind == null ? null : { kind: m.lastAnnounceKind, targetMac: m.lastAnnounceTha };
+      return { ...r, answering, meanLatencyMs, lastAnnouncement };
+    });
+  }
+
+  #state(j: IpJudgement | undefined, responders: readonly ResponderView[], now: number): IpState {
+    if (j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS) return "multi-responder";
+    if (responders.some((r) => r.answering)) return "single";
+    if (j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS) return "no-responder";
+    return "idle";
+  }
+}
