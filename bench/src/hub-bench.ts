@@ -67,7 +67,7 @@ async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<nu
         if (sentAt === 0) {
           // The first event is the IP as it is now (unknown: null). Send its first reply now.
           const now = Date.now();
-          agent.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${agent.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}]}`);
+          agent.reply(ip, now);
           sentAt = performance.now();
           continue;
         }

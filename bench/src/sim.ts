@@ -41,28 +41,33 @@ export class SimAgent {
       this.ws.once("open", resolve);
       this.ws.once("error", reject);
     });
-    this.ws.send(JSON.stringify({ v: 1, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
+    this.ws.send(JSON.stringify({ v: 2, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
     this.ws.on("message", () => undefined);
   }
 
   /** reply sends one reply from this node for `ip`, at `now`. */
   reply(ip: string, now: number): void {
-    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}]}`);
+    this.ws.send(`{"v":2,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0,"ethSrc":null}],"requests":[]}`);
     this.sent++;
     this.entries++;
   }
 
-  /** batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin. */
+  /**
+   * batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin, with the
+   * request report an agent sends for each request it saw answered (this node's reply 0.3 ms after the request).
+   */
   batch(n: number, now: number): void {
     const parts: string[] = [];
+    const requests: string[] = [];
     for (let k = 0; k < n; k++) {
       const ip = this.ips[Math.floor(this.#cursor / 2) % this.ips.length] ?? "";
       const reply = (this.#cursor++ & 1) === 1;
       parts.push(
-        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0}`,
+        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0,"ethSrc":null}`,
       );
+      if (reply) requests.push(`{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${now}],"replies":[[0,"${this.mac}",0.3]]}`);
     }
-    this.ws.send(`{"v":1,"type":"observations","dropped":0,"entries":[${parts.join(",")}]}`);
+    this.ws.send(`{"v":2,"type":"observations","dropped":0,"entries":[${parts.join(",")}],"requests":[${requests.join(",")}]}`);
     this.sent++;
     this.entries += n;
   }

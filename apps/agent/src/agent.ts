@@ -1,5 +1,6 @@
 import {
-  Aggregator,
+  CapturePoint,
+  FLUSH_MS,
   LINKTYPE_ETHERNET,
   MAX_ENTRIES_PER_MESSAGE,
   WIRE_VERSION,
@@ -18,8 +19,7 @@ import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
 import type { AgentMetrics } from "./metrics.js";
 
-/** FLUSH_MS is how often aggregates go to the hub (issue 4: at most every 100 ms, or at 1,000 entries). */
-export const FLUSH_MS = 100;
+export { FLUSH_MS };
 /** RESCAN_MS is how often interfaces are listed again, as MetalLB does (DESIGN 2.2); facts go out as often. */
 export const RESCAN_MS = 10_000;
 /**
@@ -50,12 +50,12 @@ export interface AgentDeps {
 }
 
 /**
- * handleFrame decodes one captured frame into `fields` (reused across frames) and folds it into the aggregator;
+ * handleFrame decodes one captured frame into `fields` (reused across frames) and folds it into the capture point;
  * returns null when it was observed, else why it was dropped. Nothing is allocated for a frame of a known key.
  */
-export function handleFrame(agg: Aggregator, fields: FrameFields, iface: string, frame: Uint8Array, now: number): DecodeFailure | null {
+export function handleFrame(point: CapturePoint, fields: FrameFields, iface: string, frame: Uint8Array, now: number): DecodeFailure | null {
   const err = decodeFrame(frame, LINKTYPE_ETHERNET, fields);
-  if (err === null) agg.addFrame(fields, iface, now);
+  if (err === null) point.addFrame(fields, iface, now);
   return err;
 }
 
@@ -64,7 +64,7 @@ export class Agent {
   readonly counts: OutcomeCounts = { observed: 0, ignored: 0, truncated: 0, malformed: 0, unsupported: 0 };
   /** Frames observed per kind (read by /metrics at scrape time, never updated per frame through prom-client). */
   readonly kinds = new Map<ObservationKind, number>();
-  readonly #agg: Aggregator;
+  readonly #point: CapturePoint;
   readonly #fields = newFrameFields();
   readonly #sources = new Map<string, PacketSource>();
   /** Kernel counters of captures already closed, so totals never go backwards. */
@@ -76,7 +76,7 @@ export class Agent {
   readonly #responders = new Map<string, Set<string>>();
 
   constructor(readonly deps: AgentDeps) {
-    this.#agg = new Aggregator(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
+    this.#point = new CapturePoint(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
     deps.metrics?.bind(this);
   }
 
@@ -92,7 +92,7 @@ export class Agent {
 
   /** bufferedBytes estimates what waits for the hub. */
   get bufferedBytes(): number {
-    return this.#agg.size * ENTRY_BYTES;
+    return (this.#point.size + this.#point.pending) * ENTRY_BYTES;
   }
 
   async start(): Promise<void> {
@@ -149,7 +149,7 @@ export class Agent {
 
   /** #onFrame is the capture path: decode in place, fold, count; nothing here waits on the network. */
   #onFrame(iface: string, frame: Uint8Array, now: number): void {
-    const err = handleFrame(this.#agg, this.#fields, iface, frame, now);
+    const err = handleFrame(this.#point, this.#fields, iface, frame, now);
     if (err === null) {
       this.counts.observed++;
       const k = this.#fields.kind;
@@ -158,7 +158,7 @@ export class Agent {
       this.counts[err.reason]++;
     }
     // Flush early rather than let one interval's worth grow past a message.
-    if (this.#agg.size >= MAX_ENTRIES_PER_MESSAGE) this.flush();
+    if (this.#point.size >= MAX_ENTRIES_PER_MESSAGE) this.flush();
   }
 
   #noteResponder(ip: string, mac: string): void {
@@ -180,17 +180,20 @@ export class Agent {
     metrics?.bufferedBytes.set(this.bufferedBytes);
     // Never block capture on the network: if the socket has not drained, wait for the next interval.
     if (!link.connected || link.bufferedBytes > 1024 * 1024) return;
-    while (this.#agg.size > 0) {
-      const { entries, dropped } = this.#agg.drain(MAX_ENTRIES_PER_MESSAGE);
+    for (;;) {
+      const batch = this.#point.drain(MAX_ENTRIES_PER_MESSAGE, Date.now());
+      const { entries, requests, dropped } = batch;
+      if (entries.length === 0 && requests.length === 0 && dropped === 0) return;
       if (dropped > 0) {
         metrics?.aggregatesDropped.inc(dropped);
         this.deps.logger.warn("buffer.dropped", { frames: dropped, hint: "the hub was away longer than --max-buffer-bytes could hold" });
       }
-      if (!link.send({ v: WIRE_VERSION, type: "observations", entries, dropped })) {
-        this.#agg.putBack(entries, dropped);
+      if (!link.send({ v: WIRE_VERSION, type: "observations", entries, requests, dropped })) {
+        this.#point.putBack(batch);
         return;
       }
       for (const e of entries) if (roleOf(e.kind) !== "ask") this.#noteResponder(e.ip, e.mac);
+      if (entries.length < MAX_ENTRIES_PER_MESSAGE && requests.length < MAX_ENTRIES_PER_MESSAGE) return;
     }
   }
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
-import type { LogLevel } from "@whohas/core";
+import { isNodeName, type LogLevel } from "@whohas/core";
 import { DEFAULT_EXCLUDE } from "./capture/interfaces.js";
 
 /** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment (STYLE 3). */
@@ -109,9 +109,12 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
   } catch (e) {
     throw new Error(`--max-buffer-bytes: ${(e as Error).message}`);
   }
+  // A hostname is case-insensitive; a Node name is its lowercase form (the kubelet does the same).
+  const node = f.node ?? env.NODE_NAME ?? hostname().toLowerCase();
+  if (!isNodeName(node)) throw new Error(`--node ${JSON.stringify(node)}: not a node name (lowercase letters, digits, '-' and '.', as Kubernetes names Nodes)`);
   return {
     hub: f.hub,
-    node: f.node ?? env.NODE_NAME ?? hostname(),
+    node,
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),
     token,

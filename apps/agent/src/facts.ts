@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { networkInterfaces } from "node:os";
-import { effectiveArpSetting, impliedProxyMode, type Logger, type NodeFacts, type NodeInterface } from "@whohas/core";
+import { MAX_ADDRESSES_PER_LINK, MAX_FACT_INTERFACES, effectiveArpSetting, impliedProxyMode, type Logger, type NodeFacts, type NodeInterface } from "@whohas/core";
 import { listInterfaces, type NetInterface } from "./capture/interfaces.js";
 import { AGENT_VERSION } from "./version.js";
 
@@ -61,7 +61,10 @@ export interface FactsInput {
  */
 export async function collectFacts(input: FactsInput): Promise<NodeFacts> {
   const procConf = input.procConf ?? "/proc/sys/net/ipv4/conf";
-  const links: NetInterface[] = await listInterfaces(input.sysClassNet);
+  // On a node with more links than the hub takes (a pod's veth each), the ones that matter come first.
+  const found = await listInterfaces(input.sysClassNet);
+  const matters = (l: NetInterface) => input.captured.has(l.name) || l.name === KUBE_IPVS0;
+  const links: NetInterface[] = found.length <= MAX_FACT_INTERFACES ? found : [...found.filter(matters), ...found.filter((l) => !matters(l))].slice(0, MAX_FACT_INTERFACES);
   const addrs = await addressesByInterface(input.logger);
   const all = await readSysctl("all", procConf);
   const def = await readSysctl("default", procConf);
@@ -73,7 +76,7 @@ export async function collectFacts(input: FactsInput): Promise<NodeFacts> {
       mac: l.mac,
       up: l.up,
       master: l.master,
-      addresses: addrs.get(l.name) ?? [],
+      addresses: (addrs.get(l.name) ?? []).slice(0, MAX_ADDRESSES_PER_LINK),
       own,
       effective: { arpIgnore: effectiveArpSetting(all.arpIgnore, own.arpIgnore), arpAnnounce: effectiveArpSetting(all.arpAnnounce, own.arpAnnounce) },
       captured: input.captured.has(l.name),
@@ -85,7 +88,7 @@ export async function collectFacts(input: FactsInput): Promise<NodeFacts> {
     agentVersion: AGENT_VERSION,
     interfaces,
     sysctl: { all, default: def },
-    kubeIpvs0: { present: ipvs !== undefined, addresses: ipvs?.addresses.length ?? 0 },
+    kubeIpvs0: { present: ipvs !== undefined, addresses: addrs.get(KUBE_IPVS0)?.length ?? 0 },
     kubeProxyMode: impliedProxyMode(ipvs !== undefined),
     capture: input.capture,
   };

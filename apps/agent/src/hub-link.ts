@@ -1,14 +1,11 @@
 import WebSocket from "ws";
-import { type AgentMessage, type HubMessage, parseHubMessage } from "@whohas/core";
+import { HEARTBEAT_MS, SILENCE_MS, WIRE_VERSION, type AgentMessage, type HubMessage, parseHubMessage } from "@whohas/core";
 import type { Logger } from "@whohas/core";
 
-/** BACKOFF_MIN_MS and BACKOFF_MAX_MS bound the reconnect delay: 0.5 s doubling to 30 s (issue 4). */
+/** BACKOFF_MIN_MS and BACKOFF_MAX_MS bound the reconnect delay: 0.5 s doubling to 30 s. */
 export const BACKOFF_MIN_MS = 500;
 export const BACKOFF_MAX_MS = 30_000;
-/** HEARTBEAT_MS is how often each side speaks when it has nothing else to say; silence for 30 s means down. */
-export const HEARTBEAT_MS = 10_000;
-/** SILENCE_MS: a hub that said nothing (no message, no ping) this long is taken as gone, and the link reconnects. */
-export const SILENCE_MS = 30_000;
+export { HEARTBEAT_MS, SILENCE_MS };
 
 /**
  * backoffDelay is the jittered exponential delay before reconnect attempt `attempt` (0-based): "full jitter" between
@@ -107,7 +104,7 @@ export class HubLink {
           ws.terminate();
           return;
         }
-        this.send({ v: 1, type: "heartbeat", t: Date.now() });
+        this.send({ v: WIRE_VERSION, type: "heartbeat", t: Date.now() });
       }, HEARTBEAT_MS);
       this.#heartbeat.unref();
     });

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
+import { MAX_HELLO_INTERFACES, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
@@ -74,7 +74,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     token: () => readToken(config.tokenFile),
     ca: config.ca,
     logger,
-    hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).map(({ name, mac, up }) => ({ name, mac, up })) }),
+    hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })) }),
     onMessage: (m) => agent?.onHubMessage(m),
   });
   const running = new Agent({

@@ -9,6 +9,7 @@ export const HUB_BIN = `${REPO_ROOT}apps/web/bin/whohas-hub.js`;
 export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
 export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
 export const SPEAKER = `${REPO_ROOT}packages/lab/dist/speaker.js`;
+export const INJECT = `${REPO_ROOT}packages/lab/dist/inject.js`;
 
 /** freePort asks the kernel for a free TCP port on loopback. */
 export async function freePort(): Promise<number> {

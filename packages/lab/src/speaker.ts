@@ -2,7 +2,8 @@
 // The lab's MetalLB speaker, one per node namespace: answers ARP requests and Neighbor Solicitations for the IPs this
 // node owns from user space, with core's speaker logic (MetalLB's layer 2 responders), and sends MetalLB's gratuitous
 // bursts when it takes an IP over. Which IPs it owns comes on stdin, one JSON line at a time: {"owned":["IP",...]}
-// (the lab runs the election, as MetalLB's speakers do, with core's elect()). Run inside a node namespace:
+// (the lab runs the election, as MetalLB's speakers do, with core's elect()); with "quiet":true it takes them over
+// without the gratuitous burst (a speaker that fails to announce, for tests). Run inside a node namespace:
 // speaker.js IFACE
 import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
@@ -43,14 +44,17 @@ function main(argv: string[]): void {
   }, GRATUITOUS_TICK_MS);
   createInterface({ input: process.stdin }).on("line", (line) => {
     let next: string[];
+    let quiet = false;
     try {
-      next = (JSON.parse(line) as { owned: string[] }).owned;
+      const msg = JSON.parse(line) as { owned: string[]; quiet?: boolean };
+      next = msg.owned;
+      quiet = msg.quiet === true;
     } catch {
       process.stderr.write(`speaker: not a JSON line with "owned": ${line.slice(0, 100)}\n`);
       return;
     }
     const now = Date.now();
-    for (const ip of next) if (!owned.has(ip)) {
+    for (const ip of next) if (!owned.has(ip) && !quiet) {
       announcing.set(ip, now + GRATUITOUS_WINDOW_MS);
       for (const f of gratuitousFrames(iface, ip)) src.send(f);
     }

@@ -93,6 +93,11 @@ export interface Stack {
   } | null;
   /** The kube-proxy stand-ins and each VIP's elected owner, when `cluster` was asked for. */
   readonly kubeProxies: KubeProxies | null;
+  /**
+   * own tells `node`'s MetalLB-like speaker which IPs it owns now (with `cluster`): it answers for them, and sends
+   * MetalLB's gratuitous burst for each it takes over, unless `quiet` (a speaker that fails to announce).
+   */
+  own(node: string, ips: readonly string[], opts?: { readonly quiet?: boolean }): void;
   readonly owners: ReadonlyMap<string, string>;
   /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
   restartHub(): Promise<void>;
@@ -269,14 +274,21 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await exited;
     };
     for (const n of lab.nodes) startAgent(n.name);
+    const speakers = new Map<string, ChildProcess>();
     if (opts.cluster === true) {
       for (const n of lab.nodes) {
         const speaker = spawnLogged(`speaker-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, SPEAKER, "eth0"], {}, true);
         speaker.stdin?.write(`${JSON.stringify({ owned: lab.vips.filter((v) => owners.get(v) === n.name) })}\n`);
+        speakers.set(n.name, speaker);
       }
     }
+    const own = (node: string, ips: readonly string[], o: { readonly quiet?: boolean } = {}) => {
+      const speaker = speakers.get(node);
+      if (speaker === undefined) throw new Error(`no speaker on ${node} (start the stack with cluster: true)`);
+      speaker.stdin?.write(`${JSON.stringify({ owned: ips, quiet: o.quiet === true })}\n`);
+    };
     spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, metricsUrl, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, saTokens, stopAgent, startAgent };
+    return { lab, url, port, metricsUrl, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, own, saTokens, stopAgent, startAgent };
   } catch (e) {
     await stop();
     throw e;

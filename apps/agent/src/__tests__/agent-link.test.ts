@@ -60,14 +60,14 @@ describe("Agent with HubLink", () => {
     cleanups.push(() => closeHub(hub));
     hub.wss.on("connection", (ws) => ws.on("message", (d: Buffer) => {
       const m = parseAgentMessage(d.toString());
-      if (m.ok && m.value.type === "hello") ws.send(JSON.stringify({ v: 1, type: "welcome", hubVersion: "t" }));
+      if (m.ok && m.value.type === "hello") ws.send(JSON.stringify({ v: 2, type: "welcome", hubVersion: "t" }));
     }));
     const src = new FakeSource("eth0");
     let release: () => void = () => undefined;
     const running: string[] = [];
     const agent: Agent = new Agent({
       node: "node-a", logger: quiet, openSource: () => src, maxBufferBytes: 1 << 20,
-      link: new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }), onMessage: (m) => agent.onHubMessage(m) }),
+      link: new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }), onMessage: (m) => agent.onHubMessage(m) }),
       scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
       facts: (captured, capture) => Promise.resolve({
         node: "node-a", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
@@ -83,7 +83,7 @@ describe("Agent with HubLink", () => {
     await until(() => hub.messages.some((m) => m.type === "facts"));
     expect(hub.messages.find((m) => m.type === "facts")).toMatchObject({ facts: { kubeIpvs0: { present: true }, capture: { kernelReceived: 7, kernelDropped: 1 } } });
     const ws = [...hub.wss.clients][0];
-    for (let i = 1; i <= 5; i++) ws?.send(JSON.stringify({ v: 1, type: "probe", id: `p${i}`, ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }));
+    for (let i = 1; i <= 5; i++) ws?.send(JSON.stringify({ v: 2, type: "probe", id: `p${i}`, ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }));
     await until(() => hub.messages.some((m) => m.type === "command-done"));
     expect(running).toEqual(["p1", "p2", "p3", "p4"]);
     expect(hub.messages.find((m) => m.type === "command-done")).toMatchObject({ id: "p5", ok: false, message: expect.stringMatching(/^busy: 4 commands already running/) });
@@ -94,7 +94,7 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     cleanups.push(() => closeHub(hub));
     const src = new FakeSource("eth0");
-    const link: HubLink = new HubLink({ url: hub.url, token: "s3cret", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] }) });
+    const link: HubLink = new HubLink({ url: hub.url, token: "s3cret", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] }) });
     const agent = new Agent({ node: "node-a", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
     cleanups.push(() => agent.stop());
     await agent.start();
@@ -115,7 +115,7 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     const port = (hub.wss.address() as AddressInfo).port;
     let token = "first-token";
-    const link = new HubLink({ url: hub.url, token: () => token, logger: quiet, hello: () => ({ v: 1, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
+    const link = new HubLink({ url: hub.url, token: () => token, logger: quiet, hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
     link.start();
     cleanups.push(() => link.close());
     await until(() => hub.auth.length >= 1);
@@ -133,7 +133,7 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     const port = (hub.wss.address() as AddressInfo).port;
     const src = new FakeSource("eth0");
-    const link = new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 1, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
+    const link = new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
     const agent = new Agent({ node: "n", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
     cleanups.push(() => agent.stop());
     await agent.start();

@@ -98,8 +98,14 @@ describe("whohas analyze", () => {
     expect(await run([join(dir, "missing.pcap")])).toMatchObject({ code: 2, err: expect.stringMatching(/cannot open: ENOENT/) });
   });
 
-  it("flags wrong-owner with --owner and refuses a malformed --owner", async () => {
-    const { out } = await run(["--json", "--owner", `${VIP}=${B}`, healthy]);
+  it("flags wrong-owner with --owner once the wrong MAC has answered past the grace, and refuses a malformed --owner", async () => {
+    // One answer is no proof (a failover's status lags its answers); ten seconds of answers are.
+    const steady = pcap("steady.pcap", Array.from({ length: 10 }, (_, k): [Uint8Array, number][] => [
+      [newArpRequest(CLIENT.mac, CLIENT.ip, VIP), T0 + k * 1000],
+      [newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), T0 + k * 1000 + 0.2],
+    ]).flat());
+    expect((await run(["--json", "--owner", `${VIP}=${B}`, healthy])).out).not.toContain('"type": "wrong-owner"');
+    const { out } = await run(["--json", "--owner", `${VIP}=${B}`, steady]);
     expect(out).toContain('"type": "wrong-owner"');
     await expect(run(["--owner", "nonsense", healthy])).rejects.toThrow(/--owner nonsense: expected IP=MAC/);
   });

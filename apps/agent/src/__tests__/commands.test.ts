@@ -97,7 +97,7 @@ describe("runAnnounce", () => {
 describe("hubCommand", () => {
   it("refuses to announce from a node that is not the expected owner", async () => {
     const sent: AgentMessage[] = [];
-    const msg: Extract<HubMessage, { type: "announce" }> = { v: 1, type: "announce", id: "c1", ip: VIP, durationMs: 1000, expectedOwner: "node-2", force: false };
+    const msg: Extract<HubMessage, { type: "announce" }> = { v: 2, type: "announce", id: "c1", ip: VIP, durationMs: 1000, expectedOwner: "node-2", force: false };
     await hubCommand("node-1")(msg, (m) => (sent.push(m), true));
     expect(sent).toEqual([expect.objectContaining({ type: "command-done", id: "c1", ok: false, message: expect.stringMatching(/node-1 is not the expected owner of 192.0.2.200 \(node-2\)/) })]);
   });

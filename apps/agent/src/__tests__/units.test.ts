@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { BACKOFF_MAX_MS, backoffDelay } from "../hub-link.js";
 import { DEFAULT_EXCLUDE, selectCaptureInterfaces, type NetInterface } from "../capture/interfaces.js";
@@ -50,7 +50,12 @@ describe("parseAgentConfig", () => {
     { case: "no token flag", flags: { hub: "ws://h/agent" }, msg: /--token-file/ },
     { case: "missing CA file", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": join(dir, "nope.pem") }, msg: /--ca-file: cannot read .*ENOENT/ },
     { case: "a CA file without a certificate", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": tokenFile }, msg: /--ca-file: .* holds no PEM certificate/ },
+    { case: "a node name Kubernetes would not take", flags: { hub: "ws://h/agent", "token-file": tokenFile, node: "Worker_1" }, msg: /--node "Worker_1": not a node name/ },
   ])("refuses $case", ({ flags, msg }) => {
     expect(() => parseAgentConfig(flags, {})).toThrow(msg);
+  });
+  it("takes the hostname in lowercase when no name is given, as the kubelet does", () => {
+    const c = parseAgentConfig({ hub: "ws://h/agent", "token-file": tokenFile }, {});
+    expect(c.node).toBe(hostname().toLowerCase());
   });
 });

@@ -26,7 +26,7 @@ function upgrade(stack: Stack, token: string): Promise<number> {
 function hello(stack: Stack, token: string, node: string): Promise<string> {
   return new Promise((resolve) => {
     const ws = new WebSocket(unixWsUrl(stack.lab.names.hubSocket, "/agent"), { headers: { authorization: `Bearer ${token}` } });
-    ws.once("open", () => ws.send(JSON.stringify({ v: 1, type: "hello", node, agentVersion: "test", interfaces: [] })));
+    ws.once("open", () => ws.send(JSON.stringify({ v: 2, type: "hello", node, agentVersion: "test", interfaces: [] })));
     ws.on("message", (data: Buffer) => {
       if ((JSON.parse(data.toString()) as { type: string }).type !== "welcome") return;
       ws.close();

@@ -94,7 +94,7 @@ describe("the agent in the lab", () => {
     const vip = stack.lab.vips[1] ?? "";
     if (node === undefined) throw new Error("no node");
     const file = join(dir, "announce.pcap");
-    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`], { stdio: ["ignore", "ignore", "pipe"] });
+    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`], { stdio: ["ignore", "ignore", "pipe"] });
     // Start announcing only once tcpdump says it listens (a loaded machine can take seconds).
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 10_000);

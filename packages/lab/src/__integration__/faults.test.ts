@@ -235,7 +235,7 @@ describe("faults: nothing is lost", () => {
     const m0 = await metric();
     const vip = stack.lab.vips[0] ?? "";
     const r0 = (await ip(vip)).requests;
-    const junk: (string | Buffer)[] = ["{", "null", JSON.stringify({ v: 1, type: "observations", entries: [{ ip: "x" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" }), Buffer.from([0xde, 0xad, 0xbe, 0xef])];
+    const junk: (string | Buffer)[] = ["{", "null", JSON.stringify({ v: 2, type: "observations", entries: [{ ip: "x" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" }), Buffer.from([0xde, 0xad, 0xbe, 0xef])];
     const t0 = Date.now();
     // Five fuzzing clients with the agents' token, 2,000 bad messages each, under the per-agent rate (200/s). The hub
     // lets in only agents of the cluster's Nodes: the fuzzers get Nodes of their own.
@@ -245,7 +245,7 @@ describe("faults: nothing is lost", () => {
       for (;;) {
         const ws = new WebSocket(`ws://127.0.0.1:${stack.port}/agent`, { headers: { authorization: `Bearer ${stack.token}` } });
         await new Promise((r) => ws.once("open", r));
-        ws.send(JSON.stringify({ v: 1, type: "hello", node, agentVersion: "fuzz", interfaces: [] }));
+        ws.send(JSON.stringify({ v: 2, type: "hello", node, agentVersion: "fuzz", interfaces: [] }));
         const ok = await new Promise<boolean>((resolve) => {
           ws.once("message", () => resolve(true));
           ws.once("close", () => resolve(false));

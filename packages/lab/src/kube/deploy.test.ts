@@ -158,10 +158,13 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect(objs().filter((o) => o.kind.endsWith("Binding") && (o.subjects as Obj[]).some((s) => s.name === "whohas-agent"))).toEqual([]);
   });
 
-  it("lets only the hub's ports in, and applies with kubectl to the API server", async () => {
+  it("lets only the hub's ports in, /metrics from the monitoring namespace only, and applies with kubectl to the API server", async () => {
     const np = find(objs(), "NetworkPolicy", "whohas-hub");
     expect(np.spec.policyTypes).toEqual(["Ingress"]);
-    expect(np.spec.ingress).toEqual([{ ports: [{ protocol: "TCP", port: 3000 }, { protocol: "TCP", port: 9473 }] }]);
+    expect(np.spec.ingress).toEqual([
+      { ports: [{ protocol: "TCP", port: 3000 }] },
+      { ports: [{ protocol: "TCP", port: 9473 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
+    ]);
     const text = rendered.get(overlay)?.text ?? "";
     const apply = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "--validate=false", "-f", "-"], text);
     expect(apply.stderr).toBe("");
@@ -176,6 +179,13 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
 });
 
 describe("the overlays", () => {
+  it("ingress tells the hub its proxies, so sign-in limits count each client", () => {
+    const objs = rendered.get("overlays/ingress")?.objects ?? [];
+    const hub = find(objs, "Deployment", "whohas-hub");
+    const env = (hub.spec.template.spec.containers[0]?.env ?? []) as { name: string; value?: string }[];
+    expect(env.find((e) => e.name === "WHOHAS_TRUSTED_PROXIES")?.value).toMatch(/^\d+\.\d+\.\d+\.\d+\/\d+$/);
+  });
+
   it("shared-token mounts the generated Secret in the hub and the agents instead of the projected token", () => {
     const objs = rendered.get("overlays/shared-token")?.objects ?? [];
     const secret = find(objs, "Secret", "whohas-agent-token");

@@ -1,0 +1,266 @@
+// One judge, on real topologies: MetalLB-like speakers in real node namespaces hand an IP over, split their brain,
+// forget to announce; the hub judges it live from its agents, and `whohas analyze` judges the client's own capture
+// of the same minutes. Both must say the same.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { promisify } from "node:util";
+import { ARP_OP_REPLY, newGratuitousArp } from "@whohas/core";
+import { AGENT_MAIN, INJECT } from "../hub-process.js";
+import { resourceNamed } from "../kube/resources.js";
+import { startStack, type Stack } from "../stack.js";
+import { api, eventually, signIn } from "./hub-client.js";
+
+const exec = promisify(execFile);
+
+interface Party {
+  mac: string;
+  node: string | null;
+}
+interface Handover {
+  from: Party;
+  to: Party;
+  at: number;
+  gapMs: number;
+  unanswered: number;
+  announced: boolean | null;
+}
+interface IpJson {
+  state: string;
+  handovers: Handover[];
+  findings: { type: string; macs: string[] }[];
+  responders: { mac: string; node: string | null; answering: boolean; lastAnnouncement: { kind: string } | null }[];
+}
+interface Incident {
+  id: number;
+  ip: string;
+  type: string;
+  macs: string[];
+  firstSeen: number;
+}
+interface AnalyzedIp {
+  ip: string;
+  findings: { type: string; macs: string[] }[];
+  handovers: Handover[];
+}
+
+describe("one judge: verdicts the same live and offline", () => {
+  let stack: Stack;
+  let receiver: Server;
+  const webhooks: { ip: string | null; types: string[] }[] = [];
+  /** Which VIPs each node's speaker owns now. */
+  const owned = new Map<string, Set<string>>();
+  const nodeOfMac = (mac: string) => stack.lab.nodes.find((n) => n.mac === mac)?.name ?? null;
+  const macOf = (node: string) => stack.lab.nodes.find((n) => n.name === node)?.mac ?? "";
+
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (c: Buffer) => (body += c.toString()));
+      req.on("end", () => {
+        const n = JSON.parse(body) as { ip: string | null; alerts: { type: string }[] };
+        webhooks.push({ ip: n.ip, types: n.alerts.map((a) => a.type) });
+        res.writeHead(200).end();
+      });
+    });
+    receiver.listen(0, "127.0.0.1");
+    await new Promise((r) => receiver.once("listening", r));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    // Six VIPs: the even ones have an externalTrafficPolicy Cluster Service (no silent drop to mix in).
+    stack = await startStack({
+      nodes: 3,
+      vips: 6,
+      kube: true,
+      cluster: true,
+      requestIntervalMs: 100,
+      hubConfig: { alerting: { groupWait: 0, allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "count", url, format: "generic" }] },
+    });
+    // strictARP's sysctls on every node: only the speakers answer, as in a fixed cluster.
+    for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, true);
+    for (const n of stack.lab.nodes) owned.set(n.name, new Set(stack.lab.vips.filter((v) => stack.owners.get(v) === n.name)));
+    await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${vip(0)}`), (v) => v.state === "single", 20_000);
+  });
+  afterAll(async () => {
+    await stack.stop();
+    receiver.close();
+  });
+
+  const vip = (i: number) => stack.lab.vips[i] ?? "";
+  const ownerOf = (ip: string) => [...owned].find(([, s]) => s.has(ip))?.[0] ?? null;
+  const give = (ip: string, to: string | null, opts?: { quiet?: boolean; keep?: boolean }) => {
+    for (const [node, s] of owned) {
+      if (node === to || opts?.keep === true || !s.has(ip)) continue;
+      s.delete(ip);
+      stack.own(node, [...s]);
+    }
+    if (to === null) return;
+    owned.get(to)?.add(ip);
+    stack.own(to, [...(owned.get(to) ?? [])], opts);
+  };
+  /** status says, as MetalLB's ServiceL2Status does, which node announces the Service of VIP `i` now. */
+  const status = (i: number, node: string) => {
+    const kube = stack.api;
+    if (kube === null) throw new Error("no API server");
+    const r = resourceNamed("servicel2statuses");
+    const name = `l2-web-${i}`;
+    const body = { metadata: { name, labels: { "metallb.io/node": node } }, status: { node, serviceName: `web-${i}`, serviceNamespace: "demo" } };
+    if (kube.store.list(r, "metallb-system").some((o) => o.metadata.name === name)) kube.store.update(r, "metallb-system", name, body, { status: true });
+    else kube.store.create(r, "metallb-system", body);
+  };
+  /** The captures still running (a failed test leaves its own: afterEach stops them). */
+  const running = new Set<ChildProcess>();
+  afterEach(() => {
+    for (const c of running) c.kill("SIGKILL");
+    running.clear();
+  });
+  /**
+   * capture records the client's link with tcpdump, as a person would on a client, from a second after it listens
+   * (the steady state before the scenario is in the file); stop() returns the file. Immediate mode: without it the
+   * kernel hands tcpdump a block of frames at a time, and the last block is lost when tcpdump is stopped.
+   */
+  const capture = async (name: string) => {
+    const file = `${stack.logDir}/${name}.pcap`;
+    const child: ChildProcess = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, "arp"], { stdio: ["ignore", "ignore", "pipe"] });
+    running.add(child);
+    await new Promise<void>((resolve) => child.stderr?.on("data", (d: Buffer) => d.toString().includes("listening on") && resolve()));
+    await sleep(1000);
+    return async () => {
+      running.delete(child);
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGINT");
+      await exited;
+      return file;
+    };
+  };
+  const analyze = async (file: string, owners: Record<string, string> = {}): Promise<AnalyzedIp[]> => {
+    const args = [AGENT_MAIN, "analyze", "--json", ...Object.entries(owners).flatMap(([ip, mac]) => ["--owner", `${ip}=${mac}`]), file];
+    const out = await exec(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout: string }) => e);
+    return (JSON.parse(out.stdout) as { ips: AnalyzedIp[] }).ips;
+  };
+  const incidentsSince = async (ip: string, t: number) => (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?ip=${ip}`)).filter((i) => i.firstSeen >= t);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("records 20 clean handovers with their gaps, and raises no finding, incident or notification; analyze agrees", async () => {
+    const ip = vip(0);
+    const t0 = Date.now();
+    const stop = await capture("handovers");
+    const order = stack.lab.nodes.map((n) => n.name);
+    for (let k = 0; k < 20; k++) {
+      const from = ownerOf(ip) ?? order[0] ?? "";
+      const to = order[(order.indexOf(from) + 1) % order.length] ?? "";
+      // MetalLB: the owner's speaker goes (its node failed or left), a few requests go unanswered, the next node in
+      // the election order takes the IP with its gratuitous burst, then the status follows.
+      give(ip, null);
+      await sleep(300);
+      give(ip, to);
+      await sleep(150);
+      status(0, to);
+      await sleep(2500);
+    }
+    await sleep(3000);
+    const file = await stop();
+    const v = await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`), (x) => x.handovers.length >= 20, 10_000);
+    expect(v.handovers).toHaveLength(20);
+    for (const h of v.handovers) {
+      expect(h.from.node).not.toBe(h.to.node);
+      expect(h.announced).toBe(true);
+      expect(h.gapMs).toBeGreaterThan(200);
+      expect(h.gapMs).toBeLessThan(1000);
+      expect(h.unanswered).toBeGreaterThanOrEqual(1);
+    }
+    expect(await incidentsSince(ip, t0)).toEqual([]);
+    expect(webhooks.filter((w) => w.ip === ip)).toEqual([]);
+    // The client's capture of the same minutes, judged offline: the same handovers (no nodes offline), no findings.
+    const offline = (await analyze(file)).find((x) => x.ip === ip);
+    expect(offline?.findings).toEqual([]);
+    const live = v.handovers.map((h) => [h.from.mac, h.to.mac, h.unanswered]);
+    // The capture starts after the first owner answered: every handover the hub saw is in the file.
+    expect(offline?.handovers.map((h) => [h.from.mac, h.to.mac, h.unanswered])).toEqual(live);
+    for (const [i, h] of (offline?.handovers ?? []).entries()) expect(Math.abs(h.gapMs - (v.handovers[i]?.gapMs ?? 0))).toBeLessThan(20);
+  });
+
+  it("raises split-brain (and several responders) when two speakers both own an IP; analyze agrees", async () => {
+    const ip = vip(2);
+    const t0 = Date.now();
+    const stop = await capture("split-brain");
+    const owner = ownerOf(ip) ?? "";
+    const other = stack.lab.nodes.map((n) => n.name).find((n) => n !== owner) ?? "";
+    // Both speakers take the IP afresh, each with its gratuitous burst, and both keep it.
+    give(ip, null);
+    await sleep(300);
+    give(ip, owner);
+    give(ip, other, { keep: true });
+    await sleep(5000);
+    give(ip, owner);
+    const types = async () => [...new Set((await incidentsSince(ip, t0)).map((i) => i.type))].sort();
+    expect(await eventually(types, (t) => t.includes("split-brain"), 10_000)).toEqual(expect.arrayContaining(["multi-responder", "split-brain"]));
+    const file = await stop();
+    const offline = (await analyze(file)).find((x) => x.ip === ip);
+    expect([...new Set(offline?.findings.map((f) => f.type))].sort()).toEqual(expect.arrayContaining(["multi-responder", "split-brain"]));
+    const liveMacs = (await incidentsSince(ip, t0)).find((i) => i.type === "multi-responder")?.macs;
+    expect(offline?.findings.find((f) => f.type === "multi-responder")?.macs).toEqual(liveMacs);
+  });
+
+  it("raises stale-announcer and changed when the new owner takes over without announcing, until Force re-announce", async () => {
+    const ip = vip(4);
+    const t0 = Date.now();
+    const stop = await capture("stale");
+    const from = ownerOf(ip) ?? "";
+    const to = stack.lab.nodes.map((n) => n.name).find((n) => n !== from) ?? "";
+    // The old owner announces as it takes the IP; later the new one takes it without a word (MetalLB before its
+    // gratuitous-ARP rework), and its status follows.
+    give(ip, null);
+    await sleep(300);
+    give(ip, from);
+    await sleep(2000);
+    give(ip, null);
+    await sleep(300);
+    give(ip, to, { quiet: true });
+    status(4, to);
+    const types = async () => [...new Set((await incidentsSince(ip, t0)).map((i) => i.type))].sort();
+    expect(await eventually(types, (t) => t.includes("stale-announcer"), 25_000)).toEqual(["changed", "stale-announcer"]);
+    const stale = (await incidentsSince(ip, t0)).find((i) => i.type === "stale-announcer");
+    expect(stale?.macs).toEqual([macOf(from)]);
+    // An operator takes a moment to act; `whohas analyze` judges once a second of capture time, and sees it too.
+    await sleep(1500);
+    // The suggested action: Force re-announce from the owner; its announcement is the last one now.
+    const operator = await signIn(stack, "operator");
+    await operator.mutate("actions.reannounce", { ip });
+    await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`), (v) => v.responders.find((r) => r.node === to)?.lastAnnouncement !== null, 15_000);
+    const file = await stop();
+    const offline = (await analyze(file, { [ip]: macOf(to) })).find((x) => x.ip === ip);
+    expect([...new Set(offline?.findings.map((f) => f.type))].sort()).toEqual(["changed", "stale-announcer"]);
+  });
+
+  it("raises ethernet-mismatch for a frame whose Ethernet source is not its ARP sender; analyze agrees", async () => {
+    const ip = "198.18.0.99";
+    const t0 = Date.now();
+    const stop = await capture("mismatch");
+    const frame = newGratuitousArp(ARP_OP_REPLY, "02:00:5e:00:99:01", ip);
+    frame.set([0x02, 0x00, 0x5e, 0x00, 0x99, 0x02], 6); // the Ethernet source lies (Microsoft NLB's way)
+    await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, INJECT, "eth0", Buffer.from(frame).toString("hex")]);
+    const found = await eventually(() => incidentsSince(ip, t0), (list) => list.some((i) => i.type === "ethernet-mismatch"), 10_000);
+    expect(found.find((i) => i.type === "ethernet-mismatch")?.macs).toEqual(["02:00:5e:00:99:01", "02:00:5e:00:99:02"]);
+    await sleep(500);
+    const file = await stop();
+    const offline = (await analyze(file)).find((x) => x.ip === ip);
+    expect(offline?.findings.map((f) => [f.type, f.macs])).toEqual([["ethernet-mismatch", ["02:00:5e:00:99:01", "02:00:5e:00:99:02"]]]);
+  });
+
+  // Last: with strictARP's sysctls gone, every node's kernel answers for every VIP on its kube-ipvs0.
+  it("raises several responders within 2 s of the kernels answering (strictARP false); analyze agrees", async () => {
+    const ip = vip(0);
+    const t0 = Date.now();
+    const stop = await capture("strictarp-false");
+    for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, false);
+    const seen = await eventually(() => incidentsSince(ip, t0), (list) => list.some((i) => i.type === "multi-responder"), 10_000);
+    const opened = seen.find((i) => i.type === "multi-responder");
+    expect((opened?.firstSeen ?? Infinity) - t0).toBeLessThan(2000);
+    expect(opened?.macs.map(nodeOfMac).sort()).toEqual(stack.lab.nodes.map((n) => n.name).sort());
+    await sleep(1000);
+    const file = await stop();
+    const offline = (await analyze(file)).find((x) => x.ip === ip);
+    expect(offline?.findings.find((f) => f.type === "multi-responder")?.macs).toEqual(opened?.macs);
+  });
+});
