@@ -51,6 +51,8 @@ export function IpDetail({ ip }: { ip: string }) {
     }
     return [...byMinute].map(([m, types]) => [m, [...types].join(", ")] as const);
   }, [incidents.data]);
+  // Handovers, one marker per minute (a clean failover is no finding, but the chart shows where the IP moved).
+  const moves = useMemo(() => [...new Set((view.data?.handovers ?? []).map((h) => h.at - (h.at % 60_000)))], [view.data]);
 
   if (view.error !== null) return <Failure message={view.error} />;
   if (view.loading) return <Skeleton rows={8} />;
@@ -76,6 +78,13 @@ export function IpDetail({ ip }: { ip: string }) {
         Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
         {v.expectedOwner === null ? null : <span className="muted">({v.expectedOwner.source === "computed" ? "computed with MetalLB's election" : v.expectedOwner.source === "event" ? "MetalLB's nodeAssigned event" : "MetalLB's ServiceL2Status"})</span>}
       </p>
+
+      {v.findings.some((f) => f.type === "stale-announcer") ? (
+        <p className="banner bad" role="alert" data-testid="stale-announcer">
+          The last announcement for {v.ip} came from another node than its owner{owner === null ? "" : ` ${owner}`}: switches and clients that took it still send there. Use <strong>Force re-announce</strong> below: the owner
+          sends MetalLB&apos;s gratuitous announcements and they learn the right MAC.
+        </p>
+      ) : null}
 
       <IpActions ip={v.ip} owner={owner} />
 
@@ -141,6 +150,42 @@ export function IpDetail({ ip }: { ip: string }) {
         Endpoints run on: {v.endpointNodes.length === 0 ? "no node known" : v.endpointNodes.join(", ")}.
       </p>
 
+      <h2>Handovers</h2>
+      {v.handovers.length === 0 ? (
+        <Empty>No handover seen: the IP has not moved between MACs since the hub started watching it.</Empty>
+      ) : (
+        <table data-testid="handovers">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">From</th>
+              <th scope="col">To</th>
+              <th scope="col" title="from the old owner's last reply to the new owner's first">Gap</th>
+              <th scope="col">Unanswered requests</th>
+              <th scope="col" title="whether the new owner sent a gratuitous announcement for its takeover">Announced</th>
+            </tr>
+          </thead>
+          <tbody>
+            {v.handovers.map((h) => (
+              <tr key={`${h.at}-${h.to.mac}`} data-testid="handover" data-from={h.from.node ?? h.from.mac} data-to={h.to.node ?? h.to.mac} className={h.announced === false ? "wrong" : undefined}>
+                <td>
+                  <Ago t={h.at} />
+                </td>
+                <td>
+                  {h.from.node ?? <span className="muted">unknown node</span>} <span className="mono muted">{h.from.mac}</span>
+                </td>
+                <td>
+                  {h.to.node ?? <span className="muted">unknown node</span>} <span className="mono muted">{h.to.mac}</span>
+                </td>
+                <td>{h.gapMs < 1000 ? `${Math.round(h.gapMs)} ms` : `${(h.gapMs / 1000).toFixed(1)} s`}</td>
+                <td>{h.unanswered}</td>
+                <td>{h.announced === null ? <span className="muted">not yet known</span> : h.announced ? "yes" : "no: clients that cached the old MAC keep sending there"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+
       <h2>Timeline</h2>
       <div className="filters" role="group" aria-label="time range">
         {(["15m", "1h", "24h"] as const).map((r) => (
@@ -164,6 +209,9 @@ export function IpDetail({ ip }: { ip: string }) {
               <Legend />
               {chart.keys.map((k, i) => (
                 <Line key={k} type="monotone" dataKey={k} stroke={COLORS[i % COLORS.length]} strokeDasharray={k.endsWith("announcements") ? "4 3" : undefined} dot={chart.data.length <= 3} isAnimationActive={false} connectNulls />
+              ))}
+              {moves.map((minute) => (
+                <ReferenceLine key={`h${minute}`} x={minute} stroke="var(--muted)" strokeDasharray="2 4" label={{ value: "handover", fill: "var(--muted)", fontSize: 11, position: "insideBottomLeft" }} />
               ))}
               {markers.map(([minute, types]) => (
                 <ReferenceLine key={minute} x={minute} stroke="var(--bad)" label={{ value: types, fill: "var(--bad)", fontSize: 11, position: "insideTopLeft" }} />

@@ -7,6 +7,19 @@ export function peerAddress(req: IncomingMessage): string {
   return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
 }
 
+/**
+ * limitKey is what a rate limit counts a client address as: an IPv4 address itself, an IPv6 address by its /64 (one
+ * subscriber's network holds 2^64 addresses, each of which would otherwise start with a full allowance).
+ */
+export function limitKey(addr: string): string {
+  if (!isIPv6(addr)) return addr;
+  const [head = "", tail] = addr.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(":")}::/64`;
+}
+
 /** trustList builds an allow list of addresses and CIDRs; throws naming the entry that is neither. */
 export function trustList(entries: readonly string[]): BlockList {
   const list = new BlockList();
@@ -40,7 +53,12 @@ export class ClientAddresses {
 
   /** trusted says whether the request's peer is a trusted proxy (its forwarding headers may be read). */
   trusted(req: IncomingMessage): boolean {
-    return this.#trusted !== null && listed(this.#trusted, peerAddress(req));
+    return this.isProxy(peerAddress(req));
+  }
+
+  /** isProxy says whether `addr` is a trusted proxy's. */
+  isProxy(addr: string): boolean {
+    return this.#trusted !== null && listed(this.#trusted, addr);
   }
 
   /** of returns the client's address. */

@@ -30,6 +30,8 @@ export interface HubConfig {
   readonly agentSocket: string | null;
   /** Agents' ServiceAccount ("namespace:name"), whose tokens (audience whohas) are accepted by TokenReview; null: off. */
   readonly agentServiceAccount: string | null;
+  /** Whether agents may connect through a proxy (X-Forwarded-For / Forwarded); off, an Ingress cannot publish /agent. */
+  readonly agentsAllowProxied: boolean;
   /** Bearer token accepted by the read API (/api/v1/*); null: the read API answers 401 with how to enable it. */
   readonly viewerToken: string | null;
   /** Kubernetes: a kubeconfig path, "in-cluster", or null for traffic-only mode. */
@@ -45,7 +47,16 @@ export interface HubConfig {
   /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
   readonly actions: { readonly probeMs: number; readonly announceMs: number };
   /** What the hub tracks in memory at most: IPs (least recently active let go) and MACs per IP (oldest folded). */
-  readonly limits: { readonly maxIps: number; readonly maxMacsPerIp: number; readonly maxAgents: number; readonly newIpsPerAgentPerMinute: number };
+  readonly limits: {
+    readonly maxIps: number;
+    readonly maxMacsPerIp: number;
+    readonly maxAgents: number;
+    readonly newIpsPerAgentPerMinute: number;
+    readonly newIpsPerMinute: number;
+    /** Open connections the hub takes at most (agents, browsers, API clients), and from one address. */
+    readonly maxConnections: number;
+    readonly connectionsPerAddress: number;
+  };
 }
 
 /** MIN_TOKEN_LEN refuses guessable tokens: `openssl rand -hex 32` gives 64. */
@@ -81,6 +92,7 @@ const FileSchema = z.strictObject({
       tokenFile: z.string().min(1).optional(),
       socket: z.string().min(1).optional(),
       serviceAccount: z.string().regex(/^[a-z0-9-]+:[a-z0-9.-]+$/, 'the agents\' ServiceAccount as "namespace:name", e.g. "whohas:whohas-agent"').optional(),
+      allowProxied: z.boolean().optional(),
     })
     .optional(),
   api: z.strictObject({ viewerTokenFile: z.string().min(1).optional() }).optional(),
@@ -111,6 +123,9 @@ const FileSchema = z.strictObject({
       maxMacsPerIp: z.number().int().min(2, "at least 2").max(10_000).optional(),
       maxAgents: z.number().int().min(1).max(100_000).optional(),
       newIpsPerAgentPerMinute: z.number().int().min(10, "at least 10").max(10_000_000).optional(),
+      newIpsPerMinute: z.number().int().min(10, "at least 10").max(100_000_000).optional(),
+      maxConnections: z.number().int().min(16, "at least 16").max(1_000_000).optional(),
+      connectionsPerAddress: z.number().int().min(4, "at least 4").max(1_000_000).optional(),
     })
     .optional(),
   alerting: z
@@ -118,6 +133,7 @@ const FileSchema = z.strictObject({
       groupWait: z.union([duration, z.literal(0), z.literal("0")]).optional(),
       repeatInterval: duration.optional(),
       maxPerIpPerHour: z.number().int().min(1).max(1000).optional(),
+      maxPerMinute: z.number().int().min(1).max(100_000).optional(),
       sendResolved: z.boolean().optional(),
       allowHosts: z.array(z.string().min(1)).optional(),
       allowPrivate: z.boolean().optional(),
@@ -156,6 +172,7 @@ export const ENV_OVERRIDES = {
   WHOHAS_KUBECONFIG: 'kubernetes.kubeconfig ("off": traffic-only)',
   WHOHAS_LOG_LEVEL: "log.level",
   WHOHAS_USERS_FILE: "auth.usersFile",
+  WHOHAS_TRUSTED_PROXIES: "auth.trustedProxies (comma-separated)",
   WHOHAS_PROBE_DURATION: "actions.probeDuration",
   WHOHAS_TLS_CERT_FILE: "tls.certFile",
   WHOHAS_TLS_KEY_FILE: "tls.keyFile",
@@ -230,6 +247,9 @@ export const DEFAULTS = {
   metricsPort: 9473,
   maxAgents: 5000,
   newIpsPerAgentPerMinute: 2000,
+  newIpsPerMinute: 10_000,
+  maxConnections: 10_000,
+  connectionsPerAddress: 256,
 } as const;
 
 /** readUsers reads a users file: a YAML list of { name, passwordHash, role } (such as a mounted Secret's key). */
@@ -328,11 +348,11 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
       throw new ConfigError("auth.proxy.trustedProxies", (e as Error).message);
     }
   }
-  const trustedProxies = f.auth?.trustedProxies ?? [];
+  const trustedProxies = env.WHOHAS_TRUSTED_PROXIES !== undefined ? env.WHOHAS_TRUSTED_PROXIES.split(",").map((x) => x.trim()).filter((x) => x !== "") : (f.auth?.trustedProxies ?? []);
   try {
     trustList(trustedProxies);
   } catch (e) {
-    throw new ConfigError("auth.trustedProxies", (e as Error).message);
+    throw new ConfigError(env.WHOHAS_TRUSTED_PROXIES !== undefined ? "WHOHAS_TRUSTED_PROXIES" : "auth.trustedProxies", (e as Error).message);
   }
   const proxy: ProxyAuth | null =
     p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: p.trustedProxies, groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
@@ -372,6 +392,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     groupWaitMs: gw === undefined ? DEFAULT_POLICY.groupWaitMs : gw === 0 || gw === "0" ? 0 : (parseDuration(gw) ?? 0),
     repeatIntervalMs: f.alerting?.repeatInterval === undefined ? DEFAULT_POLICY.repeatIntervalMs : durationMs("alerting.repeatInterval", f.alerting.repeatInterval, 60_000),
     maxPerIpPerHour: f.alerting?.maxPerIpPerHour ?? DEFAULT_POLICY.maxPerIpPerHour,
+    maxPerMinute: f.alerting?.maxPerMinute ?? DEFAULT_POLICY.maxPerMinute,
     sendResolved: f.alerting?.sendResolved ?? DEFAULT_POLICY.sendResolved,
     allowHosts,
     allowPrivate: egress.allowPrivate,
@@ -387,6 +408,7 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
     agentToken: agentToken ?? null,
     agentSocket: env.WHOHAS_AGENT_SOCKET ?? f.agents?.socket ?? null,
     agentServiceAccount,
+    agentsAllowProxied: f.agents?.allowProxied ?? false,
     viewerToken,
     kubernetes,
     logLevel: level as HubConfig["logLevel"],
@@ -403,6 +425,9 @@ export function loadConfig(configPath: string | null, env: Readonly<Record<strin
       maxMacsPerIp: f.limits?.maxMacsPerIp ?? DEFAULTS.maxMacsPerIp,
       maxAgents: f.limits?.maxAgents ?? DEFAULTS.maxAgents,
       newIpsPerAgentPerMinute: f.limits?.newIpsPerAgentPerMinute ?? DEFAULTS.newIpsPerAgentPerMinute,
+      newIpsPerMinute: f.limits?.newIpsPerMinute ?? DEFAULTS.newIpsPerMinute,
+      maxConnections: f.limits?.maxConnections ?? DEFAULTS.maxConnections,
+      connectionsPerAddress: f.limits?.connectionsPerAddress ?? DEFAULTS.connectionsPerAddress,
     },
   };
 }

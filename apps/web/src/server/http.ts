@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import type { Actions, CommandSender } from "./actions/actions.js";
@@ -7,15 +8,18 @@ import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
 import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
 import type { Alerter } from "./alerts/alerter.js";
+import { AlertAdmin } from "./alerts/admin.js";
 import type { Remediation } from "./remediation/remediation.js";
 import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
 import { AGENT_PATH, AgentGateway, type AgentLimits, type Review } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
 import { HubMetrics } from "./metrics.js";
+import { StreamSlots } from "./limits.js";
+import { LogThrottle } from "./log-throttle.js";
 import { parseTarget, type RequestTarget } from "./request-target.js";
 import { apiHeaders, pageHeaders } from "./security-headers.js";
-import { peerAddress } from "./client-address.js";
+import { limitKey, peerAddress } from "./client-address.js";
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "@whohas/core";
 
@@ -78,7 +82,29 @@ export interface HubServerOptions {
   readonly dev?: boolean;
   /** WebSocket upgrades that are not ours (Next's dev hot reload at /_next/hmr). */
   readonly otherUpgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Take agents that come through a proxy (config agents.allowProxied). */
+  readonly agentsAllowProxied?: boolean;
+  /** How often a node's facts are taken at most (tests shorten it). */
+  readonly agentFactsEveryMs?: number;
+  /** Open connections taken at most, and from one address (trusted proxies excepted); config `limits`. */
+  readonly connections?: { readonly max: number; readonly perAddress: number };
+  /** Live streams (subscriptions) open at most per principal and in total. */
+  readonly streamsPerUser?: number;
+  readonly maxStreams?: number;
 }
+
+/** MAX_BATCH: tRPC calls one request may batch (the dashboard's client sends at most as many). */
+export const MAX_BATCH = 10;
+/** STREAMS_PER_USER / MAX_STREAMS: live views one principal, and everyone, may hold open. */
+export const STREAMS_PER_USER = 32;
+export const MAX_STREAMS = 2000;
+/**
+ * HEADERS_TIMEOUT_MS / REQUEST_TIMEOUT_MS: a client has this long to send a request's headers, and all of it (a
+ * sign-in form is a few hundred bytes): a client that trickles bytes cannot hold a connection for minutes.
+ * Responses (live streams) and WebSockets are not bounded by them.
+ */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A HubServer routes one process's HTTP: health, tRPC, the agent WebSocket, and Next.js for the rest. */
 export interface HubServer {
@@ -111,22 +137,28 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     if (path === "/healthz" || path === "/readyz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     res.writeHead(404, { "content-type": "text/plain" }).end("this port serves /metrics, /healthz and /readyz only\n");
   };
-  const gateway = new AgentGateway({ hub: opts.hub, token: opts.agentToken, logger: opts.logger, metrics, reviewer: opts.agentReviewer, clients: auth.clients, limits: opts.agentLimits });
+  const gateway = new AgentGateway({ hub: opts.hub, token: opts.agentToken, logger: opts.logger, metrics, reviewer: opts.agentReviewer, clients: auth.clients, limits: opts.agentLimits, allowProxied: opts.agentsAllowProxied, factsEveryMs: opts.agentFactsEveryMs });
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
   const remediation = opts.remediation?.(actions);
+  const alerts = alerter === undefined ? undefined : new AlertAdmin(alerter, opts.hub.store.audit);
+  const streams = new StreamSlots(opts.streamsPerUser ?? STREAMS_PER_USER, opts.maxStreams ?? MAX_STREAMS);
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: TRPC_PREFIX,
     // The dashboard's inputs are a few hundred bytes: a larger body is refused before it is read whole (413).
     maxBodySize: MAX_TRPC_BODY_BYTES,
+    // One request answers at most MAX_BATCH calls (the dashboard's client batches as many): a URL naming the whole
+    // IP list eighty times cannot make the hub build eighty copies of it.
+    maxBatchSize: MAX_BATCH,
     createContext: ({ req }) => {
       const principal = auth.principal(req);
-      return { hub: opts.hub, actions, settings: opts.settings, alerter, remediation, principal, csrfOk: principal !== null && auth.csrfOk(req, principal) };
+      return { hub: opts.hub, actions, settings: opts.settings, alerts, audit: opts.hub.store.audit, remediation, principal, csrfOk: principal !== null && auth.csrfOk(req, principal), streams };
     },
   });
   const base = opts.basePath ?? "";
   const dev = opts.dev === true;
+  const noisy = new LogThrottle(opts.logger);
   /**
    * unprefixed returns a checked path without the dashboard's prefix. For the hub's own routes req.url loses it too,
    * so that their handlers see /api/..., /agent; Next.js's pages keep it (Next strips it itself).
@@ -141,7 +173,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     const t = parseTarget(req.url);
     if (!t.ok) {
       apiHeaders(res);
-      opts.logger.warn("http.bad_target", { reason: t.reason, peer: peerAddress(req) });
+      noisy.warn("http.bad_target", limitKey(peerAddress(req)), { reason: t.reason, peer: peerAddress(req) });
       res.writeHead(400, { "content-type": "text/plain; charset=utf-8" }).end(`bad request: ${t.message}\n`);
       return;
     }
@@ -156,7 +188,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path.startsWith(AUTH_PREFIX)) {
-      void handleAuth(auth, base, req, res, opts.logger);
+      void handleAuth(auth, base, req, res, opts.logger, noisy);
       return;
     }
     if (path.startsWith(REST_PREFIX)) {
@@ -222,9 +254,52 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     listener,
     upgrade,
     createServer(tls) {
-      const s = tls === undefined || tls === null ? createServer(listener) : createTlsServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
+      const options = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS };
+      const s = tls === undefined || tls === null ? createServer(options, listener) : createTlsServer({ ...options, cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
       s.on("upgrade", upgrade);
+      if (opts.connections !== undefined) limitConnections(s, opts.connections, (addr) => auth.clients.isProxy(addr), opts.logger);
       return s;
     },
   };
+}
+
+/** CONNECTION_LOG_MS: refused connections are logged at most this often per address (with their count). */
+const CONNECTION_LOG_MS = 60_000;
+
+/**
+ * limitConnections caps a server's open connections, in total (the kernel queue holds the rest) and per client
+ * address (trusted proxies excepted: every client behind them shares their address); a connection past the cap is
+ * closed at once.
+ */
+function limitConnections(s: Server, limits: { readonly max: number; readonly perAddress: number }, isProxy: (addr: string) => boolean, logger: Logger): void {
+  s.maxConnections = limits.max;
+  const open = new Map<string, number>();
+  const told = new Map<string, { at: number; refused: number }>();
+  s.on("connection", (socket: Socket) => {
+    const raw = socket.remoteAddress ?? "unix";
+    const addr = raw.startsWith("::ffff:") ? raw.slice(7) : raw;
+    if (raw === "unix" || isProxy(addr)) return;
+    const key = limitKey(addr);
+    const n = open.get(key) ?? 0;
+    if (n >= limits.perAddress) {
+      socket.destroy();
+      const now = Date.now();
+      const t = told.get(key) ?? { at: -Infinity, refused: 0 };
+      t.refused++;
+      if (now - t.at >= CONNECTION_LOG_MS) {
+        logger.warn("http.connections_limited", { client: key, refused: t.refused, limit: limits.perAddress, hint: "one address holds limits.connectionsPerAddress connections: a client opening too many, or clients behind a proxy missing from auth.trustedProxies" });
+        t.at = now;
+        t.refused = 0;
+      }
+      if (told.size > 10_000) told.clear();
+      told.set(key, t);
+      return;
+    }
+    open.set(key, n + 1);
+    socket.once("close", () => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left === 0) open.delete(key);
+      else open.set(key, left);
+    });
+  });
 }

@@ -65,3 +65,39 @@ export class AttemptLimiter {
     if (oldest.done !== true) this.#buckets.delete(oldest.value);
   }
 }
+
+/** A StreamLimitError: a principal (or the hub) has as many live streams open as it may. */
+export class StreamLimitError extends Error {}
+
+/**
+ * StreamSlots bounds the live streams (subscriptions) open at once, per principal and in total: each holds a
+ * feed cursor and sends whole lists, so one principal's thousand tabs, or a script, cannot wear the hub down.
+ */
+export class StreamSlots {
+  readonly #open = new Map<string, number>();
+  #total = 0;
+
+  constructor(readonly perKey: number, readonly total: number) {}
+
+  /** open takes a slot for `key` and returns its release (idempotent); throws StreamLimitError when none is free. */
+  open(key: string): () => void {
+    const mine = this.#open.get(key) ?? 0;
+    if (mine >= this.perKey) throw new StreamLimitError(`${key} has ${mine} live views open, the most one user may: close some tabs`);
+    if (this.#total >= this.total) throw new StreamLimitError(`the hub serves ${this.#total} live views, its limit: try again later`);
+    this.#open.set(key, mine + 1);
+    this.#total++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const n = (this.#open.get(key) ?? 1) - 1;
+      if (n === 0) this.#open.delete(key);
+      else this.#open.set(key, n);
+      this.#total--;
+    };
+  }
+
+  get size(): number {
+    return this.#total;
+  }
+}

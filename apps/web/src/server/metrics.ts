@@ -1,6 +1,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { Hub } from "./hub/hub.js";
 
+/** GAP_BUCKETS: handover gaps in seconds, from a clean MetalLB failover (well under a second) to a long outage. */
+const GAP_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60];
+
 /** MAX_IP_SERIES bounds the per-IP series, whatever the size of the segment the agents see. */
 const MAX_IP_SERIES = 5000;
 
@@ -27,15 +30,23 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly handoverGaps = new Histogram({
+    name: "whohas_handover_gap_seconds",
+    help: "Handovers (the answers moving from one node to another with no request answered by both), by their gap: from the old owner's last reply to the new owner's first answer.",
+    buckets: GAP_BUCKETS,
+    registers: [this.registry],
+  });
+
   constructor(hub: Hub) {
     // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
     collectDefaultMetrics({ register: this.registry });
+    hub.judging.onHandover((_ip, h) => this.handoverGaps.observe(h.gapMs / 1000));
     new Gauge({
       name: "whohas_hub_store_pending_rows",
       help: "Per-minute rows waiting for the next write (growing means the disk is behind).",
       registers: [this.registry],
       collect() {
-        this.set(hub.store.pendingRows);
+        this.set(hub.store.traffic.pendingRows);
       },
     });
     new Gauge({
@@ -43,7 +54,7 @@ export class HubMetrics {
       help: "IPs held in the live view (bounded by limits.maxIps).",
       registers: [this.registry],
       collect() {
-        this.set(hub.limitStatus().ips);
+        this.set(hub.traffic.limitStatus().ips);
       },
     });
     new Counter({
@@ -52,7 +63,7 @@ export class HubMetrics {
       labelNames: ["what"],
       registers: [this.registry],
       collect() {
-        const s = hub.limitStatus();
+        const s = hub.traffic.limitStatus();
         this.reset();
         this.inc({ what: "ip" }, s.evictedIps);
         this.inc({ what: "mac" }, s.foldedMacs);
@@ -65,7 +76,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         incidents.reset();
-        for (const i of hub.incidents({ open: true, limit: 5000 })) incidents.inc({ type: i.type });
+        for (const [type, n] of hub.store.incidents.openByType()) incidents.set({ type }, n);
       },
     });
     const agents = new Gauge({
@@ -74,7 +85,7 @@ export class HubMetrics {
       labelNames: ["state"],
       registers: [this.registry],
       collect: () => {
-        const all = hub.agents();
+        const all = hub.agents.list();
         agents.set({ state: "up" }, all.filter((a) => a.up).length);
         agents.set({ state: "down" }, all.filter((a) => !a.up).length);
       },
@@ -84,7 +95,7 @@ export class HubMetrics {
       help: "Agents connected to the hub now.",
       registers: [this.registry],
       collect() {
-        this.set(hub.agents().filter((a) => a.up && a.connected).length);
+        this.set(hub.agents.list().filter((a) => a.up && a.connected).length);
       },
     });
     const findings = new Gauge({
@@ -95,7 +106,7 @@ export class HubMetrics {
       collect: () => {
         findings.reset();
         for (const t of ["multi-responder", "wrong-owner", "silent-drop", "split-brain", "no-responder"]) findings.set({ type: t }, 0);
-        for (const [type, n] of hub.findingCounts()) findings.set({ type }, n);
+        for (const [type, n] of hub.judging.present()) findings.set({ type }, n);
       },
     });
     new Gauge({
@@ -104,7 +115,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect() {
         this.reset();
-        const kp = hub.cluster().kubeProxy;
+        const kp = hub.cluster.view().kubeProxy;
         if (kp !== null && kp.error === null) this.set(kp.strictARP ? 1 : 0);
       },
     });
@@ -115,7 +126,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         arpIgnore.reset();
-        for (const n of hub.cluster().strictArp.nodes) arpIgnore.set({ node: n.node }, n.arpIgnore);
+        for (const n of hub.cluster.view().strictArp.nodes) arpIgnore.set({ node: n.node }, n.arpIgnore);
       },
     });
     const ips = new Gauge({
@@ -126,7 +137,14 @@ export class HubMetrics {
       collect: () => {
         ips.reset();
         for (const s of ["single", "multi-responder", "no-responder", "idle"]) ips.set({ state: s }, 0);
-        for (const [state, n] of Object.entries(hub.stateCounts())) ips.set({ state }, n);
+        const now = hub.clock();
+        const { judge, lens } = hub.traffic;
+        const counts = new Map<string, number>();
+        for (const ip of judge.counts.ips()) {
+          const s = judge.stateOf(ip, now, lens);
+          counts.set(s, (counts.get(s) ?? 0) + 1);
+        }
+        for (const [state, n] of counts) ips.set({ state }, n);
       },
     });
     const responders = new Gauge({
@@ -136,8 +154,28 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n, svc] of hub.answering(MAX_IP_SERIES)) responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        for (const [ip, n, svc] of answering(hub, MAX_IP_SERIES)) responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
       },
     });
   }
+}
+
+/**
+ * answering lists how many MACs answer now for each LoadBalancer IP of the cluster and each IP with several
+ * answering (in traffic-only mode, any IP with one or more): at most `max` of them, so that a segment with thousands
+ * of hosts does not explode a metric's label set.
+ */
+function answering(hub: Hub, max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
+  const now = hub.clock();
+  const { judge, lens } = hub.traffic;
+  const lb = hub.cluster.inventory();
+  const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
+  for (const [ip, inv] of lb) out.push([ip, judge.answeringCount(ip, now, lens), inv.services[0] ?? null]);
+  for (const ip of judge.counts.ips()) {
+    if (out.length >= max) break;
+    if (lb.has(ip)) continue;
+    const n = judge.answeringCount(ip, now, lens);
+    if (n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, null]);
+  }
+  return out.slice(0, max);
 }

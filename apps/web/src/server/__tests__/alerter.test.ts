@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { silentLogger } from "@whohas/core";
+import { jsonLogger, silentLogger } from "@whohas/core";
 import { Alerter, type Outcome } from "../alerts/alerter.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
 import { Hub } from "../hub/hub.js";
@@ -45,13 +45,13 @@ afterEach(async () => {
 
 function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}) {
   const hub = new Hub();
-  hub.connect({ v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }] });
-  hub.connect({ v: 1, type: "hello", node: "node-b", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }] });
+  hub.connect({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }] });
+  hub.connect({ v: 2, type: "hello", node: "node-b", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }] });
   const outcomes: [string, Outcome][] = [];
-  const alerter = new Alerter({ hub, outbox: hub.store.outbox, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
+  const alerter = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
   alerters.push(alerter);
   const open = (type = "multi-responder") =>
-    hub.store.openIncident({ ip: IP, type: type as "multi-responder", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], detail: `2 nodes answer for ${IP} (node-a, node-b)`, firstSeen: Date.now() - 5000, lastSeen: Date.now(), count: 3, samples: [Date.now() - 5000] }, {});
+    hub.store.incidents.open({ ip: IP, type: type as "multi-responder", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], detail: `2 nodes answer for ${IP} (node-a, node-b)`, firstSeen: Date.now() - 5000, lastSeen: Date.now(), count: 3, samples: [Date.now() - 5000] }, {});
   return { hub, alerter, outcomes, open };
 }
 
@@ -99,7 +99,7 @@ describe("webhook formats", () => {
     const alert = (firing.alerts as Record<string, unknown>[])[0];
     expect(alert).toMatchObject({ status: "firing", endsAt: "0001-01-01T00:00:00Z", labels: { alertname: "WhohasMultiResponder", type: "multi-responder" } });
     expect(alert?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
-    hub.store.resolveIncident(id, { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] }, Date.now());
+    hub.store.incidents.resolve(id, { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] }, Date.now());
     alerter.enqueue(IP, "resolved");
     await until(() => r.got.length === 2);
     const resolved = JSON.parse(r.got[1]?.body ?? "{}") as { status: string; alerts: { status: string; endsAt: string; fingerprint: string }[] };
@@ -125,7 +125,7 @@ describe("node incidents", () => {
   it("groups a node's incident by node: Alertmanager gets a node label, the generic body a node", async () => {
     const r = await receiver();
     const { hub, alerter } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
-    hub.store.openIncident({ ip: "node/node-b", type: "agent-down", macs: [], detail: "the whohas agent on node-b has been silent for 31 s", firstSeen: Date.now(), lastSeen: Date.now(), count: 1, samples: [] }, {});
+    hub.store.incidents.open({ ip: "node/node-b", type: "agent-down", macs: [], detail: "the whohas agent on node-b has been silent for 31 s", firstSeen: Date.now(), lastSeen: Date.now(), count: 1, samples: [] }, {});
     alerter.enqueue("node/node-b", "firing");
     await until(() => r.got.length === 1);
     const body = JSON.parse(r.got[0]?.body ?? "{}") as { groupKey: string; groupLabels: Record<string, string>; alerts: { labels: Record<string, string> }[] };
@@ -194,6 +194,16 @@ describe("delivery", () => {
     await alerter.deliverDue();
     alerter.enqueue(IP, "firing"); // the third in an hour: over the cap of 2
     expect(outcomes.filter(([, o]) => o === "suppressed")).toHaveLength(1);
+  });
+
+  it("sends a receiver at most maxPerMinute notifications however many IPs break at once, and says so once", async () => {
+    const r = await receiver();
+    const lines: string[] = [];
+    const hub = new Hub();
+    const alerter = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }], policy: { ...DEFAULT_POLICY, groupWaitMs: 60_000, maxPerMinute: 3, allowHosts: ["127.0.0.1"] }, logger: jsonLogger("hub", (l) => lines.push(l)) });
+    for (let i = 1; i <= 50; i++) alerter.enqueue(`198.51.100.${i}`, "firing");
+    expect(hub.store.outbox.recent(100)).toHaveLength(3);
+    expect(lines.filter((l) => l.includes('"alert.storm"'))).toHaveLength(1);
   });
 });
 

@@ -32,8 +32,8 @@ async function start(proxy: ProxyAuth | null = null) {
     { name: "vic", passwordHash: HASH, role: "viewer" as const },
     { name: "ada", passwordHash: HASH, role: "admin" as const },
   ];
-  const auth = new Auth({ users, proxy, sessionTtlMs: 3_600_000, viewerToken: VIEWER }, hub.store, silentLogger);
-  const settings = new Settings(hub.store, 7 * 86_400_000, users, auth.methods);
+  const auth = new Auth({ users, proxy, sessionTtlMs: 3_600_000, viewerToken: VIEWER }, hub.store.access, hub.store.settings, silentLogger);
+  const settings = new Settings({ settings: hub.store.settings, access: hub.store.access, audit: hub.store.audit, fileRetentionMs: 7 * 86_400_000, users, methods: auth.methods, clock: hub.clock });
   const server = createHubServer({ hub, agentToken: AGENT, auth, settings, logger: silentLogger, pages: (q, res) => res.writeHead(200).end(`page ${q.url ?? ""} as ${String(q.headers["x-whohas-user"])}/${String(q.headers["x-whohas-role"])}`) }).createServer();
   servers.push(server);
   server.listen(0, "127.0.0.1");
@@ -47,7 +47,7 @@ async function login(origin: string, username: string, password = "correct horse
   const res = await fetch(`${origin}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams({ username, password, next: "/ips?q=x" }) });
   const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
   const me = cookie === "" ? null : ((await (await fetch(`${origin}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string });
-  return { status: res.status, location: res.headers.get("location"), setCookie: res.headers.get("set-cookie"), cookie, csrf: me?.csrf ?? "" };
+  return { status: res.status, location: res.headers.get("location"), setCookie: res.headers.getSetCookie().find((c) => c.startsWith("whohas_session=")) ?? null, device: res.headers.getSetCookie().find((c) => c.startsWith("whohas_device=")) ?? null, cookie, csrf: me?.csrf ?? "" };
 }
 
 async function mutate(origin: string, path: string, input: unknown, headers: Record<string, string>) {
@@ -67,6 +67,7 @@ describe("sign-in", () => {
     expect(s.status).toBe(303);
     expect(s.location).toBe("/ips?q=x");
     expect(s.setCookie).toMatch(/^whohas_session=[\w-]{40,}; Path=\/; Max-Age=3600; HttpOnly; SameSite=Lax$/);
+    expect(s.device).toMatch(/^whohas_device=[\w.-]+; Path=\/; Max-Age=31536000; HttpOnly; SameSite=Lax$/);
     expect(await (await fetch(`${origin}/ips`, { headers: { cookie: s.cookie } })).text()).toBe("page /ips as olga/operator");
     // A client cannot claim to be someone through the headers the hub sets for the pages.
     expect(await (await fetch(`${origin}/ips`, { headers: { cookie: s.cookie, "x-whohas-user": "mallory", "x-whohas-role": "admin" } })).text()).toBe("page /ips as olga/operator");
@@ -99,7 +100,7 @@ describe("sign-in", () => {
 describe("roles and CSRF", () => {
   it("lets an operator acknowledge with the CSRF token, never without it, and audits it", async () => {
     const { hub, origin } = await start();
-    const id = hub.store.openIncident({ ip: "192.0.2.1", type: "multi-responder", detail: "2 MACs", macs: ["02:00:00:00:00:01", "02:00:00:00:00:02"], firstSeen: 1, lastSeen: 2, count: 1, samples: [1] }, {});
+    const id = hub.store.incidents.open({ ip: "192.0.2.1", type: "multi-responder", detail: "2 MACs", macs: ["02:00:00:00:00:01", "02:00:00:00:00:02"], firstSeen: 1, lastSeen: 2, count: 1, samples: [1] }, {});
     const s = await login(origin, "olga");
     const without = await mutate(origin, "incidents.acknowledge", { id }, { cookie: s.cookie });
     expect(without.status).toBe(403);
@@ -107,7 +108,7 @@ describe("roles and CSRF", () => {
     const ok = await mutate(origin, "incidents.acknowledge", { id }, { cookie: s.cookie, "x-whohas-csrf": s.csrf });
     expect(ok.status).toBe(200);
     expect(ok.body.result?.data).toMatchObject({ id, acknowledgedBy: "olga" });
-    expect(hub.store.auditLog()).toEqual([expect.objectContaining({ actor: "olga", action: "incident.acknowledge", input: { id }, outcome: "ok" })]);
+    expect(hub.store.audit.list()).toEqual([expect.objectContaining({ actor: "olga", action: "incident.acknowledge", input: { id }, outcome: "ok" })]);
   });
 
   it("refuses a viewer's mutation (403 naming the role) and anyone unsigned (401)", async () => {
@@ -128,11 +129,11 @@ describe("roles and CSRF", () => {
     const made = await mutate(origin, "settings.createToken", { name: "grafana" }, { cookie: a.cookie, "x-whohas-csrf": a.csrf });
     const t = made.body.result?.data as { id: number; token: string; prefix: string };
     expect(t.token).toMatch(/^whohas_/);
-    expect(JSON.stringify(hub.store.apiTokens())).not.toContain(t.token);
+    expect(JSON.stringify(hub.store.access.apiTokens())).not.toContain(t.token);
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: { authorization: `Bearer ${t.token}` } })).status).toBe(200);
     await mutate(origin, "settings.revokeToken", { id: t.id }, { cookie: a.cookie, "x-whohas-csrf": a.csrf });
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: { authorization: `Bearer ${t.token}` } })).status).toBe(401);
-    expect(hub.store.auditLog().map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual(["ada token.revoke ok", "ada token.create ok"]);
+    expect(hub.store.audit.list().map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual(["ada token.revoke ok", "ada token.create ok"]);
     const o = await login(origin, "olga");
     expect((await mutate(origin, "settings.createToken", { name: "x" }, { cookie: o.cookie, "x-whohas-csrf": o.csrf })).status).toBe(403);
   });

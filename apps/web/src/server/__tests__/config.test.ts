@@ -34,7 +34,7 @@ describe("loadConfig", () => {
       "hub.yaml": [
         `listen: "127.0.0.1:8080"`,
         `storage: { path: DIR/w.db, retention: 12h }`,
-        `agents: { tokenFile: DIR/agent, serviceAccount: "whohas:whohas-agent" }`,
+        `agents: { tokenFile: DIR/agent, allowProxied: true, serviceAccount: "whohas:whohas-agent" }`,
         `api: { viewerTokenFile: DIR/viewer }`,
         `kubernetes: { kubeconfig: DIR/kc }`,
         `log: { level: warn }`,
@@ -45,9 +45,9 @@ describe("loadConfig", () => {
         `  sessionTtl: 8h`,
         `  trustedProxies: [192.168.0.0/16]`,
         `actions: { probeDuration: 5s, announceDuration: 2s }`,
-        `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500 }`,
+        `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 }`,
         `metrics: { listen: "127.0.0.1:9474", tokenFile: DIR/metrics }`,
-        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
+        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
         `webhooks:`,
         `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
         `  - { name: am, url: "https://hooks.example/am", format: alertmanager }`,
@@ -65,6 +65,7 @@ describe("loadConfig", () => {
       agentToken: TOKEN,
       agentSocket: null,
       agentServiceAccount: "whohas:whohas-agent",
+      agentsAllowProxied: true,
       viewerToken: `viewer-${TOKEN}`,
       kubernetes: join(d, "kc"),
       logLevel: "warn",
@@ -78,11 +79,11 @@ describe("loadConfig", () => {
         trustedProxies: ["192.168.0.0/16"],
       },
       actions: { probeMs: 5000, announceMs: 2000 },
-      limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500 },
+      limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 },
       metricsListen: { host: "127.0.0.1", port: 9474 },
       metricsToken: `metrics-${TOKEN}`,
       tls: null,
-      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, sendResolved: false, allowHosts: ["hooks.example"], allowPrivate: true, externalUrl: "https://whohas.example" },
+      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: ["hooks.example"], allowPrivate: true, externalUrl: "https://whohas.example" },
       webhooks: [
         { name: "ops", url: "https://hooks.example/whohas", format: "generic", secret: "hook-secret-0123456789", source: "config" },
         { name: "am", url: "https://hooks.example/am", format: "alertmanager", secret: null, source: "config" },
@@ -92,8 +93,9 @@ describe("loadConfig", () => {
 
   it("lets the environment win over the file", () => {
     const d = files({ "hub.yaml": `listen: "127.0.0.1:8080"\nagents: { tokenFile: DIR/missing }\n` });
-    const c = loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, PORT: "9000", WHOHAS_KUBECONFIG: "off", KUBERNETES_SERVICE_HOST: "10.0.0.1", WHOHAS_RETENTION: "30m" });
-    expect(c).toMatchObject({ listen: { host: "127.0.0.1", port: 9000 }, kubernetes: null, storage: { retentionMs: 30 * 60_000 } });
+    const c = loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, PORT: "9000", WHOHAS_KUBECONFIG: "off", KUBERNETES_SERVICE_HOST: "10.0.0.1", WHOHAS_RETENTION: "30m", WHOHAS_TRUSTED_PROXIES: "10.1.0.0/16, 10.2.0.7" });
+    expect(c).toMatchObject({ listen: { host: "127.0.0.1", port: 9000 }, kubernetes: null, storage: { retentionMs: 30 * 60_000 }, auth: { trustedProxies: ["10.1.0.0/16", "10.2.0.7"] } });
+    expect(() => loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_TRUSTED_PROXIES: "ingress" })).toThrow(/WHOHAS_TRUSTED_PROXIES/);
   });
 
   it("uses the ServiceAccount in a pod when no kubeconfig is given, traffic-only outside", () => {

@@ -18,8 +18,8 @@ const gatewayOf = (r: Running | undefined): AgentGateway => {
 const TOKEN = "test-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const asViewer = { headers: { authorization: `Bearer ${VIEWER}` } };
-const hello = { v: 1, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
-const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0 };
+const hello = { v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
+const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0, ethSrc: null };
 
 interface Running { server: Server; side: Server; hub: Hub; base: string; metrics: string; ws: string; gateway: AgentGateway }
 const open: Running[] = [];
@@ -41,6 +41,7 @@ async function start(clock: () => number = Date.now): Promise<Running> {
 
 afterEach(async () => {
   for (const r of open.splice(0)) {
+    r.gateway.terminate();
     for (const s of [r.server, r.side]) {
       s.closeAllConnections();
       await new Promise((res) => s.close(res));
@@ -67,7 +68,7 @@ describe("agent gateway", () => {
     c.send(JSON.stringify(hello));
     const [welcome] = (await once(c, "message")) as [Buffer];
     expect(JSON.parse(welcome.toString())).toMatchObject({ type: "welcome" });
-    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
     const body = (await (await fetch(`${base}/api/trpc/ips.list`, asViewer)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
     expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a" }] });
@@ -80,7 +81,7 @@ describe("agent gateway", () => {
 
   it.each([
     { case: "not JSON before hello", msg: "{", reason: /not JSON/ },
-    { case: "observations before hello", msg: JSON.stringify({ v: 1, type: "observations", entries: [], dropped: 0 }), reason: /first message must be hello/ },
+    { case: "observations before hello", msg: JSON.stringify({ v: 2, type: "observations", entries: [], requests: [], dropped: 0 }), reason: /first message must be hello/ },
     { case: "a bad MAC", msg: JSON.stringify({ ...hello, interfaces: [{ name: "eth0", mac: "zz", up: true }] }), reason: /interfaces\.0\.mac/ },
   ])("closes a socket that sends $case with 1008 and keeps serving others", async ({ msg, reason }) => {
     const { ws, base } = await start();
@@ -105,15 +106,15 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    const junk = ["{", "null", JSON.stringify({ v: 1, type: "observations", entries: [{ ...reply, mac: "zz" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" })];
+    const junk = ["{", "null", JSON.stringify({ v: 2, type: "observations", entries: [{ ...reply, mac: "zz" }], requests: [], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" })];
     for (const j of junk) c.send(j);
     c.send(Buffer.from([1, 2, 3]), { binary: true });
-    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
     expect(c.readyState).toBe(WebSocket.OPEN);
     const metrics = await (await fetch(metricsUrl)).text();
     const count = (reason: string) => Number(new RegExp(`whohas_hub_agent_bad_messages_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
-    expect([count("not-json"), count("invalid"), count("binary")]).toEqual([1, 3, 1]);
+    expect([count("not-json"), count("invalid"), count("version"), count("binary")]).toEqual([1, 2, 1, 1]);
     c.close();
   });
 
@@ -140,18 +141,18 @@ describe("agent gateway", () => {
       kubeIpvs0: { present: true, addresses: 306 }, kubeProxyMode: "ipvs",
       capture: { frames: 10, dropped: {}, kernelReceived: 10, kernelDropped: 0 },
     };
-    c.send(JSON.stringify({ v: 1, type: "facts", facts }));
-    await expect.poll(() => hub.agents()[0]?.facts?.kubeIpvs0.addresses).toBe(306);
+    c.send(JSON.stringify({ v: 2, type: "facts", facts }));
+    await expect.poll(() => hub.agents.list()[0]?.facts?.kubeIpvs0.addresses).toBe(306);
     expect(hs).toBeDefined();
     const results: string[] = [];
     const commandArrives = once(c, "message");
-    expect(gatewayOf(hs).command("node-a", { v: 1, type: "probe", id: "p1", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, (m) => results.push(m.type))).toBe(true);
+    expect(gatewayOf(hs).command("node-a", { v: 2, type: "probe", id: "p1", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, (m) => results.push(m.type))).toBe(true);
     const [cmd] = (await commandArrives) as [Buffer];
     expect(JSON.parse(cmd.toString())).toMatchObject({ type: "probe", id: "p1" });
-    c.send(JSON.stringify({ v: 1, type: "probe-result", id: "p1", seq: 1, sentAt: 5, replies: [{ mac: "02:00:5e:00:00:0b", latencyMs: 0.2 }] }));
-    c.send(JSON.stringify({ v: 1, type: "command-done", id: "p1", ok: true, message: "done" }));
+    c.send(JSON.stringify({ v: 2, type: "probe-result", id: "p1", seq: 1, sentAt: 5, replies: [{ mac: "02:00:5e:00:00:0b", latencyMs: 0.2 }] }));
+    c.send(JSON.stringify({ v: 2, type: "command-done", id: "p1", ok: true, message: "done" }));
     await expect.poll(() => results).toEqual(["probe-result", "command-done"]);
-    expect(gatewayOf(hs).command("node-zz", { v: 1, type: "probe", id: "p2", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, () => undefined)).toBe(false);
+    expect(gatewayOf(hs).command("node-zz", { v: 2, type: "probe", id: "p2", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, () => undefined)).toBe(false);
     c.close();
   });
 
@@ -161,7 +162,7 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    c.send(JSON.stringify({ v: 1, type: "facts", facts: { node: "node-b", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } } }));
+    c.send(JSON.stringify({ v: 2, type: "facts", facts: { node: "node-b", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } } }));
     const [code, why] = (await once(c, "close")) as [number, Buffer];
     expect([code, why.toString()]).toEqual([1008, "facts for node-b on node-a's connection"]);
   });
@@ -172,7 +173,7 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    for (let i = 0; i < 1000; i++) c.send(JSON.stringify({ v: 1, type: "heartbeat", t: i }));
+    for (let i = 0; i < 1000; i++) c.send(JSON.stringify({ v: 2, type: "heartbeat", t: i }));
     const [code, why] = (await once(c, "close")) as [number, Buffer];
     expect([code, why.toString()]).toEqual([1008, "rate limit: more than 200 messages/s"]);
     const metrics = await (await fetch(metricsUrl)).text();
@@ -186,7 +187,7 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    c.send(JSON.stringify({ v: 1, type: "observations", entries: [reply], dropped: 0 }));
+    c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 }));
     await expect.poll(async () => (await fetch(metrics)).text()).toMatch(/whohas_hub_ips\{state="single"\} 1/);
     const m = await (await fetch(metrics)).text();
     expect(m).toMatch(/whohas_hub_agents\{state="up"\} 1/);

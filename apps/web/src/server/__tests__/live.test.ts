@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { Hub } from "../hub/hub.js";
 import { appRouter } from "../api/root.js";
 import { createCallerFactory } from "../api/trpc.js";
-import { asRole } from "./helpers.js";
+import { callerContext, observations, aggregate } from "./helpers.js";
 
-const hello = (node: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] });
+const hello = (node: string) => ({ v: 2 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] });
 interface Tracked<T> { id: string; data: T }
 /** On the server a tracked event is [id, data, marker]; the SSE link turns it into { id, data } for the client. */
 const untrack = <T>(v: unknown): Tracked<T> => {
@@ -21,7 +21,7 @@ async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T
 describe("live subscriptions", () => {
   it("send tracked values, and a client resuming with the current id gets only what changes after", async () => {
     const hub = new Hub();
-    const caller = createCallerFactory(appRouter)({ hub, ...asRole("viewer") });
+    const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
     const a = (await caller.agents.live({})) as AsyncIterable<unknown>;
     const ita = a[Symbol.asyncIterator]();
     const first = await next<unknown[]>(ita);
@@ -43,8 +43,8 @@ describe("live subscriptions", () => {
 
   it("stream the IP list once, then only the IPs that changed; a client resuming from a snapshot gets only deltas", async () => {
     const hub = new Hub();
-    const caller = createCallerFactory(appRouter)({ hub, ...asRole("viewer") });
-    const reply = (ip: string) => hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [{ ip, mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 1, firstSeen: Date.now(), lastSeen: Date.now(), peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 }] });
+    const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
+    const reply = (ip: string) => hub.observe("node-a", observations([aggregate(ip, "reply", "02:00:5e:00:00:0a", Date.now())]));
     hub.connect(hello("node-a"));
     reply("192.0.2.1");
     reply("192.0.2.2");

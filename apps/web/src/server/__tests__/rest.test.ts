@@ -4,15 +4,14 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
-import { testAuth } from "./helpers.js";
+import { answered, testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
 import WebSocket from "ws";
 
 const AGENT = "agent-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const VIP = "192.0.2.200";
-const hello = (node: string, mac: string) => ({ v: 1 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
-const entry = (kind: "request" | "reply", mac: string, t: number) => ({ ip: VIP, mac, kind, iface: "eth0", count: 2, firstSeen: t, lastSeen: t, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0 });
+const hello = (node: string, mac: string) => ({ v: 2 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -42,9 +41,11 @@ describe("read API", () => {
     const { hub, get } = await start(VIEWER);
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
-    hub.observe("node-a", { v: 1, type: "observations", dropped: 0, entries: [entry("request", "02:00:5e:00:00:01", 9000), entry("reply", "02:00:5e:00:00:0a", 9000), entry("reply", "02:00:5e:00:00:0b", 9001)] });
     hub.tick();
-    hub.flush();
+    hub.observe("node-a", answered(VIP, 9000, "02:00:5e:00:00:0a"));
+    hub.observe("node-b", answered(VIP, 9000, "02:00:5e:00:00:0b"));
+    await new Promise((r) => setImmediate(r));
+    hub.flush(true);
 
     const ips = await get("/ips");
     expect(ips.status).toBe(200);
@@ -59,7 +60,7 @@ describe("read API", () => {
       }),
     ]);
     const one = (await get(`/ips/${VIP}`)).body as { timeline: unknown[]; incidents: unknown[] };
-    expect(one.timeline).toEqual(expect.arrayContaining([expect.objectContaining({ mac: "02:00:5e:00:00:0b", kind: "reply", count: 2 })]));
+    expect(one.timeline).toEqual(expect.arrayContaining([expect.objectContaining({ mac: "02:00:5e:00:00:0b", kind: "reply", count: 1 })]));
     expect(one.incidents).toEqual([expect.objectContaining({ id: 1, type: "multi-responder", resolvedAt: null })]);
     expect((await get("/nodes")).body).toEqual([expect.objectContaining({ node: "node-a", agent: expect.objectContaining({ up: true }) }), expect.objectContaining({ node: "node-b" })]);
     expect((await get("/incidents?state=open")).body).toHaveLength(1);

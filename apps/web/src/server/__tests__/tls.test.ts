@@ -27,7 +27,7 @@ describe("TLS", () => {
     execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=whohas-hub", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
     cert = readFileSync(join(dir, "cert.pem"), "utf8");
     const hub = new Hub();
-    const auth = new Auth({ users: [{ name: "olga", passwordHash: await hashPassword("correct horse"), role: "operator" }], proxy: null, sessionTtlMs: 3_600_000, viewerToken: null }, hub.store, silentLogger);
+    const auth = new Auth({ users: [{ name: "olga", passwordHash: await hashPassword("correct horse"), role: "operator" }], proxy: null, sessionTtlMs: 3_600_000, viewerToken: null }, hub.store.access, hub.store.settings, silentLogger);
     server = createHubServer({ hub, agentToken: TOKEN, auth, logger: silentLogger, pages: (_q, res) => res.writeHead(404).end() }).createServer({ cert, key: readFileSync(join(dir, "key.pem"), "utf8") });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");

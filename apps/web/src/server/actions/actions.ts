@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { ProbeRounds, WIRE_VERSION, type AgentMessage, type HubMessage, type Logger, type ProbeRound, type ProbeSummary } from "@whohas/core";
+import { ProbeRounds, WIRE_VERSION, chooseProbers, type AgentMessage, type HubMessage, type Logger, type ProbeRound, type ProbeSummary } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 
 /** A CommandSender reaches one node's agent (the AgentGateway). */
@@ -11,7 +11,10 @@ export interface CommandSender {
 /** An ActionRefused is an action that could not start, with the reason a person can act on (nothing was changed). */
 export class ActionRefused extends Error {}
 
-/** PROBERS: a node never hears its own answer to its own broadcast, so the hub probes from two (each hears the other). */
+/**
+ * PROBERS: a node never hears its own answer to its own broadcast, so the hub probes from two (each hears the other):
+ * the expected owner and a node that captured the IP (core's chooseProbers).
+ */
 const PROBERS = 2;
 /** PROBE_INTERVAL_MS: one request a second, as operators probe by hand. */
 const PROBE_INTERVAL_MS = 1000;
@@ -64,6 +67,8 @@ export interface ActionsOptions {
   readonly logger: Logger;
   readonly probeMs: number;
   readonly announceMs: number;
+  /** Draws probers ([0, 1)); Math.random unless a test fixes it. */
+  readonly random?: () => number;
 }
 
 /**
@@ -80,14 +85,14 @@ export class Actions {
   }
 
   #audit(actor: string, action: string, input: unknown, outcome: "ok" | "refused" | "failed", detail: string): void {
-    this.o.hub.store.audit({ t: this.o.hub.clock(), actor, action, input, outcome, detail });
+    this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor, action, input, outcome, detail });
     this.o.logger.info("action", { actor, action, input, outcome, detail });
   }
 
   /** #upAgents names the nodes whose agents are connected now. */
   #upAgents(): string[] {
-    return this.o.hub
-      .agents()
+    return this.o.hub.agents
+      .list()
       .filter((a) => a.up && a.connected)
       .map((a) => a.node)
       .sort();
@@ -144,7 +149,8 @@ export class Actions {
       this.#audit(actor, "ip.probe", { ip }, "refused", message);
       throw new ActionRefused(message);
     }
-    const probers = this.#upAgents().slice(0, PROBERS);
+    const view = this.o.hub.ip(ip);
+    const probers = chooseProbers({ up: this.#upAgents(), owner: view?.expectedOwner?.node ?? null, capturedBy: view?.capturedBy ?? [], n: PROBERS, random: this.o.random ?? Math.random });
     if (probers.length === 0) {
       const message = "no agent is connected: deploy the whohas agent DaemonSet, then probe again";
       this.#audit(actor, "ip.probe", { ip }, "refused", message);

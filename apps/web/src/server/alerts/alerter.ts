@@ -2,9 +2,12 @@ import { randomBytes } from "node:crypto";
 import { subjectNode, type Logger, type Transition } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
+import type { SettingsRepo } from "../store/settings.js";
 import { headers, render, type Alert, type Notice } from "./formats.js";
 import type { AlertPolicy, Receiver } from "./receivers.js";
 import { Egress, type Attempt } from "./egress.js";
+import { TokenBucket } from "../limits.js";
+import { LogThrottle } from "../log-throttle.js";
 
 /** GIVE_UP_MS: a notification still failing this long after it was decided is given up (and shown). */
 export const GIVE_UP_MS = 24 * 3_600_000;
@@ -12,6 +15,8 @@ export const GIVE_UP_MS = 24 * 3_600_000;
 const CONCURRENCY = 2;
 /** SLACK_GAP_MS: Slack takes one message a second per incoming webhook. */
 const SLACK_GAP_MS = 1000;
+/** RETRY_AFTER_MAX_MS: the longest Retry-After honoured. */
+const RETRY_AFTER_MAX_MS = 3_600_000;
 /** Backoff: 1 s doubling to 5 min, times a random 0.5-1 (jitter), or Retry-After when the receiver asks for longer. */
 const BACKOFF_BASE_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
@@ -30,6 +35,8 @@ export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
 export interface AlerterOptions {
   readonly hub: Hub;
   readonly outbox: Outbox;
+  /** Where the receivers that answered 410 are remembered. */
+  readonly settings: SettingsRepo;
   /** The receivers of now (config, environment and Settings together). */
   readonly receivers: () => readonly Receiver[];
   readonly policy: AlertPolicy;
@@ -45,10 +52,14 @@ export interface AlerterOptions {
  */
 export class Alerter {
   readonly #inflight = new Map<string, number>();
+  /** Each receiver's allowance of notifications per minute. */
+  readonly #perMinute = new Map<string, TokenBucket>();
+  readonly #noisy: LogThrottle;
   readonly #slackNext = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
   #sweeper: NodeJS.Timeout | null = null;
   #passing = false;
+  #stopFeed: AbortController | null = null;
   readonly #random: () => number;
   /** Where receivers may be reached (public addresses unless allowed), checked at every send. */
   readonly egress: Egress;
@@ -56,6 +67,7 @@ export class Alerter {
   constructor(readonly o: AlerterOptions) {
     this.#random = o.random ?? Math.random;
     this.egress = new Egress(o.policy);
+    this.#noisy = new LogThrottle(o.logger, () => this.#now);
   }
 
   get #now(): number {
@@ -64,7 +76,13 @@ export class Alerter {
 
   /** start delivers what is due (including what a previous process left pending) and follows the hub's incidents. */
   start(): void {
-    this.o.hub.onTransition((t) => this.onTransition(t));
+    const ac = new AbortController();
+    this.#stopFeed = ac;
+    void (async () => {
+      for await (const batch of this.o.hub.feed.changes(ac.signal)) {
+        for (const c of batch) if (c.kind === "incident" && c.transition !== null) this.onTransition(c.transition);
+      }
+    })();
     this.#timer = setInterval(() => void this.deliverDue(), 250);
     this.#timer.unref();
     this.#sweeper = setInterval(() => this.sweep(), REPEAT_SWEEP_MS);
@@ -73,18 +91,19 @@ export class Alerter {
   }
 
   stop(): void {
+    this.#stopFeed?.abort();
     if (this.#timer !== null) clearInterval(this.#timer);
     if (this.#sweeper !== null) clearInterval(this.#sweeper);
   }
 
   #gone(): Set<string> {
-    return new Set(this.o.hub.store.setting<string[]>(GONE_KEY) ?? []);
+    return new Set(this.o.settings.get<string[]>(GONE_KEY) ?? []);
   }
 
   /** revive lets a receiver that answered 410 receive again (it was edited). */
   revive(name: string): void {
     const gone = this.#gone();
-    if (gone.delete(name)) this.o.hub.store.setSetting(GONE_KEY, [...gone], this.#now);
+    if (gone.delete(name)) this.o.settings.set(GONE_KEY, [...gone], this.#now);
   }
 
   /** status says, per receiver, whether it answered 410 and how its notifications fared. */
@@ -96,7 +115,7 @@ export class Alerter {
   onTransition(t: Transition): void {
     if (!NOTIFIED.has(t.finding.type)) return;
     if (t.kind === "opened") this.enqueue(t.finding.ip, "firing");
-    else if (t.kind === "cleared" && this.o.policy.sendResolved && this.o.hub.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))) this.enqueue(t.finding.ip, "resolved");
+    else if (t.kind === "cleared" && this.o.policy.sendResolved && this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))) this.enqueue(t.finding.ip, "resolved");
   }
 
   /** enqueue writes one notification per receiver for the IP, unless one is still waiting to go or the IP hit its cap. */
@@ -111,6 +130,13 @@ export class Alerter {
         this.o.logger.warn("alert.suppressed", { receiver: r.name, ip, kind, hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping` });
         continue;
       }
+      let budget = this.#perMinute.get(r.name);
+      if (budget === undefined) this.#perMinute.set(r.name, (budget = new TokenBucket(this.o.policy.maxPerMinute / 60, this.o.policy.maxPerMinute, now)));
+      if (!budget.take(now)) {
+        this.o.onOutcome?.(r.name, "suppressed");
+        this.#noisy.warn("alert.storm", r.name, { receiver: r.name, ip, kind, hint: `more than ${this.o.policy.maxPerMinute} notifications to this receiver in a minute (alerting.maxPerMinute): the rest are held back; the dashboard's Incidents lists them all` });
+        continue;
+      }
       this.o.outbox.add({ id: `msg_${randomBytes(12).toString("hex")}`, receiver: r.name, groupKey: ip, kind, createdAt: now, notBefore: now + this.o.policy.groupWaitMs });
     }
     if (this.o.policy.groupWaitMs === 0) setImmediate(() => void this.deliverDue());
@@ -119,7 +145,7 @@ export class Alerter {
   /** sweep notifies again IPs that stay broken longer than repeat_interval. */
   sweep(): void {
     const now = this.#now;
-    const ips = new Set(this.o.hub.incidents({ open: true, limit: 5000 }).filter((i) => NOTIFIED.has(i.type)).map((i) => i.ip));
+    const ips = new Set(this.o.hub.judging.incidents({ open: true, limit: 5000 }).filter((i) => NOTIFIED.has(i.type)).map((i) => i.ip));
     for (const ip of ips) {
       for (const r of this.o.receivers()) {
         const last = this.o.outbox.lastCreated(r.name, ip);
@@ -132,7 +158,7 @@ export class Alerter {
   notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Notice | null {
     const ip = row.groupKey;
     const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
-    const incidents = this.o.hub.incidents({ ip, limit: 200 }).filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
+    const incidents = this.o.hub.judging.incidents({ ip, limit: 200 }).filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
     if (incidents.length === 0) return null;
     const view = subjectNode(ip) === null ? this.o.hub.ip(ip) : null;
     const alerts: Alert[] = incidents.map((i) => ({
@@ -213,13 +239,15 @@ export class Alerter {
       this.o.logger.info("alert.delivered", { receiver: r.name, id: row.id, ip: row.groupKey, kind: row.kind, attempts, ms: a.ms });
       return;
     }
-    const why = a.error ?? `HTTP ${a.status ?? 0}: ${a.body.slice(0, 200)}`;
+    // The status only: what a receiver answers is not shown to whoever reads the deliveries (it may be an internal
+    // service's page, reached through allowPrivate).
+    const why = a.error ?? `HTTP ${a.status ?? 0}`;
     if (a.status === 410) {
       this.o.outbox.attempted(row.id, { ...base, status: "failed", notBefore: row.notBefore, lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)` });
       const cancelled = this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
       const gone = this.#gone();
       gone.add(r.name);
-      this.o.hub.store.setSetting(GONE_KEY, [...gone], now);
+      this.o.settings.set(GONE_KEY, [...gone], now);
       this.o.onOutcome?.(r.name, "gone");
       this.o.logger.error("alert.receiver_gone", { receiver: r.name, cancelled, hint: "the receiver says it no longer exists: fix its URL in Settings or the config file" });
       return;
@@ -232,7 +260,8 @@ export class Alerter {
       return;
     }
     const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)) * (0.5 + this.#random() / 2);
-    const wait = Math.max(backoff, a.retryAfterMs ?? 0);
+    // A receiver may ask for a longer wait, up to RETRY_AFTER_MAX_MS, and never past the give-up time.
+    const wait = Math.max(0, Math.min(Math.max(backoff, Math.min(a.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS)), row.createdAt + GIVE_UP_MS - now));
     this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
     this.o.onOutcome?.(r.name, "retry");
     this.o.logger.warn("alert.retry", { receiver: r.name, id: row.id, status: a.status, why, attempts, retryInMs: Math.round(wait) });

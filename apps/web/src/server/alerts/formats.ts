@@ -98,10 +98,11 @@ export function genericBody(n: Notice): unknown {
 
 /**
  * slackText escapes text for Slack's mrkdwn: &, < and > are its only control characters ("<!channel>",
- * "<https://x|y>"), so a node, Service or MAC name can never mention people or hide a link.
+ * "<https://x|y>"), so a node, Service or MAC name can never mention people or hide a link; a line break cannot start
+ * a line of its own. Every mrkdwn object is sent `verbatim`, so Slack does not turn bare names into mentions or links.
  */
 export function slackText(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/[\r\n\u2028\u2029]+/g, " ");
 }
 
 /** slackBody is an incoming-webhook message: `text` (notifications, fallbacks) and Block Kit `blocks`. */
@@ -114,9 +115,9 @@ export function slackBody(n: Notice): unknown {
   return {
     text,
     blocks: [
-      { type: "section", text: { type: "mrkdwn", text: `*${text}*` } },
-      ...lines.map((l) => ({ type: "section", text: { type: "mrkdwn", text: l } })),
-      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${slackText(n.expectedOwner ?? "unknown")}${link}` }] },
+      { type: "section", text: { type: "mrkdwn", text: `*${text}*`, verbatim: true } },
+      ...lines.map((l) => ({ type: "section", text: { type: "mrkdwn", text: l, verbatim: true } })),
+      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${slackText(n.expectedOwner ?? "unknown")}${link}`, verbatim: true }] },
     ],
   };
 }

@@ -19,6 +19,11 @@ export interface AlertPolicy {
   readonly repeatIntervalMs: number;
   /** At most this many notifications per IP and receiver in any hour (a flapping IP). */
   readonly maxPerIpPerHour: number;
+  /**
+   * At most this many notifications per receiver in a minute, whatever the IPs (a storm of incidents, or invented
+   * IPs, must not page a hundred times): past it they are held back, counted and logged once a minute.
+   */
+  readonly maxPerMinute: number;
   /** Whether a notification goes out when an IP's findings clear. */
   readonly sendResolved: boolean;
   /**
@@ -32,7 +37,7 @@ export interface AlertPolicy {
   readonly externalUrl: string | null;
 }
 
-export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, sendResolved: true, allowHosts: [], allowPrivate: false, externalUrl: null };
+export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, maxPerMinute: 30, sendResolved: true, allowHosts: [], allowPrivate: false, externalUrl: null };
 
 /**
  * checkUrl says why a receiver URL is refused, or null when it is fine: http or https only, no credentials in it

@@ -1,77 +1,104 @@
-import { randomBytes } from "node:crypto";
-import { tracked, type TrackedEnvelope } from "@trpc/server";
+import { TRPCError, tracked, type TrackedEnvelope } from "@trpc/server";
 import { z } from "zod";
-import type { Hub, IpRow } from "../hub/hub.js";
-
-/** BOOT makes event ids of this process distinct from a previous one's, so a resume after a restart resends. */
-const BOOT = randomBytes(4).toString("hex");
-/** MEMO_MAX bounds the remembered last values (one per subscription kind and input). */
-const MEMO_MAX = 1000;
-
-let seq = 0;
-const memo = new Map<string, { id: string; json: string }>();
+import type { Change, Feed } from "../hub/feed.js";
+import type { IpRow } from "../hub/views.js";
+import type { StreamSlots } from "../limits.js";
 
 /** liveInput is every subscription's input: the client's last event id, sent again by httpSubscriptionLink on reconnect. */
 export const liveInput = z.object({ lastEventId: z.string().max(64).nullish() });
 
+/** LIST_INTERVAL_MS: how often a whole list (every IP, every incident) may be pushed to one subscriber. */
+export const LIST_INTERVAL_MS = 1000;
+
+/** eventId writes a feed position as a subscription's event id; seqOf reads it back (null: not of this process). */
+const eventId = (feed: Feed, seq: number) => `${feed.bootId}-${seq}`;
+function seqOf(feed: Feed, id: string | null | undefined): number | null {
+  const m = /^([0-9a-f]+)-(\d+)$/.exec(id ?? "");
+  return m !== null && m[1] === feed.bootId ? Number(m[2]) : null;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /**
- * live turns a read of the hub into a resumable subscription: it yields the value, tracked with an id, at once and
- * whenever it differs from the last one sent (the hub wakes it on every change and once a second, as views age). A
- * client that reconnects with the id of the value that is still current gets nothing until the next change, instead
- * of the same value again.
+ * live turns a read into a resumable subscription driven by the feed: it yields the value at once, then again after
+ * each change that `matters`, at most every `minIntervalMs`. A client that reconnects with the event id it last got
+ * is sent nothing until something that matters to it changes after that id.
  */
 export async function* live<T>(
-  hub: Hub,
+  feed: Feed,
   signal: AbortSignal | undefined,
-  key: string,
+  matters: (c: Change) => boolean,
   lastEventId: string | null | undefined,
   read: () => T,
   minIntervalMs = 0,
 ): AsyncGenerator<TrackedEnvelope<T>> {
-  const known = memo.get(key);
-  let last = lastEventId !== null && lastEventId !== undefined && known?.id === lastEventId ? known.json : "";
-  let sentAt = 0;
-  for await (const _ of hub.changes(signal ?? new AbortController().signal)) {
-    // Large values (every IP) go at most every minIntervalMs: a busy hub changes many times a second.
+  const ac = signal ?? new AbortController().signal;
+  const start = feed.seq;
+  const resumed = seqOf(feed, lastEventId);
+  if (resumed === null || feed.movedSince(resumed, matters)) yield tracked(eventId(feed, start), read());
+  let sentAt = Date.now();
+  for await (const batch of feed.changes(ac, start)) {
+    if (!batch.some(matters)) continue;
+    // Large values (every IP, every incident) go at most every minIntervalMs: a busy hub changes many times a second.
     const wait = sentAt + minIntervalMs - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    if (signal?.aborted === true) return;
-    const value = read();
-    const json = JSON.stringify(value);
-    if (json === last) continue;
-    last = json;
-    let m = memo.get(key);
-    if (m?.json !== json) {
-      m = { id: `${BOOT}-${++seq}`, json };
-      memo.delete(key);
-      memo.set(key, m);
-      if (memo.size > MEMO_MAX) memo.delete(memo.keys().next().value ?? "");
-    }
+    if (wait > 0) await sleep(wait);
+    if (ac.aborted) return;
     sentAt = Date.now();
-    yield tracked(m.id, value);
+    yield tracked(eventId(feed, feed.seq), read());
   }
 }
-
-/** LIST_INTERVAL_MS: how often a whole list (every IP, every incident) may be pushed to one subscriber. */
-export const LIST_INTERVAL_MS = 1000;
 
 /**
- * liveIps streams the IP list as deltas: the whole list first (`full`), then only the IPs whose view changed, at most
- * every LIST_INTERVAL_MS. The event id carries the hub's change sequence, so a client that reconnects with it gets
- * just what changed while it was away (or the whole list again after a hub restart).
+ * liveIps streams the IP list as deltas: the whole list first (`full`), then only the IPs that changed, at most every
+ * LIST_INTERVAL_MS. The event id is the feed's position, so a client that reconnects with it gets just what changed
+ * while it was away (or the whole list again after a hub restart).
  */
-export async function* liveIps(hub: Hub, signal: AbortSignal | undefined, lastEventId: string | null | undefined): AsyncGenerator<TrackedEnvelope<{ full: boolean; ips: IpRow[] }>> {
-  const m = /^([0-9a-f]+)-ips-(\d+)$/.exec(lastEventId ?? "");
-  let since = m !== null && m[1] === hub.bootId ? Number(m[2]) : 0;
+export async function* liveIps(feed: Feed, rows: (ips: Iterable<string> | null) => IpRow[], signal: AbortSignal | undefined, lastEventId: string | null | undefined): AsyncGenerator<TrackedEnvelope<{ full: boolean; ips: IpRow[] }>> {
+  const ac = signal ?? new AbortController().signal;
+  let since = seqOf(feed, lastEventId) ?? 0;
   let sentAt = 0;
-  for await (const _ of hub.changes(signal ?? new AbortController().signal)) {
-    const wait = sentAt + LIST_INTERVAL_MS - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    if (signal?.aborted === true) return;
-    const d = hub.ipsSince(since);
-    since = d.seq;
-    if (!d.full && d.ips.length === 0) continue;
+  const send = () => {
+    const seq = feed.seq;
+    const d = feed.ipsSince(since);
+    since = seq;
+    if (!d.full && d.ips.length === 0) return null;
     sentAt = Date.now();
-    yield tracked(`${hub.bootId}-ips-${d.seq}`, { full: d.full, ips: d.ips });
+    return tracked(eventId(feed, seq), { full: d.full, ips: rows(d.full ? null : d.ips) });
+  };
+  const first = send();
+  if (first !== null) yield first;
+  for await (const batch of feed.changes(ac, since)) {
+    if (!batch.some((c) => c.kind === "ip" || c.kind === "everything")) continue;
+    const wait = sentAt + LIST_INTERVAL_MS - Date.now();
+    if (wait > 0) await sleep(wait);
+    if (ac.aborted) return;
+    const next = send();
+    if (next !== null) yield next;
   }
 }
+
+/**
+ * held runs a subscription while it holds one of its principal's stream slots (none: unbounded, in tests); a
+ * principal past its limit gets an error it can read.
+ */
+export async function* held<T>(slots: StreamSlots | undefined, who: string, gen: AsyncGenerator<T>): AsyncGenerator<T> {
+  let release: () => void = () => undefined;
+  try {
+    if (slots !== undefined) release = slots.open(who);
+  } catch (e) {
+    throw new TRPCError({ code: "TOO_MANY_REQUESTS", message: (e as Error).message });
+  }
+  try {
+    yield* gen;
+  } finally {
+    release();
+  }
+}
+
+/** Filters of what matters to each subscription. */
+export const matters = {
+  ip: (ip: string) => (c: Change) => (c.kind === "ip" && c.ip === ip) || c.kind === "everything" || (c.kind === "handover" && c.ip === ip),
+  cluster: (c: Change) => c.kind === "cluster" || c.kind === "agents",
+  agents: (c: Change) => c.kind === "agents",
+  incidents: (c: Change) => c.kind === "incident",
+};

@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isIP } from "@whohas/core";
-import type { Hub, HubIpView } from "../hub/hub.js";
+import type { Hub } from "../hub/hub.js";
+import { ipJson } from "../hub/views.js";
 import type { Principal } from "../auth/auth.js";
 import { decodeSegment } from "../request-target.js";
+import { MAX_LIST } from "../store/incidents.js";
 
 /** REST_PREFIX is the read API for scripts and other tools (README "Read API"). */
 export const REST_PREFIX = "/api/v1/";
@@ -11,23 +13,6 @@ const TIMELINE_MS = 3_600_000;
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }).end(JSON.stringify(body, null, 1) + "\n");
-}
-
-/** ipJson is one IP as the read API documents it; times are milliseconds since the epoch. */
-function ipJson(v: HubIpView) {
-  return {
-    ip: v.ip,
-    state: v.state,
-    services: v.services.map((s) => ({ namespace: s.namespace, name: s.name, externalTrafficPolicy: s.externalTrafficPolicy, ports: s.ports })),
-    pool: v.pool,
-    expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
-    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastSeen: r.lastSeen, lastGratuitous: r.lastGratuitous, meanLatencyMs: r.meanLatencyMs })),
-    fastest: v.fastest,
-    findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, macs: f.macs, firstSeen: f.firstSeen, lastSeen: f.lastSeen, incidentId: f.incidentId })),
-    requests: v.requests,
-    lastRequest: v.lastRequest,
-    silentDropNodes: v.silentDropNodes,
-  };
 }
 
 /**
@@ -65,7 +50,7 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   if (path === "cluster") {
-    send(res, 200, hub.cluster());
+    send(res, 200, hub.summary());
     return;
   }
   if (path === "nodes") {
@@ -89,7 +74,13 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
       return;
     }
     const ip = url.searchParams.get("ip") ?? undefined;
-    send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip, limit: Number(url.searchParams.get("limit") ?? 500) || 500 }));
+    const limitText = url.searchParams.get("limit") ?? "500";
+    const limit = /^\d{1,4}$/.test(limitText) ? Number(limitText) : NaN;
+    if (!(limit >= 1 && limit <= MAX_LIST)) {
+      send(res, 400, { error: `limit must be a whole number from 1 to ${MAX_LIST}` });
+      return;
+    }
+    send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip, limit }));
     return;
   }
   send(res, 404, { error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)` });

@@ -5,25 +5,32 @@
  */
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { Actions } from "../actions/actions.js";
-import type { Alerter } from "../alerts/alerter.js";
+import type { AlertAdmin } from "../alerts/admin.js";
 import type { Principal } from "../auth/auth.js";
 import { allows, type Role } from "../auth/roles.js";
 import type { Hub } from "../hub/hub.js";
 import type { Remediation } from "../remediation/remediation.js";
 import type { Settings } from "../settings.js";
+import type { AuditLog } from "../store/audit.js";
+import type { StreamSlots } from "../limits.js";
 
 export interface Context {
   readonly hub: Hub;
   /** Absent in tests and tools that only read. */
   readonly actions?: Actions;
   readonly settings?: Settings;
-  readonly alerter?: Alerter;
+  /** Alerting as Settings administers it (receivers, deliveries, test sends). */
+  readonly alerts?: AlertAdmin;
+  /** Where refused actions are recorded when the service that would have run them is not there to do it. */
+  readonly audit: AuditLog;
   /** The strictARP fix (absent without Kubernetes access). */
   readonly remediation?: Remediation;
   /** Who is asking (null: nobody signed in); the HTTP handler fills it from the request. */
   readonly principal: Principal | null;
   /** Whether the request carried the principal's CSRF token (mutations need it). */
   readonly csrfOk: boolean;
+  /** The live streams open (absent: unbounded, in tests). */
+  readonly streams?: StreamSlots;
 }
 
 /**

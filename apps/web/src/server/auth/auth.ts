@@ -3,9 +3,11 @@ import type { IncomingMessage } from "node:http";
 import { isIPv6, type BlockList } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "@whohas/core";
-import type { Store } from "../store/store.js";
+import type { AccessRepo } from "../store/access.js";
+import type { SettingsRepo } from "../store/settings.js";
 import { AttemptLimiter } from "../limits.js";
-import { ClientAddresses, peerAddress, trustList } from "../client-address.js";
+import { ClientAddresses, limitKey, peerAddress, trustList } from "../client-address.js";
+import { LogThrottle } from "../log-throttle.js";
 import { verifyPassword } from "./passwords.js";
 import { highest, type Role } from "./roles.js";
 
@@ -30,6 +32,16 @@ const CLIENT_BURST = 10;
  */
 const USER_RATE = 10 / 60;
 const USER_BURST = 20;
+
+/**
+ * DEVICE_COOKIE marks a browser that has signed in to an account before (OWASP's "device cookie"): a sign-in from it
+ * is not held to the account's lock, so guessing an account's password from elsewhere cannot lock its owner out. It
+ * is signed with the hub's secret and names the account; a device has its own allowance of failures.
+ */
+export const DEVICE_COOKIE = "whohas_device";
+const DEVICE_TTL_S = 365 * 86_400;
+const DEVICE_RATE = 5 / 60;
+const DEVICE_BURST = 10;
 
 export interface LocalUser {
   readonly name: string;
@@ -73,7 +85,7 @@ export interface Principal {
 }
 
 export type LoginResult =
-  | { readonly ok: true; readonly user: string; readonly role: Role; readonly setCookie: string }
+  | { readonly ok: true; readonly user: string; readonly role: Role; readonly setCookie: readonly string[] }
   | { readonly ok: false; readonly status: 401 | 429; readonly reason: "invalid" | "throttled" | "locked"; readonly message: string };
 
 export { peerAddress, trustList };
@@ -113,23 +125,27 @@ export class Auth {
   readonly #secret: Buffer;
   readonly #byClient = new AttemptLimiter(CLIENT_RATE, CLIENT_BURST);
   readonly #byUser = new AttemptLimiter(USER_RATE, USER_BURST);
+  readonly #byDevice = new AttemptLimiter(DEVICE_RATE, DEVICE_BURST);
+  readonly #noisy: LogThrottle;
   /** clients reads a request's real client address (behind trusted proxies). */
   readonly clients: ClientAddresses;
 
   constructor(
     readonly config: AuthConfig,
-    readonly store: Store,
+    readonly access: AccessRepo,
+    settings: SettingsRepo,
     readonly logger: Logger,
     readonly clock: () => number = Date.now,
   ) {
     this.#users = new Map(config.users.map((u) => [u.name, u]));
+    this.#noisy = new LogThrottle(logger, clock);
     this.#trusted = config.proxy === null ? null : trustList(config.proxy.trustedProxies);
     this.clients = new ClientAddresses([...(config.trustedProxies ?? []), ...(config.proxy?.trustedProxies ?? [])]);
     // One secret per database, so CSRF tokens outlive a hub restart as the sessions do.
-    let secret = store.setting<string>("auth.secret");
+    let secret = settings.get<string>("auth.secret");
     if (secret === null) {
       secret = randomBytes(32).toString("base64");
-      store.setSetting("auth.secret", secret, clock());
+      settings.set("auth.secret", secret, clock());
     }
     this.#secret = Buffer.from(secret, "base64");
   }
@@ -169,7 +185,7 @@ export class Auth {
     const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
     if (id === null || id.length > 128) return null;
     const idHash = sha256(id);
-    const s = this.store.session(idHash, this.clock());
+    const s = this.access.session(idHash, this.clock());
     if (s === null) return null;
     // The role comes from the configuration of now: a user removed or demoted there loses access at once.
     const u = this.#users.get(s.user);
@@ -182,7 +198,7 @@ export class Auth {
     if (m?.[1] === undefined) return null;
     const token = m[1];
     if (this.config.viewerToken !== null && same(token, this.config.viewerToken)) return { user: "viewer-token", role: "viewer", via: "token", csrf: null };
-    const t = this.store.apiTokenByHash(sha256(token), this.clock());
+    const t = this.access.apiTokenByHash(sha256(token), this.clock());
     return t === null ? null : { user: `token:${t.name}`, role: "viewer", via: "token", csrf: null };
   }
 
@@ -198,18 +214,22 @@ export class Auth {
 
   /**
    * login checks a local user's password and opens a session. Each attempt is counted against the client's address
-   * and against the user name before the password is checked, and given back when it succeeds.
+   * (an IPv6 client by its /64) and against the user name, before the password is checked, and given back when it
+   * succeeds. A browser that signed in to this account before counts against its own allowance instead of the
+   * account's: the owner is never locked out by someone guessing.
    */
   async login(name: string, password: string, req: IncomingMessage, cookiePath: string): Promise<LoginResult> {
     const client = this.clients.of(req);
+    const key = limitKey(client);
     const now = this.clock();
-    if (!this.#byClient.take(client, now)) {
-      this.logger.warn("auth.login_throttled", { user: name, client, scope: "client", hint: `more than ${CLIENT_BURST} failed sign-ins from this address` });
+    if (!this.#byClient.take(key, now)) {
+      this.#noisy.warn("auth.login_throttled", key, { user: name, client, scope: "client", hint: `more than ${CLIENT_BURST} failed sign-ins from this address` });
       return { ok: false, status: 429, reason: "throttled", message: "too many failed sign-ins from your address: wait a minute and try again" };
     }
-    if (!this.#byUser.take(name, now)) {
-      this.#byClient.succeeded(client);
-      this.logger.warn("auth.login_throttled", { user: name, client, scope: "user", hint: `more than ${USER_BURST} failed sign-ins for this user from all addresses: someone may be guessing its password` });
+    const device = this.#device(req, name);
+    const [byAccount, accountKey] = device === null ? [this.#byUser, name] : [this.#byDevice, device];
+    if (!byAccount.take(accountKey, now)) {
+      this.#noisy.warn("auth.login_throttled", `${key} ${name}`, { user: name, client, scope: device === null ? "user" : "device", hint: device === null ? `more than ${USER_BURST} failed sign-ins for this user from all addresses: someone may be guessing its password; its owner can still sign in from a browser that signed in before` : `more than ${DEVICE_BURST} failed sign-ins from this browser` });
       return { ok: false, status: 429, reason: "locked", message: "too many failed sign-ins for this user: wait a minute and try again" };
     }
     const u = this.#users.get(name);
@@ -218,20 +238,37 @@ export class Auth {
       this.logger.warn("auth.login_failed", { user: name, client, reason: u === undefined ? "unknown user" : "wrong password" });
       return { ok: false, status: 401, reason: "invalid", message: "wrong user name or password" };
     }
-    this.#byClient.succeeded(client);
-    this.#byUser.succeeded(name);
+    this.#byClient.succeeded(key);
+    byAccount.succeeded(accountKey);
     const id = randomBytes(32).toString("base64url");
-    this.store.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer: client });
+    this.access.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer: client });
     this.logger.info("auth.login", { user: u.name, role: u.role, client });
     const secure = (req.socket as Partial<TLSSocket>).encrypted === true || this.#forwardedHttps(req);
-    const cookie = [`${SESSION_COOKIE}=${id}`, `Path=${cookiePath}`, `Max-Age=${Math.floor(this.config.sessionTtlMs / 1000)}`, "HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])];
-    return { ok: true, user: u.name, role: u.role, setCookie: cookie.join("; ") };
+    const flags = ["HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])];
+    const session = [`${SESSION_COOKIE}=${id}`, `Path=${cookiePath}`, `Max-Age=${Math.floor(this.config.sessionTtlMs / 1000)}`, ...flags];
+    const deviceCookie = [`${DEVICE_COOKIE}=${device !== null ? this.#deviceToken(u.name, device) : this.#deviceToken(u.name, randomBytes(12).toString("base64url"))}`, `Path=${cookiePath}`, `Max-Age=${DEVICE_TTL_S}`, ...flags];
+    return { ok: true, user: u.name, role: u.role, setCookie: [session.join("; "), deviceCookie.join("; ")] };
+  }
+
+  /** #deviceToken signs "this browser signed in to `user`" (device id, account, MAC). */
+  #deviceToken(user: string, id: string): string {
+    const mac = createHmac("sha256", this.#secret).update(`device\0${user}\0${id}`).digest("base64url").slice(0, 32);
+    return `${id}.${Buffer.from(user).toString("base64url")}.${mac}`;
+  }
+
+  /** #device returns the id of the request's device cookie when it is genuine and names `user`, else null. */
+  #device(req: IncomingMessage, user: string): string | null {
+    const v = cookieValue(req.headers.cookie, DEVICE_COOKIE);
+    if (v === null || v.length > 512) return null;
+    const [id = "", who = ""] = v.split(".");
+    if (id === "" || Buffer.from(who, "base64url").toString() !== user) return null;
+    return same(v, this.#deviceToken(user, id)) ? id : null;
   }
 
   /** logout ends the request's session (if any) and returns the Set-Cookie that clears the cookie. */
   logout(req: IncomingMessage, cookiePath: string): string {
     const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    if (id !== null) this.store.deleteSession(sha256(id));
+    if (id !== null) this.access.deleteSession(sha256(id));
     return `${SESSION_COOKIE}=; Path=${cookiePath}; Max-Age=0; HttpOnly; SameSite=Lax`;
   }
 

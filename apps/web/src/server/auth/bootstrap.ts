@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { Store } from "../store/store.js";
+import type { SettingsRepo } from "../store/settings.js";
 import type { LocalUser } from "./auth.js";
 import { hashPassword } from "./passwords.js";
 
@@ -13,14 +13,14 @@ export const BOOTSTRAP_FILE = "initial-admin-password";
  * whose random password is written once, readable by root only, next to the database. Its hash is kept in the
  * database so the password survives restarts; listing users in the config replaces it.
  */
-export async function bootstrapAdmin(store: Store, dbPath: string, now: number): Promise<{ user: LocalUser; file: string; created: boolean }> {
+export async function bootstrapAdmin(settings: SettingsRepo, dbPath: string, now: number): Promise<{ user: LocalUser; file: string; created: boolean }> {
   const file = join(dbPath === ":memory:" ? "." : dirname(dbPath), BOOTSTRAP_FILE);
-  const saved = store.setting<string>("auth.bootstrapAdminHash");
+  const saved = settings.get<string>("auth.bootstrapAdminHash");
   if (saved !== null) return { user: { name: "admin", passwordHash: saved, role: "admin" }, file, created: false };
   const password = randomBytes(18).toString("base64url");
   const passwordHash = await hashPassword(password);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, `${password}\n`, { mode: 0o600 });
-  store.setSetting("auth.bootstrapAdminHash", passwordHash, now);
+  settings.set("auth.bootstrapAdminHash", passwordHash, now);
   return { user: { name: "admin", passwordHash, role: "admin" }, file, created: true };
 }

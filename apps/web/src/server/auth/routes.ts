@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { LogThrottle } from "../log-throttle.js";
 import type { Logger } from "@whohas/core";
 import type { Auth } from "./auth.js";
 
@@ -78,7 +79,7 @@ function sameOrigin(req: IncomingMessage): boolean {
  * handleAuth serves AUTH_PREFIX: `POST login` (form fields username, password, next; or JSON), `POST logout`,
  * `GET me`. Forms get redirects (303), scripts asking for JSON get JSON.
  */
-export async function handleAuth(auth: Auth, base: string, req: IncomingMessage, res: ServerResponse, logger: Logger): Promise<void> {
+export async function handleAuth(auth: Auth, base: string, req: IncomingMessage, res: ServerResponse, logger: Logger, noisy: LogThrottle = new LogThrottle(logger)): Promise<void> {
   const path = (req.url ?? "").split("?")[0]?.slice(AUTH_PREFIX.length) ?? "";
   const cookiePath = base === "" ? "/" : base;
   const wantsJson = (req.headers["content-type"] ?? "").startsWith("application/json") || (req.headers.accept ?? "").startsWith("application/json");
@@ -104,8 +105,8 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
         if (wantsJson) return json(res, r.status, { error: r.message });
         return void res.writeHead(303, { location: `${base}/login?error=${r.reason}&next=${encodeURIComponent(next)}` }).end();
       }
-      if (wantsJson) return json(res, 200, { user: r.user, role: r.role }, { "set-cookie": r.setCookie });
-      return void res.writeHead(303, { location: next, "set-cookie": r.setCookie, "cache-control": "no-store" }).end();
+      if (wantsJson) return json(res, 200, { user: r.user, role: r.role }, { "set-cookie": [...r.setCookie] });
+      return void res.writeHead(303, { location: next, "set-cookie": [...r.setCookie], "cache-control": "no-store" }).end();
     }
     if (path === "logout") {
       const p = auth.principal(req);
@@ -118,7 +119,11 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
     }
     json(res, 404, { error: `no such endpoint: ${AUTH_PREFIX}${path} (login, logout, me)` });
   } catch (e) {
-    logger.error("auth.failed", { message: (e as Error).message });
+    // A client that hangs up or trickles its form is its own problem (told once a minute per address); anything
+    // else is the hub's.
+    const message = (e as Error).message;
+    if (/aborted|timed? ?out|too large/i.test(message)) noisy.warn("auth.failed", auth.clients.of(req), { message, client: auth.clients.of(req) });
+    else logger.error("auth.failed", { message });
     if (!res.headersSent) json(res, 500, { error: "sign-in failed on the hub; see its log" });
   }
 }

@@ -2,10 +2,11 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type ObservationAggregate } from "@whohas/core";
+import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type NodeFacts, type ParseFailure } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import { peerAddress, type ClientAddresses } from "../client-address.js";
+import { limitKey, peerAddress, type ClientAddresses } from "../client-address.js";
 import { AttemptLimiter, TokenBucket } from "../limits.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
@@ -30,6 +31,12 @@ const BAD_LOG_MS = 10_000;
 
 /** NEW_IP_LOG_MS: an agent's new IPs dropped at its limit are logged at most this often (with their count). */
 const NEW_IP_LOG_MS = 60_000;
+
+/**
+ * FACTS_EVERY_MS: an agent's facts are taken at most this often (it sends them every 10 s and on change); a newer
+ * report arriving sooner waits, and only the latest is kept.
+ */
+export const FACTS_EVERY_MS = 5_000;
 
 /** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
 const FAILED_RATE = 10 / 60;
@@ -56,11 +63,16 @@ export type Review = { readonly ok: true; readonly node: string } | { readonly o
 export interface AgentLimits {
   /** Distinct nodes the hub registers at most; a hello for one more is refused. */
   readonly maxAgents: number;
-  /** IPs the hub did not know that one agent may bring in a minute; the rest of its entries for new IPs are dropped. */
+  /**
+   * IPs the hub did not know that one node's agent may bring in a minute (across its reconnects); the rest of its
+   * entries for new IPs are dropped.
+   */
   readonly newIpsPerAgentPerMinute: number;
+  /** The same, for all agents together. */
+  readonly newIpsPerMinute: number;
 }
 
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000 };
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000, newIpsPerMinute: 10_000 };
 
 export interface AgentGatewayOptions {
   readonly hub: Hub;
@@ -73,7 +85,13 @@ export interface AgentGatewayOptions {
   /** Who a request comes from (behind trusted proxies), for the failed-connection limit. */
   readonly clients?: ClientAddresses;
   readonly limits?: Partial<AgentLimits>;
+  /** Take agents that come through a proxy (off: an Ingress in front of the dashboard cannot publish /agent). */
+  readonly allowProxied?: boolean;
+  /** How often a node's facts are taken at most (FACTS_EVERY_MS; tests shorten it). */
+  readonly factsEveryMs?: number;
 }
+
+type Observations = Extract<AgentMessage, { type: "observations" }>;
 
 interface Live {
   readonly ws: WebSocket;
@@ -113,6 +131,13 @@ export class AgentGateway {
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
   readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
   readonly #limits: AgentLimits;
+  readonly #noisy: LogThrottle;
+  /** Each node's allowance of new IPs: it survives reconnects (a node cannot reset it by reconnecting). */
+  readonly #newIps = new Map<string, TokenBucket>();
+  /** All agents' allowance of new IPs together. */
+  readonly #newIpsAll: TokenBucket;
+  /** Facts waiting for their node's FACTS_EVERY_MS, and when each node's were last taken. */
+  readonly #facts = new Map<string, { at: number; pending: NodeFacts | null; timer: NodeJS.Timeout | null }>();
   readonly hub: Hub;
   readonly logger: Logger;
 
@@ -120,6 +145,8 @@ export class AgentGateway {
     this.hub = o.hub;
     this.logger = o.logger;
     this.#limits = { ...DEFAULT_AGENT_LIMITS, ...o.limits };
+    this.#noisy = new LogThrottle(o.logger);
+    this.#newIpsAll = new TokenBucket(this.#limits.newIpsPerMinute / 60, this.#limits.newIpsPerMinute, Date.now());
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
         if (this.#alive.get(ws) === false) {
@@ -131,6 +158,9 @@ export class AgentGateway {
         // Heartbeats both ways: the agent takes 30 s without a word from the hub as a dead link.
         ws.send(JSON.stringify({ v: WIRE_VERSION, type: "heartbeat", t: Date.now() }));
       }
+      // Allowances of nodes gone and refilled are forgotten (a new one starts full anyway).
+      const now = Date.now();
+      for (const [node, b] of this.#newIps) if (!this.#byNode.has(node) && b.full(now)) this.#newIps.delete(node);
     }, PING_MS);
     this.#ping.unref();
   }
@@ -138,11 +168,18 @@ export class AgentGateway {
   /** handleUpgrade takes an HTTP upgrade for AGENT_PATH. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const peer = this.o.clients?.of(req) ?? peerAddress(req);
+    if (this.o.allowProxied !== true && ["x-forwarded-for", "forwarded", "x-real-ip"].some((h) => req.headers[h] !== undefined)) {
+      this.#noisy.warn("agent.proxied", limitKey(peer), { peer, hint: "an agent connection came through a proxy (an Ingress?): agents connect to the hub's Service directly; set agents.allowProxied if a proxy in front of the agents is intended" });
+      this.o.metrics?.rejected.inc({ reason: "proxied" });
+      const body = "agents connect directly, not through a proxy (agents.allowProxied)\n";
+      socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return;
+    }
     // The shared token is checked first (constant time, no I/O); any other credential is an attempt counted against
     // the address before it is reviewed, so parallel guesses cannot all reach TokenReview.
     if (this.o.token !== null && tokenMatches(req.headers.authorization, this.o.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "shared-token" }));
-    if (!this.#attempts.take(peer, Date.now())) {
-      this.logger.warn("agent.throttled", { peer, hint: "too many failed connections from this address: wait a minute" });
+    if (!this.#attempts.take(limitKey(peer), Date.now())) {
+      this.#noisy.warn("agent.throttled", limitKey(peer), { peer, hint: "too many failed connections from this address: wait a minute" });
       this.o.metrics?.rejected.inc({ reason: "throttled" });
       socket.end("HTTP/1.1 429 Too Many Requests\r\nRetry-After: 60\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
@@ -154,10 +191,10 @@ export class AgentGateway {
       .then((r) => {
         if (socket.destroyed) return;
         if (r.ok) {
-          this.#attempts.succeeded(peer);
+          this.#attempts.succeeded(limitKey(peer));
           return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "service-account", node: r.node }));
         }
-        this.logger.warn("agent.unauthorized", { peer, reason: r.why });
+        this.#noisy.warn("agent.unauthorized", limitKey(peer), { peer, reason: r.why });
         this.o.metrics?.rejected.inc({ reason: "unauthorized" });
         socket.end("HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       });
@@ -182,8 +219,9 @@ export class AgentGateway {
         return { code: CLOSE_NODE_TAKEN, reason: "node-taken", message: `${node} already has a live agent connection (from ${live.peer} since ${since}): two agents claim this node name, or the old connection is dead and the hub drops it within ${(2 * PING_MS) / 1000} s` };
       }
     }
-    if (!this.hub.hasAgent(node) && this.hub.agentCount() >= this.#limits.maxAgents) {
-      return { code: 1008, reason: "max-agents", message: `the hub already knows ${this.hub.agentCount()} nodes (limits.maxAgents ${this.#limits.maxAgents}): raise it if this cluster is really this large` };
+    // At the limit, the agent dead the longest makes room (it registers again when it comes back).
+    if (!this.hub.hasAgent(node) && this.hub.agentCount() >= this.#limits.maxAgents && !this.hub.makeRoom()) {
+      return { code: 1008, reason: "max-agents", message: `the hub knows ${this.hub.agentCount()} nodes, none down long enough to make room (limits.maxAgents ${this.#limits.maxAgents}): raise it if this cluster is really this large` };
     }
     return null;
   }
@@ -191,8 +229,6 @@ export class AgentGateway {
   #accept(ws: WebSocket, peer: string, identity: AgentIdentity): void {
     let node: string | null = null;
     const bucket = new TokenBucket(RATE_PER_SECOND, RATE_BURST, Date.now());
-    const perMinute = this.#limits.newIpsPerAgentPerMinute;
-    const newIps = new TokenBucket(perMinute / 60, perMinute, Date.now());
     const newIpDrops = { count: 0, told: 0, loggedAt: -Infinity };
     const bad = { count: 0, told: 0, loggedAt: -Infinity };
     this.#alive.set(ws, true);
@@ -200,12 +236,12 @@ export class AgentGateway {
     ws.on("message", (data: Buffer, isBinary) => {
       // Frames already on the wire after a refusal are dropped, not judged (and counted) again.
       if (ws.readyState !== ws.OPEN) return;
-      if (!bucket.take(Date.now())) return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`);
+      if (!bucket.take(Date.now())) return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`, "rate-limit");
       // Before hello nothing says who is talking: the connection is refused. After it, a malformed message is dropped
       // and counted, and the agent's good messages around it still count (a newer agent's message, a bit flip...).
-      if (isBinary) return node === null ? this.#refuse(ws, node, peer, "binary frames are not part of wire v1") : this.#drop(bad, node, peer, "binary frames are not part of wire v1");
+      if (isBinary) return node === null ? this.#refuse(ws, node, peer, "binary frames are not part of the wire protocol") : this.#drop(bad, node, peer, "binary", "binary frames are not part of the wire protocol");
       const msg = parseAgentMessage(data.toString("utf8"));
-      if (!msg.ok) return node === null ? this.#refuse(ws, node, peer, msg.message) : this.#drop(bad, node, peer, msg.message);
+      if (!msg.ok) return node === null ? this.#refuse(ws, node, peer, msg.message) : this.#drop(bad, node, peer, msg.reason, msg.message);
       const m = msg.value;
       this.o.metrics?.messages.inc({ type: m.type });
       if (node === null && m.type !== "hello") return this.#refuse(ws, node, peer, "first message must be hello");
@@ -228,9 +264,10 @@ export class AgentGateway {
         }
         case "observations": {
           if (node === null) return;
-          const entries = this.#admitNewIps(m.entries, newIps);
-          if (entries.length < m.entries.length) this.#droppedNewIps(newIpDrops, node, peer, m.entries.length - entries.length);
-          this.hub.observe(node, entries.length === m.entries.length ? m : { ...m, entries });
+          const admitted = this.#admitNewIps(node, m);
+          const dropped = m.entries.length - admitted.entries.length + m.requests.length - admitted.requests.length;
+          if (dropped > 0) this.#droppedNewIps(newIpDrops, node, peer, dropped);
+          this.hub.observe(node, admitted);
           return;
         }
         case "heartbeat":
@@ -238,13 +275,13 @@ export class AgentGateway {
           return;
         case "facts":
           if (node !== null && m.facts.node !== node) return this.#refuse(ws, node, peer, `facts for ${m.facts.node} on ${node}'s connection`);
-          if (node !== null) this.hub.setFacts(node, m.facts);
+          if (node !== null) this.#takeFacts(node, m.facts);
           return;
         case "probe-result":
         case "command-done": {
           const waiting = this.#results.get(m.id);
           // Only the connection the command was sent on may answer it: another agent cannot forge a probe's replies.
-          if (waiting?.ws !== ws) return this.#drop(bad, node ?? "", peer, `${m.type} for a command this connection was not sent`);
+          if (waiting?.ws !== ws) return this.#drop(bad, node ?? "", peer, "foreign-result", `${m.type} for a command this connection was not sent`);
           waiting.onResult(m);
           if (m.type === "command-done") this.#results.delete(m.id);
           return;
@@ -258,31 +295,62 @@ export class AgentGateway {
         this.hub.disconnect(node);
       }
       for (const [id, w] of this.#results) if (w.ws === ws) this.#results.delete(id);
+      if (node !== null && !this.#byNode.has(node)) {
+        const f = this.#facts.get(node);
+        if (f?.timer != null) clearTimeout(f.timer);
+        this.#facts.delete(node);
+      }
       this.logger.info("agent.disconnected", { node, peer, code });
     });
   }
 
   /**
-   * #admitNewIps keeps an agent's entries for IPs the hub already tracks, and those for new IPs while the agent's
-   * allowance lasts: one agent cannot fill the hub (and the pager) with invented IPs.
+   * #admitNewIps keeps an agent's entries and request reports for IPs the hub already tracks, and those for new IPs
+   * while its node's allowance and everyone's last: agents cannot fill the hub (and the pager) with invented IPs.
    */
-  #admitNewIps(entries: readonly ObservationAggregate[], allowance: TokenBucket): ObservationAggregate[] {
+  #admitNewIps(node: string, m: Observations): Observations {
     const now = Date.now();
-    const admitted = new Set<string>();
-    const refused = new Set<string>();
-    const out: ObservationAggregate[] = [];
-    for (const e of entries) {
-      if (admitted.has(e.ip) || this.hub.tracksIp(e.ip)) {
-        out.push(e);
-        continue;
-      }
-      if (refused.has(e.ip)) continue;
-      if (allowance.take(now)) {
-        admitted.add(e.ip);
-        out.push(e);
-      } else refused.add(e.ip);
+    let mine = this.#newIps.get(node);
+    if (mine === undefined) {
+      const perMinute = this.#limits.newIpsPerAgentPerMinute;
+      this.#newIps.set(node, (mine = new TokenBucket(perMinute / 60, perMinute, now)));
     }
-    return out;
+    const allowance = mine;
+    const decided = new Map<string, boolean>();
+    const admit = (ip: string): boolean => {
+      let ok = decided.get(ip);
+      if (ok === undefined) {
+        ok = this.hub.tracksIp(ip) || (allowance.peek(now) && this.#newIpsAll.take(now) && allowance.take(now));
+        decided.set(ip, ok);
+      }
+      return ok;
+    };
+    const entries = m.entries.filter((e) => admit(e.ip));
+    const requests = m.requests.filter((r) => admit(r.ip));
+    return entries.length === m.entries.length && requests.length === m.requests.length ? m : { ...m, entries, requests };
+  }
+
+  /** #takeFacts hands a node's facts to the hub at most every FACTS_EVERY_MS; sooner ones wait (the latest wins). */
+  #takeFacts(node: string, facts: NodeFacts): void {
+    const now = Date.now();
+    let f = this.#facts.get(node);
+    if (f === undefined) this.#facts.set(node, (f = { at: -Infinity, pending: null, timer: null }));
+    const state = f;
+    const every = this.o.factsEveryMs ?? FACTS_EVERY_MS;
+    if (now - state.at >= every) {
+      state.at = now;
+      this.hub.setFacts(node, facts);
+      return;
+    }
+    state.pending = facts;
+    state.timer ??= setTimeout(() => {
+      state.timer = null;
+      const latest = state.pending;
+      state.pending = null;
+      state.at = Date.now();
+      if (latest !== null && this.#byNode.has(node)) this.hub.setFacts(node, latest);
+    }, every - (now - state.at));
+    state.timer.unref();
   }
 
   #droppedNewIps(drops: { count: number; told: number; loggedAt: number }, node: string, peer: string, n: number): void {
@@ -305,9 +373,9 @@ export class AgentGateway {
    * #drop counts a malformed message of an identified agent and lets the connection live. The log tells the first
    * one, then at most one line per BAD_LOG_MS per connection with the count since, so a flood cannot flood the log.
    */
-  #drop(bad: { count: number; told: number; loggedAt: number }, node: string, peer: string, reason: string): void {
+  #drop(bad: { count: number; told: number; loggedAt: number }, node: string, peer: string, kind: ParseFailure["reason"] | "binary" | "foreign-result", reason: string): void {
     bad.count++;
-    this.o.metrics?.badMessages.inc({ reason: reason.startsWith("wire: not JSON") ? "not-json" : reason.startsWith("binary") ? "binary" : reason.includes("this connection was not sent") ? "foreign-result" : "invalid" });
+    this.o.metrics?.badMessages.inc({ reason: kind });
     const now = Date.now();
     if (now - bad.loggedAt < BAD_LOG_MS) return;
     this.logger.warn("agent.bad_message", { node, peer, reason, dropped: bad.count - bad.told, hint: "the message was dropped and the connection kept; an agent newer or older than the hub sends this (compare versions on the Nodes page)" });
@@ -315,9 +383,9 @@ export class AgentGateway {
     bad.told = bad.count;
   }
 
-  #refuse(ws: WebSocket, node: string | null, peer: string, reason: string): void {
+  #refuse(ws: WebSocket, node: string | null, peer: string, reason: string, kind: "rate-limit" | "bad-message" = "bad-message"): void {
     this.logger.warn("agent.bad_message", { node, peer, reason });
-    this.o.metrics?.rejected.inc({ reason: reason.startsWith("rate limit") ? "rate-limit" : "bad-message" });
+    this.o.metrics?.rejected.inc({ reason: kind });
     ws.close(1008, reason.slice(0, 120));
   }
 

@@ -118,7 +118,7 @@ export class Remediation {
   }
 
   #backups(): StoredBackup[] {
-    return this.o.hub.store.setting<StoredBackup[]>(BACKUPS_KEY) ?? [];
+    return this.o.hub.store.settings.get<StoredBackup[]>(BACKUPS_KEY) ?? [];
   }
 
   /** preview reads kube-proxy's ConfigMap and shows the patched text, who changes, and what to know first. */
@@ -228,7 +228,7 @@ export class Remediation {
     run.message = message;
     run.endedAt = this.o.hub.clock();
     for (const s of run.steps) if (s.state === "pending") s.state = "skipped";
-    this.o.hub.store.audit({ t: run.endedAt, actor: run.by, action: `remediation.${run.kind}`, input, outcome: result === "failed" ? "failed" : "ok", detail: message });
+    this.o.hub.store.audit.append({ t: run.endedAt, actor: run.by, action: `remediation.${run.kind}`, input, outcome: result === "failed" ? "failed" : "ok", detail: message });
     this.o.logger.info(`remediation.${run.kind}`, { by: run.by, result, message });
     this.#emit();
   }
@@ -262,9 +262,9 @@ export class Remediation {
             throw kubeMessage(e, `creating backup ConfigMap ${NS}/${name}`);
           });
         if (!run.dryRun) {
-          this.o.hub.store.setSetting(BACKUPS_KEY, [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS), this.o.hub.clock());
+          this.o.hub.store.settings.set(BACKUPS_KEY, [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS), this.o.hub.clock());
           // The full original text is in the audit log too: the backup outlives a deleted ConfigMap.
-          this.o.hub.store.audit({ t: this.o.hub.clock(), actor: run.by, action: "remediation.backup", input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name }, outcome: "ok", detail: original });
+          this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor: run.by, action: "remediation.backup", input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name }, outcome: "ok", detail: original });
         }
         say(`${run.dryRun ? "would create" : "created"} ${NS}/${name}`);
         return name;

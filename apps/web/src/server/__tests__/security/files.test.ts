@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { bootstrapAdmin } from "../../auth/bootstrap.js";
 import { openSqlite } from "../../store/db.js";
 import { Store } from "../../store/store.js";
+import { Hub } from "../../hub/hub.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -22,7 +23,7 @@ describe("secrets at rest", () => {
     const path = join(tmp(), "var", "whohas", "whohas.db");
     const db = openSqlite(path);
     const store = new Store(db, Date.now());
-    store.setSetting("probe", "written", Date.now());
+    store.settings.set("probe", "written", Date.now());
     expect(mode(join(path, ".."))).toBe("700");
     expect([mode(path), mode(`${path}-wal`), mode(`${path}-shm`)]).toEqual(["600", "600", "600"]);
     db.close();
@@ -39,7 +40,26 @@ describe("secrets at rest", () => {
   it("writes the first admin's password 0600", async () => {
     const path = join(tmp(), "state", "whohas.db");
     const store = new Store(openSqlite(path), Date.now());
-    const b = await bootstrapAdmin(store, path, Date.now());
+    const b = await bootstrapAdmin(store.settings, path, Date.now());
     expect(mode(b.file)).toBe("600");
+  });
+});
+
+describe("a database an older hub (or an attacker's agents) filled", () => {
+  it("starts on it: agents past the wire's bounds come back without what broke them, junk names not at all", () => {
+    const path = join(tmp(), "whohas.db");
+    const db = openSqlite(path);
+    new Store(db, Date.now()); // the schema
+    const iface = (i: number) => ({ name: `e${i}`, mac: `02:00:5e:00:${(i >> 8).toString(16).padStart(2, "0")}:${(i & 255).toString(16).padStart(2, "0")}`, up: true });
+    const huge = { node: "node-a", agentVersion: "t", interfaces: Array.from({ length: 4096 }, (_, i) => ({ ...iface(i), master: null, addresses: [], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: { arpIgnore: 0, arpAnnounce: 0 }, captured: false })), sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } };
+    const row = (node: string, interfaces: unknown, facts: unknown) => db.run("INSERT INTO agents (node, version, first_seen, last_seen, interfaces, facts, dropped) VALUES (?, 't', 1, 1, ?, ?, 0)", [node, JSON.stringify(interfaces), facts === null ? null : JSON.stringify(facts)]);
+    row("node-a", [iface(1)], huge);
+    row("node-b", Array.from({ length: 4096 }, (_, i) => iface(i)), null);
+    row("!0-rogue", [iface(2)], null);
+    db.run("UPDATE agents SET facts = '{not json' WHERE node = 'node-b'");
+    db.close();
+    const again = new Hub({ store: new Store(openSqlite(path), Date.now()) });
+    expect(again.agents.list().map((a) => [a.node, a.interfaces.length, a.facts])).toEqual([["node-a", 1, null], ["node-b", 0, null]]);
+    expect(again.nodeOfMac(iface(1).mac)).toBe("node-a");
   });
 });

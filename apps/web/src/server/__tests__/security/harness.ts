@@ -62,8 +62,8 @@ export interface StartOptions {
 export async function startHub(o: StartOptions = {}): Promise<TestHub> {
   const hub = o.hub ?? new Hub();
   const u = users();
-  const auth = new Auth({ users: u, proxy: null, sessionTtlMs: 3_600_000, trustedProxies: o.trustedProxies ?? [], viewerToken: VIEWER_TOKEN }, hub.store, o.logger ?? silentLogger, o.clock ?? Date.now);
-  const settings = new Settings(hub.store, 7 * 86_400_000, u, auth.methods);
+  const auth = new Auth({ users: u, proxy: null, sessionTtlMs: 3_600_000, trustedProxies: o.trustedProxies ?? [], viewerToken: VIEWER_TOKEN }, hub.store.access, hub.store.settings, o.logger ?? silentLogger, o.clock ?? Date.now);
+  const settings = new Settings({ settings: hub.store.settings, access: hub.store.access, audit: hub.store.audit, fileRetentionMs: 7 * 86_400_000, users: u, methods: auth.methods, clock: hub.clock });
   const server = createHubServer({ hub, agentToken: AGENT_TOKEN, auth, settings, logger: o.logger ?? silentLogger, pages: echoPages, ...o.extra });
   hubs.push(server);
   const main = server.createServer();

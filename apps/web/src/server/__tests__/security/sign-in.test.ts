@@ -56,6 +56,37 @@ describe("sign-in limits", () => {
     expect(throttled).toContainEqual(expect.objectContaining({ scope: "user", user: "olga", client: "198.51.100.20" }));
   });
 
+  it("lets the owner in from a browser that signed in before while someone else's guessing holds the account", async () => {
+    const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
+    const first = await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.20" }, body: JSON.stringify({ username: "ada", password: PASSWORD }) });
+    const device = first.headers.getSetCookie().find((c) => c.startsWith("whohas_device="))?.split(";")[0] ?? "";
+    expect(device).toMatch(/^whohas_device=[\w-]+\.[\w-]+\.[\w-]{32}$/);
+    // Two addresses keep ada's account locked, each within its own allowance.
+    for (const client of ["203.0.113.5", "203.0.113.6"]) for (let i = 0; i < 10; i++) await attempt(origin, "ada", `guess-${i}`, client);
+    const login = (cookie: string, client: string) => fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": client, cookie }, body: JSON.stringify({ username: "ada", password: PASSWORD }) });
+    expect((await login("", "198.51.100.21")).status).toBe(429);
+    expect((await login(device, "198.51.100.21")).status).toBe(200);
+    // The cookie is ada's only, and cannot be forged or moved to another account.
+    expect((await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.22", cookie: device }, body: JSON.stringify({ username: "olga", password: "guess" }) })).status).toBe(401);
+    const forged = device.replace(/.$/, (c) => (c === "A" ? "B" : "A"));
+    expect((await login(forged, "198.51.100.23")).status).toBe(429);
+  });
+
+  it("does not refund the address's attempt when the account's lock refused it", async () => {
+    const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
+    for (const client of ["203.0.113.1", "203.0.113.2"]) for (let i = 0; i < 10; i++) await attempt(origin, "olga", `guess-${i}`, client);
+    // 203.0.113.3 is refused by the account's lock 10 times: its own allowance is spent by them.
+    for (let i = 0; i < 10; i++) expect(await attempt(origin, "olga", `guess-${i}`, "203.0.113.3")).toBe(429);
+    expect(await attempt(origin, "vic", PASSWORD, "203.0.113.3")).toBe(429);
+  });
+
+  it("counts an IPv6 client by its /64: a new address in the same network does not start afresh", async () => {
+    const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
+    for (let i = 0; i < 10; i++) await attempt(origin, "olga", `guess-${i}`, `2001:db8:1:2::${(i + 1).toString(16)}`);
+    expect(await attempt(origin, "vic", PASSWORD, "2001:db8:1:2:ffff::99")).toBe(429);
+    expect(await attempt(origin, "vic", PASSWORD, "2001:db8:1:3::1")).toBe(200);
+  });
+
   it("says on the form which limit refused the sign-in", async () => {
     const { origin } = await startHub();
     for (let i = 0; i < 10; i++) await signIn(origin, "olga", `guess-${i}`);

@@ -10,7 +10,8 @@ import { DEFAULT_POLICY, type AlertPolicy, type Receiver } from "../../alerts/re
 import { appRouter } from "../../api/root.js";
 import { createCallerFactory } from "../../api/trpc.js";
 import { Hub } from "../../hub/hub.js";
-import { asRole } from "../helpers.js";
+import { callerContext } from "../helpers.js";
+import { AlertAdmin } from "../../alerts/admin.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -36,7 +37,7 @@ async function receiver(answer: (res: ServerResponse) => void = (res) => res.wri
 
 function alerter(receivers: Receiver[], policy: Partial<AlertPolicy> = {}): { hub: Hub; a: Alerter } {
   const hub = new Hub();
-  const a = new Alerter({ hub, outbox: hub.store.outbox, receivers: () => receivers, policy: { ...DEFAULT_POLICY, ...policy }, logger: silentLogger });
+  const a = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => receivers, policy: { ...DEFAULT_POLICY, ...policy }, logger: silentLogger });
   return { hub, a };
 }
 
@@ -121,17 +122,31 @@ describe("receivers cannot reach the hub's own network", () => {
   it("shows an admin only the status and a short reason of a test send, never the answer's body", async () => {
     const r = await receiver((res) => res.writeHead(200).end("secret-from-the-internal-service"));
     const { hub, a } = alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"] });
-    const caller = createCallerFactory(appRouter)({ hub, alerter: a, ...asRole("admin") });
+    const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
     const out = await caller.alerts.testReceiver({ name: "ops" });
     expect(out).toEqual({ ok: true, status: 200, ms: expect.any(Number) as number, error: null });
     expect(JSON.stringify(out)).not.toContain("secret-from");
   });
 
+  it("keeps the status of a failed delivery, never the answer's body, and waits at most an hour for Retry-After", async () => {
+    const r = await receiver((res) => res.writeHead(503, { "retry-after": "99999999999" }).end("secret-from-the-internal-service"));
+    const { hub, a } = alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"], groupWaitMs: 0 });
+    const now = Date.now();
+    hub.store.incidents.open({ ip: "198.51.100.7", type: "multi-responder", macs: ["02:00:5e:00:00:0a", "02:00:5e:00:00:0b"], detail: "two answer", firstSeen: now, lastSeen: now, count: 1, samples: [now] }, {});
+    a.enqueue("198.51.100.7", "firing");
+    await a.deliverDue();
+    const [row] = hub.store.outbox.recent(10);
+    expect(row).toMatchObject({ status: "pending", lastStatus: 503, lastError: "HTTP 503" });
+    expect((row?.notBefore ?? 0) - Date.now()).toBeLessThanOrEqual(3_600_000);
+    const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
+    expect(JSON.stringify(await caller.alerts.deliveries())).not.toContain("secret-from");
+  });
+
   it("refuses to save a receiver on loopback in Settings", async () => {
     const { hub, a } = alerter([]);
-    const caller = createCallerFactory(appRouter)({ hub, alerter: a, ...asRole("admin") });
+    const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
     await expect(caller.alerts.saveReceiver({ name: "x", url: "http://127.0.0.1:9093/", format: "generic", secret: null })).rejects.toThrow(/loopback address: refused/);
-    expect(hub.store.auditLog()[0]).toMatchObject({ action: "receiver.save", outcome: "refused" });
+    expect(hub.store.audit.list()[0]).toMatchObject({ action: "receiver.save", outcome: "refused" });
   });
 });
 
@@ -155,5 +170,13 @@ describe("Slack messages", () => {
     // whohas' own link stays a link, its "|" and "&" made harmless.
     const blocks = JSON.stringify(slackBody(notice("node-a", "x")));
     expect(blocks).toContain("<https://whohas.example/a%7Cb?x=1&amp;y=2/ips/198.51.100.7|open in whohas>");
+  });
+
+  it("sends every mrkdwn text verbatim (no mentions or links made from bare names), on one line per value", () => {
+    const body = slackBody(notice("node-a", "one\nline\u2028more")) as { blocks: { text?: { type: string; verbatim?: boolean }; elements?: { type: string; verbatim?: boolean }[] }[] };
+    const texts = body.blocks.flatMap((b) => [...(b.text === undefined ? [] : [b.text]), ...(b.elements ?? [])]).filter((t) => t.type === "mrkdwn");
+    expect(texts.length).toBeGreaterThan(2);
+    expect(texts.every((t) => t.verbatim === true)).toBe(true);
+    expect(JSON.stringify(body)).toContain("one line more");
   });
 });

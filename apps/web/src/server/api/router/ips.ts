@@ -1,9 +1,9 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIP } from "@whohas/core";
-import { live, liveInput, liveIps } from "../live.js";
+import { held, live, liveInput, liveIps, matters } from "../live.js";
 import { viewerProcedure } from "../trpc.js";
-import { rowOf } from "../../hub/hub.js";
+import { rowOf } from "../../hub/views.js";
 
 const ip = z.string().refine(isIP, "not an IP address");
 /** RANGES are the timeline windows the dashboard offers. */
@@ -16,7 +16,7 @@ export const ipsRouter = {
   /** snapshot: every IP as list rows, with the event id `live` resumes from (so the list is sent once, then deltas). */
   snapshot: viewerProcedure.query(({ ctx }) => ctx.hub.listSnapshot()),
 
-  /** byIp returns one IP, or null when nothing was seen or known for it. */
+  /** byIp returns one IP (with its handovers), or null when nothing was seen or known for it. */
   byIp: viewerProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
 
   /** timeline: one IP's replies, announcements and requests per minute and MAC over the last 15 min, 1 h or 24 h. */
@@ -25,11 +25,9 @@ export const ipsRouter = {
     return ctx.hub.timeline(input.ip, now - RANGE_MS[input.range], now);
   }),
 
-  /** live pushes the whole list, then only the IPs that changed (and as views age), at most once a second; resumable. */
-  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => liveIps(ctx.hub, signal, input?.lastEventId)),
+  /** live pushes the whole list, then only the IPs that changed, at most once a second; resumable. */
+  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => held(ctx.streams, ctx.principal.user, liveIps(ctx.hub.feed, (ips) => (ips === null ? ctx.hub.ips().map(rowOf) : ctx.hub.views.rows(ips)), signal, input?.lastEventId))),
 
   /** byIpLive pushes one IP whenever it changes. */
-  byIpLive: viewerProcedure
-    .input(liveInput.extend({ ip }))
-    .subscription(({ ctx, signal, input }) => live(ctx.hub, signal, `ip:${input.ip}`, input.lastEventId, () => ctx.hub.ip(input.ip))),
+  byIpLive: viewerProcedure.input(liveInput.extend({ ip })).subscription(({ ctx, signal, input }) => held(ctx.streams, ctx.principal.user, live(ctx.hub.feed, signal, matters.ip(input.ip), input.lastEventId, () => ctx.hub.ip(input.ip)))),
 } satisfies TRPCRouterRecord;

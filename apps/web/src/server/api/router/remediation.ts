@@ -13,7 +13,7 @@ async function guarded<T>(ctx: Context & { principal: { user: string } }, action
   try {
     return await fn();
   } catch (e) {
-    ctx.hub.store.audit({ t: ctx.hub.clock(), actor: ctx.principal.user, action, input, outcome: "refused", detail: (e as Error).message });
+    ctx.audit.append({ t: ctx.hub.clock(), actor: ctx.principal.user, action, input, outcome: "refused", detail: (e as Error).message });
     if (e instanceof RemediationRefused) throw new TRPCError({ code: e.code, message: e.message });
     if (e instanceof TRPCError) throw e;
     throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (e as Error).message });

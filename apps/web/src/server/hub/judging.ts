@@ -1,0 +1,213 @@
+import { FindingTracker, nodeFindings, subjectNode, type Handover, type IpContext, type IpInventory, type OpenFinding, type Transition } from "@whohas/core";
+import type { AuditLog } from "../store/audit.js";
+import type { Incident, IncidentEvent, IncidentsRepo } from "../store/incidents.js";
+import type { AgentRegistry } from "./agents.js";
+import type { ClusterState } from "./cluster.js";
+import type { Feed } from "./feed.js";
+import type { Traffic } from "./traffic.js";
+
+/** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
+export const WRITE_EVERY_MS = 10_000;
+
+const incidentKey = (subject: string, type: string) => `${subject}|${type}`;
+
+/** Context is what every judgement depends on besides an IP's own traffic; `key` moves when any of it does. */
+interface Context {
+  readonly now: number;
+  readonly inventory: Map<string, IpInventory>;
+  readonly down: ReadonlySet<string>;
+  readonly key: string;
+}
+
+export interface JudgingOptions {
+  readonly traffic: Traffic;
+  readonly agents: AgentRegistry;
+  readonly cluster: ClusterState;
+  readonly incidents: IncidentsRepo;
+  readonly audit: AuditLog;
+  readonly feed: Feed;
+  readonly clock: () => number;
+  /** What an incident records of its IP when it opens (the view's services, owner, responders). */
+  readonly evidence: (ip: string) => unknown;
+}
+
+/**
+ * Judging asks core's Judge about IPs and keeps what it says: IPs reported by agents are judged at once (coalesced
+ * per IP), and the IPs that may change with time alone once a round; findings become incidents in the store, their
+ * changes and every handover go on the feed. Nodes are judged once a round too (agent down, strictARP drift).
+ */
+export class Judging {
+  readonly #ids = new Map<string, number>();
+  readonly #nodeTracker = new FindingTracker();
+  /** What each IP's verdict was last time it was judged: when it moves with time alone, subscribers are told. */
+  readonly #verdicts = new Map<string, string>();
+  readonly #soon = new Set<string>();
+  #scheduled = false;
+  #contextKey = "";
+  #round: { ctx: Context; ips: Iterator<string> } | null = null;
+  #lastWrite = 0;
+  readonly #handoverListeners: ((ip: string, h: Handover) => void)[] = [];
+
+  constructor(readonly o: JudgingOptions) {
+    const open = o.incidents.openAll();
+    for (const i of open) this.#ids.set(incidentKey(i.ip, i.type), i.id);
+    const asFinding = (i: Incident): OpenFinding => ({ ip: i.ip, type: i.type, macs: i.macs, detail: i.detail, firstSeen: i.firstSeen, lastSeen: i.lastSeen, count: i.count, samples: i.samples });
+    o.traffic.judge.reopen(open.filter((i) => subjectNode(i.ip) === null).map(asFinding));
+    this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).map(asFinding));
+  }
+
+  #context(now: number): Context {
+    const inventory = this.o.cluster.inventory();
+    const down = this.o.agents.downNodes(now);
+    return { now, inventory, down, key: `${this.o.cluster.version}|${[...down].sort().join(",")}|${this.o.agents.macVersion}` };
+  }
+
+  /** ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind nodes. */
+  ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>): IpContext {
+    const inv = inventory.get(ip);
+    const ownerNode = inv?.expectedOwner?.node ?? null;
+    const owner = ownerNode === null ? null : { node: ownerNode, macs: this.o.agents.macsOf(ownerNode) };
+    const local = inv?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: inv.endpointNodes } : null;
+    return { owner, local, downNodes: down };
+  }
+
+  /** onHandover calls `fn` for every handover (the metrics' histogram). */
+  onHandover(fn: (ip: string, h: Handover) => void): void {
+    this.#handoverListeners.push(fn);
+  }
+
+  /** soon judges `ips` as soon as the event loop turns (what agents just reported: a second answer pages at once). */
+  soon(ips: Iterable<string>): void {
+    for (const ip of ips) this.#soon.add(ip);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      const ctx = this.#context(this.o.clock());
+      const ips = [...this.#soon];
+      this.#soon.clear();
+      // The context moved: the next round judges everything with it (these IPs are awake).
+      if (ctx.key !== this.#contextKey) return;
+      for (const ip of ips) this.#judge(ip, ctx);
+    });
+  }
+
+  /**
+   * round judges the IPs that may change with time alone (and every IP when the context moved), and the nodes; at
+   * most `budget` IPs per call: a round over tens of thousands of IPs is cut into slices between which the server
+   * serves the network (`ticking` says whether it is still open).
+   */
+  round(budget = Infinity): void {
+    if (this.#round === null) {
+      const ctx = this.#context(this.o.clock());
+      if (ctx.key !== this.#contextKey) {
+        this.#contextKey = ctx.key;
+        this.o.traffic.judge.wakeAll();
+        for (const ip of ctx.inventory.keys()) this.#verdicts.delete(ip);
+      }
+      this.#round = { ctx, ips: [...this.o.traffic.judge.awake()][Symbol.iterator]() };
+      this.#judgeNodes(ctx);
+    }
+    const { ctx, ips } = this.#round;
+    for (let n = 0; n < budget; n++) {
+      const next = ips.next();
+      if (next.done === true) {
+        this.#round = null;
+        return;
+      }
+      this.#judge(next.value, ctx);
+    }
+  }
+
+  get ticking(): boolean {
+    return this.#round !== null;
+  }
+
+  #judge(ip: string, ctx: Context): void {
+    const t = this.o.traffic;
+    if (!t.tracks(ip)) return;
+    const v = t.judge.judge(ip, ctx.now, this.ipContext(ip, ctx.inventory, ctx.down), t.lens);
+    for (const h of v.handovers) {
+      this.o.feed.publish({ kind: "handover", ip, handover: h });
+      for (const fn of this.#handoverListeners) fn(ip, h);
+    }
+    for (const tr of v.transitions) this.#record(tr, ip);
+    const key = t.judge.verdictKey(ip, ctx.now, t.lens);
+    if (this.#verdicts.get(ip) !== key) {
+      this.#verdicts.set(ip, key);
+      this.o.feed.publish({ kind: "ip", ip });
+    }
+  }
+
+  /** #judgeNodes judges every node once a round: its agent down, its ARP behaviour drifted from kube-proxy's config. */
+  #judgeNodes(ctx: Context): void {
+    const agents = this.o.agents.list();
+    const strictArp = this.o.cluster.view().strictArp;
+    const nodes = agents.map((a) => ({ node: a.node, down: this.o.agents.dead(a, ctx.now), silentForMs: this.o.agents.silentFor(a, ctx.now) }));
+    for (const [subject, present] of nodeFindings(nodes, strictArp.drift)) {
+      const changes = this.#nodeTracker.update(subject, ctx.now, present);
+      if (changes.length === 0) continue;
+      const node = subjectNode(subject);
+      const evidence = { agent: agents.find((a) => a.node === node) ?? null, arp: strictArp.nodes.find((n) => n.node === node) ?? null, drift: strictArp.drift.find((d) => d.node === node) ?? null };
+      for (const tr of changes) this.#record(tr, subject, evidence);
+    }
+  }
+
+  #record(t: Transition, subject: string, nodeEvidence?: unknown): void {
+    const f = t.finding;
+    const key = incidentKey(subject, f.type);
+    let id = this.#ids.get(key) ?? 0;
+    const repo = this.o.incidents;
+    if (t.kind === "opened") {
+      id = repo.open(f, nodeEvidence ?? this.o.evidence(subject));
+      this.#ids.set(key, id);
+    } else if (t.kind === "updated") {
+      repo.touch(id, f, `now ${f.macs.join(", ")}`);
+    } else {
+      repo.resolve(id, f, t.at);
+      this.#ids.delete(key);
+    }
+    this.o.feed.publish({ kind: "incident", id, subject, transition: t });
+    if (subjectNode(subject) === null) this.o.feed.publish({ kind: "ip", ip: subject });
+  }
+
+  /** open lists the open findings of an IP with their incident ids. */
+  open(ip: string): (OpenFinding & { readonly incidentId: number })[] {
+    return this.o.traffic.judge.open(ip).map((f) => ({ ...f, incidentId: this.#ids.get(incidentKey(ip, f.type)) ?? 0 }));
+  }
+
+  /** present counts the IPs holding each finding now (metrics). */
+  present(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const f of this.o.traffic.judge.open()) out.set(f.type, (out.get(f.type) ?? 0) + 1);
+    return out;
+  }
+
+  /** writeEvidence writes open incidents' latest evidence (last seen, count) every WRITE_EVERY_MS, or when forced. */
+  writeEvidence(force = false): void {
+    const now = this.o.clock();
+    if (!force && now - this.#lastWrite < WRITE_EVERY_MS) return;
+    this.#lastWrite = now;
+    for (const f of [...this.o.traffic.judge.open(), ...this.#nodeTracker.open()]) {
+      const id = this.#ids.get(incidentKey(f.ip, f.type));
+      if (id !== undefined) this.o.incidents.touch(id, f, null);
+    }
+  }
+
+  incidents(q: { open?: boolean; ip?: string; limit?: number } = {}): Incident[] {
+    return this.o.incidents.list(q);
+  }
+
+  incident(id: number): (Incident & { readonly events: readonly IncidentEvent[] }) | null {
+    return this.o.incidents.get(id);
+  }
+
+  /** acknowledge marks an incident seen by `actor` (it stays open until its finding clears); audited. */
+  acknowledge(id: number, actor: string): boolean {
+    const now = this.o.clock();
+    const ok = this.o.incidents.acknowledge(id, actor, now);
+    this.o.audit.append({ t: now, actor, action: "incident.acknowledge", input: { id }, outcome: ok ? "ok" : "refused", detail: ok ? "acknowledged" : "no such incident" });
+    if (ok) this.o.feed.publish({ kind: "incident", id, subject: this.o.incidents.get(id)?.ip ?? "", transition: null });
+    return ok;
+  }
+}

@@ -1,0 +1,107 @@
+import type { Logger } from "@whohas/core";
+import { MAX_ROWS_PER_FLUSH } from "../store/store.js";
+import type { Hub } from "./hub.js";
+
+/** ROUND_MS: how often the IPs that may change with time alone (and the nodes) are judged. */
+export const ROUND_MS = 1000;
+/** WRITE_MS: how often what the hub buffered is written (half a round after each round). */
+const WRITE_MS = 1000;
+/** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
+const JUDGE_SLICE = 2500;
+const WRITE_SLICE = 1500;
+/** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+export interface SchedulerOptions {
+  readonly hub: Hub;
+  readonly logger: Logger;
+  /** The retention in force (Settings may change it at run time). */
+  readonly retentionMs: () => number;
+  /** Where the database lives, for the hint of a failing write. */
+  readonly storagePath: string;
+  /** Times each pass (the hub's metrics). */
+  readonly timer?: (pass: "judge" | "write") => () => void;
+}
+
+const turn = () => new Promise((r) => setImmediate(r));
+
+/**
+ * The Scheduler runs the hub's periodic passes: a judging round every second, the writes half a second later, and
+ * retention every ten minutes, each in slices with network I/O served between them, so that tens of thousands of
+ * IPs never pause the event loop for long. What agents report is judged at once, outside these rounds.
+ */
+export class Scheduler {
+  readonly #timers: NodeJS.Timeout[] = [];
+  #judging = false;
+  #writing = false;
+
+  constructor(readonly o: SchedulerOptions) {}
+
+  start(): void {
+    this.#timers.push(setInterval(() => void this.#round(), ROUND_MS));
+    this.#timers.push(setTimeout(() => this.#timers.push(setInterval(() => void this.#write(), WRITE_MS)), ROUND_MS / 2));
+    this.#timers.push(setInterval(() => void this.#prune(), PRUNE_EVERY_MS));
+    void this.#prune();
+  }
+
+  /** stop ends the passes and writes everything still buffered (shutdown). */
+  stop(): void {
+    for (const t of this.#timers) clearTimeout(t);
+    const { hub } = this.o;
+    while (hub.ticking) hub.tick();
+    hub.tick();
+    hub.flush(true);
+  }
+
+  async #round(): Promise<void> {
+    // The previous round is still going: this second is skipped.
+    if (this.#judging) return;
+    this.#judging = true;
+    const end = this.o.timer?.("judge");
+    try {
+      do {
+        this.o.hub.tick(JUDGE_SLICE);
+        await turn();
+      } while (this.o.hub.ticking);
+    } catch (e) {
+      this.o.logger.error("hub.tick_failed", { message: (e as Error).message });
+    }
+    end?.();
+    this.#judging = false;
+  }
+
+  async #write(): Promise<void> {
+    if (this.#writing) return;
+    this.#writing = true;
+    const end = this.o.timer?.("write");
+    try {
+      for (let written = 0; written < MAX_ROWS_PER_FLUSH; ) {
+        const n = this.o.hub.flush(false, WRITE_SLICE);
+        written += n;
+        if (n < WRITE_SLICE) break;
+        await turn();
+      }
+    } catch (e) {
+      // A full disk or a locked database must not stop ingest: the live view goes on, the error says what to fix.
+      this.o.logger.error("store.write_failed", { message: (e as Error).message, hint: `check free space and permissions of ${this.o.storagePath}` });
+    }
+    end?.();
+    this.#writing = false;
+  }
+
+  async #prune(): Promise<void> {
+    try {
+      const forgotten = this.o.hub.forgetStaleAgents(this.o.retentionMs());
+      if (forgotten.length > 0) this.o.logger.info("agents.forgotten", { nodes: forgotten.slice(0, 20), count: forgotten.length, why: "silent longer than the retention, or no longer a Node of the cluster" });
+      let removed = 0;
+      for (let n = -1; n !== 0; ) {
+        n = this.o.hub.store.pruneStep(Date.now(), this.o.retentionMs());
+        removed += n;
+        await turn();
+      }
+      if (removed > 0) this.o.logger.info("store.pruned", { rows: removed });
+    } catch (e) {
+      this.o.logger.error("store.prune_failed", { message: (e as Error).message });
+    }
+  }
+}

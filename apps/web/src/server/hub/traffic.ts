@@ -1,0 +1,141 @@
+import { DEFAULT_MAX_MACS_PER_IP, Judge, nodeOfPoint, type Batch, type Lens } from "@whohas/core";
+import type { TrafficRepo } from "../store/traffic.js";
+import type { Feed } from "./feed.js";
+
+/** TrackingLimits bound the hub's memory whatever the network sends: made-up IPs or MACs fold, never crash. */
+export interface TrackingLimits {
+  readonly maxIps: number;
+  readonly maxMacsPerIp: number;
+}
+
+export const DEFAULT_LIMITS: TrackingLimits = { maxIps: 100_000, maxMacsPerIp: DEFAULT_MAX_MACS_PER_IP };
+
+/** LimitStatus says whether a limit was hit and what it cost: shown on the Overview, logged, exported. */
+export interface LimitStatus {
+  readonly maxIps: number;
+  readonly maxMacsPerIp: number;
+  readonly ips: number;
+  /** IPs let go from the live view at maxIps (the least recently active; their history stays in storage). */
+  readonly evictedIps: number;
+  /** Times a responder was folded into its IP's sum at maxMacsPerIp. */
+  readonly foldedMacs: number;
+  /** When a limit was last hit; null: never since start. */
+  readonly lastHit: number | null;
+}
+
+/** Eviction frees this share of maxIps at once, so that a flood of new IPs sorts the table rarely. */
+const EVICT_SHARE = 0.05;
+/** LIMIT_LOG_MS: a hit limit is told at most this often. */
+const LIMIT_LOG_MS = 60_000;
+
+export interface TrafficOptions {
+  readonly repo: TrafficRepo;
+  readonly feed: Feed;
+  readonly clock: () => number;
+  /** Which node a MAC belongs to (the agents' interfaces). */
+  readonly nodeOfMac: (mac: string) => string | null;
+  /** IPs that must stay in the live view whatever the limits (the cluster's LoadBalancer IPs, open incidents). */
+  readonly mustStay: (ip: string) => boolean;
+  readonly limits?: Partial<TrackingLimits>;
+  /** Where a hit limit is told (at most once a minute). */
+  readonly onLimit?: (status: LimitStatus) => void;
+}
+
+/**
+ * Traffic takes what the agents report into core's Judge and the per-minute store, and keeps the live view within
+ * its limits: past maxIps the least recently active IPs leave it (their history stays stored), past maxMacsPerIp an
+ * IP's oldest MACs are summed. Every IP a batch touched is published on the feed.
+ */
+export class Traffic {
+  readonly judge: Judge;
+  /** The hub's lens: a node's capture points see that node's replies (and broadcasts), not the other nodes'. */
+  readonly lens: Lens;
+  readonly #limits: TrackingLimits;
+  #evictedIps = 0;
+  #foldedSeen = 0;
+  #lastHit: number | null = null;
+  #lastTold = -Infinity;
+  /** The table size above which the next eviction pass runs (maxIps, unless IPs that must stay fill it). */
+  #evictAbove: number;
+
+  constructor(readonly o: TrafficOptions) {
+    this.#limits = { ...DEFAULT_LIMITS, ...o.limits };
+    this.judge = new Judge({ maxMacsPerIp: this.#limits.maxMacsPerIp });
+    this.#evictAbove = this.#limits.maxIps;
+    this.lens = {
+      nodeOf: (mac) => o.nodeOfMac(mac),
+      watches: (mac, points) => {
+        const node = o.nodeOfMac(mac);
+        if (node === null) return false;
+        for (const p of points) if (nodeOfPoint(p) === node) return true;
+        return false;
+      },
+    };
+  }
+
+  /** restore reads back the traffic of the last `since` ms from storage (counts only: verdicts start from live data). */
+  restore(since: number): void {
+    this.judge.restore(this.o.repo.aggregates(since));
+  }
+
+  /** ingest takes one agent's batch and returns the IPs it touched. */
+  ingest(node: string, batch: Batch): Set<string> {
+    const now = this.o.clock();
+    this.o.repo.record(node, batch.entries);
+    const touched = this.judge.ingest(node, batch, now, this.lens);
+    if (touched.size === 0) return touched;
+    this.#enforceLimits(now);
+    for (const ip of touched) this.o.feed.publish({ kind: "ip", ip });
+    return touched;
+  }
+
+  /** tracks tells whether `ip` is in the live view. */
+  tracks(ip: string): boolean {
+    return this.judge.counts.has(ip);
+  }
+
+  ips(): IterableIterator<string> {
+    return this.judge.counts.ips();
+  }
+
+  /**
+   * #enforceLimits lets go of the least recently active IPs when the table holds more than maxIps (5 % of the limit
+   * at once); IPs that must stay are kept, and when they alone hold the table above the limit, the next pass waits
+   * for another 5 % rather than sorting every IP at every batch.
+   */
+  #enforceLimits(now: number): void {
+    const table = this.judge.counts;
+    const folded = table.foldedMacs;
+    if (folded > this.#foldedSeen) {
+      this.#foldedSeen = folded;
+      this.#hit(now);
+    }
+    if (table.size <= this.#evictAbove) return;
+    const target = Math.floor(this.#limits.maxIps * (1 - EVICT_SHARE));
+    const candidates = [...table.ips()].filter((ip) => !this.o.mustStay(ip)).sort((a, b) => table.lastActivity(a) - table.lastActivity(b));
+    for (const ip of candidates) {
+      if (table.size <= target) break;
+      this.judge.forget(ip);
+      this.o.feed.forget(ip);
+      this.#evictedIps++;
+    }
+    const share = Math.ceil(this.#limits.maxIps * EVICT_SHARE);
+    this.#evictAbove = table.size > this.#limits.maxIps ? table.size + share : this.#limits.maxIps;
+    this.#hit(now);
+    // Live lists send deltas, which cannot say "gone": their subscribers get the whole list once.
+    this.o.feed.publish({ kind: "everything" });
+  }
+
+  #hit(now: number): void {
+    this.#lastHit = now;
+    if (this.o.onLimit !== undefined && now - this.#lastTold >= LIMIT_LOG_MS) {
+      this.#lastTold = now;
+      this.o.onLimit(this.limitStatus());
+    }
+  }
+
+  /** limitStatus tells the tracking limits and whether they were hit. */
+  limitStatus(): LimitStatus {
+    return { ...this.#limits, ips: this.judge.counts.size, evictedIps: this.#evictedIps, foldedMacs: this.judge.counts.foldedMacs, lastHit: this.#lastHit };
+  }
+}

@@ -1,0 +1,138 @@
+import { compareIP, handoverJson, silentDropNodes, type IpInventory, type IpView, type OpenFinding } from "@whohas/core";
+import type { ClusterState } from "./cluster.js";
+import type { Judging } from "./judging.js";
+import type { Traffic } from "./traffic.js";
+
+/** A HubIpView is an IP as the dashboard shows it: the judge's view joined with what the cluster says. */
+export interface HubIpView extends IpView {
+  readonly services: IpInventory["services"];
+  readonly expectedOwner: IpInventory["expectedOwner"];
+  /** MetalLB's IPAddressPool holding the IP, when known. */
+  readonly pool: string | null;
+  /** Nodes hosting a serving endpoint (ETP Local: a responder elsewhere silently drops traffic). */
+  readonly endpointNodes: readonly string[];
+  /** Answering nodes with no local endpoint of an externalTrafficPolicy Local Service (core's silentDropNodes). */
+  readonly silentDropNodes: readonly string[];
+  /** Open findings (incidents) on this IP. */
+  readonly findings: readonly (OpenFinding & { readonly incidentId: number })[];
+}
+
+/**
+ * An IpRow is the part of an IP the lists show (the IPs page, the Overview): about a third of a HubIpView, so that
+ * thousands of IPs travel and parse quickly. The IP detail uses the whole view.
+ */
+export interface IpRow {
+  readonly ip: string;
+  readonly state: IpView["state"];
+  readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
+  readonly expectedOwner: IpInventory["expectedOwner"];
+  readonly responders: readonly { readonly mac: string; readonly node: string | null; readonly answering: boolean; readonly lastGratuitous: number | null }[];
+  readonly fastest: string | null;
+  readonly findings: readonly { readonly type: OpenFinding["type"]; readonly detail: string; readonly firstSeen: number }[];
+  readonly requests: number;
+  readonly lastRequest: number | null;
+  readonly silentDropNodes: readonly string[];
+  readonly lastHandover: number | null;
+}
+
+/** rowOf projects a view to its list row. */
+export function rowOf(v: HubIpView): IpRow {
+  return {
+    ip: v.ip,
+    state: v.state,
+    services: v.services.map((x) => ({ namespace: x.namespace, name: x.name, externalTrafficPolicy: x.externalTrafficPolicy })),
+    expectedOwner: v.expectedOwner,
+    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, lastGratuitous: r.lastGratuitous })),
+    fastest: v.fastest,
+    findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, firstSeen: f.firstSeen })),
+    requests: v.requests,
+    lastRequest: v.lastRequest,
+    silentDropNodes: v.silentDropNodes,
+    lastHandover: v.handovers[0]?.at ?? null,
+  };
+}
+
+/** ipJson is one IP as the read API and the webhooks document it; times are milliseconds since the epoch. */
+export function ipJson(v: HubIpView) {
+  return {
+    ip: v.ip,
+    state: v.state,
+    services: v.services.map((s) => ({ namespace: s.namespace, name: s.name, externalTrafficPolicy: s.externalTrafficPolicy, ports: s.ports })),
+    pool: v.pool,
+    expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
+    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastSeen: r.lastSeen, lastGratuitous: r.lastGratuitous, meanLatencyMs: r.meanLatencyMs, lastAnnouncement: r.lastAnnouncement })),
+    fastest: v.fastest,
+    findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, macs: f.macs, firstSeen: f.firstSeen, lastSeen: f.lastSeen, incidentId: f.incidentId })),
+    requests: v.requests,
+    lastRequest: v.lastRequest,
+    silentDropNodes: v.silentDropNodes,
+    handovers: v.handovers.map(handoverJson),
+  };
+}
+
+/** evidenceOf is what an incident records of its IP when it opens. */
+export function evidenceOf(v: HubIpView | null): unknown {
+  return {
+    services: v?.services ?? [],
+    expectedOwner: v?.expectedOwner ?? null,
+    responders: (v?.responders ?? []).map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
+    capturedBy: v?.capturedBy ?? [],
+    handovers: (v?.handovers ?? []).slice(0, 5).map(handoverJson),
+  };
+}
+
+/**
+ * Views is the one projection of an IP: the judge's view with the cluster's inventory and the open incidents. The
+ * dashboard's API, the read API, the webhooks and the incidents' evidence all read it here.
+ */
+export class Views {
+  constructor(
+    readonly traffic: Traffic,
+    readonly cluster: ClusterState,
+    readonly judging: () => Judging,
+    readonly clock: () => number,
+  ) {}
+
+  /** ip is one IP's view; null when the hub saw no traffic for it and no Service has it. */
+  ip(ip: string, inventory = this.cluster.inventory()): HubIpView | null {
+    const now = this.clock();
+    const i = inventory.get(ip);
+    const v = this.traffic.judge.view(ip, now, this.traffic.lens) ?? (i === undefined ? null : emptyView(ip));
+    if (v === null) return null;
+    const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: i.endpointNodes } : null;
+    return {
+      ...v,
+      services: i?.services ?? [],
+      expectedOwner: i?.expectedOwner ?? null,
+      pool: i?.pool ?? null,
+      endpointNodes: i?.endpointNodes ?? [],
+      silentDropNodes: silentDropNodes(v.responders, local),
+      findings: this.judging().open(ip),
+    };
+  }
+
+  /** ips lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order. */
+  ips(): HubIpView[] {
+    const inventory = this.cluster.inventory();
+    const all = new Set([...this.traffic.ips(), ...inventory.keys()]);
+    return [...all]
+      .sort(compareIP)
+      .map((ip) => this.ip(ip, inventory))
+      .filter((v): v is HubIpView => v !== null);
+  }
+
+  /** rows lists the given IPs' rows (those still known). */
+  rows(ips: Iterable<string>): IpRow[] {
+    const inventory = this.cluster.inventory();
+    const out: IpRow[] = [];
+    for (const ip of ips) {
+      const v = this.ip(ip, inventory);
+      if (v !== null) out.push(rowOf(v));
+    }
+    return out;
+  }
+}
+
+function emptyView(ip: string): IpView {
+  return { ip, state: "idle", requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [], fastest: null, folded: null, handovers: [] };
+}

@@ -1,0 +1,144 @@
+import type { ObservationAggregate, ObservationKind } from "@whohas/core";
+import type { Db } from "./db.js";
+
+const MINUTE_MS = 60_000;
+/**
+ * MAX_ROWS_PER_FLUSH bounds the traffic rows one flush writes (about 50 ms of SQLite), so a hub with tens of
+ * thousands of busy IPs never stalls its event loop on the disk: rows wait their turn, oldest first. A cluster of
+ * a few hundred IPs has everything written every second.
+ */
+export const MAX_ROWS_PER_FLUSH = 15_000;
+/** EVICT_EVERY_MS: how often buckets of minutes that are over, once written, leave memory. */
+const EVICT_EVERY_MS = 10_000;
+
+/** A TimelinePoint is one minute of one MAC's frames of one kind for an IP (counted once across capture points). */
+export interface TimelinePoint {
+  readonly minute: number;
+  readonly mac: string;
+  readonly kind: ObservationKind;
+  readonly count: number;
+}
+
+/**
+ * A Bucket is one minute of (ip, mac, kind) in memory: each capture point's count (the row's count is the largest:
+ * every agent on the segment sees the same broadcast), and how much of it is already written.
+ */
+interface Bucket {
+  minute: number;
+  ip: string;
+  mac: string;
+  kind: string;
+  /** The first capture point's count; the others' in `more` (allocated only when a second one reports). */
+  node: string;
+  nodeCount: number;
+  more: Map<string, number> | null;
+  count: number;
+  written: number;
+  first: number;
+  last: number;
+}
+
+/**
+ * The TrafficRepo keeps per-minute counts per (IP, MAC, kind), counted once across capture points. Ingest is buffered
+ * in memory per minute and written in `flush` (the hub writes every second and at shutdown), so 50,000 observations a
+ * second become a few thousand row updates.
+ */
+export class TrafficRepo {
+  readonly #buckets = new Map<string, Bucket>();
+  readonly #dirty = new Set<Bucket>();
+  #evicted = 0;
+
+  constructor(readonly db: Db) {}
+
+  /** record adds one agent's batch to the minute buckets (in memory until the next flush). */
+  record(node: string, entries: readonly ObservationAggregate[]): void {
+    for (const e of entries) {
+      const minute = e.lastSeen - (e.lastSeen % MINUTE_MS);
+      const key = `${minute}|${e.ip}|${e.mac}|${e.kind}`;
+      let b = this.#buckets.get(key);
+      if (b === undefined) {
+        b = { minute, ip: e.ip, mac: e.mac, kind: e.kind, node, nodeCount: 0, more: null, count: 0, written: 0, first: e.firstSeen, last: e.lastSeen };
+        this.#buckets.set(key, b);
+      }
+      let n: number;
+      if (b.node === node) n = b.nodeCount += e.count;
+      else {
+        b.more ??= new Map();
+        n = (b.more.get(node) ?? 0) + e.count;
+        b.more.set(node, n);
+      }
+      if (n > b.count) b.count = n;
+      if (e.firstSeen < b.first) b.first = e.firstSeen;
+      if (e.lastSeen > b.last) b.last = e.lastSeen;
+      this.#dirty.add(b);
+    }
+  }
+
+  /** pendingRows is how many minute rows wait for the next flush (a growing number means the disk is behind). */
+  get pendingRows(): number {
+    return this.#dirty.size;
+  }
+
+  /**
+   * writeRows writes the rows that grew since they were last written (at most `maxRows`, all when forced at
+   * shutdown), inside the caller's transaction: each row's growth is added to the stored count, so a minute continued
+   * after a restart keeps what was stored before. Returns the rows written.
+   */
+  writeRows(now: number, force: boolean, maxRows: number): number {
+    const rows: Bucket[] = [];
+    for (const b of this.#dirty) {
+      if (!force && rows.length >= maxRows) break;
+      rows.push(b);
+    }
+    for (const b of rows) this.#dirty.delete(b);
+    for (const b of rows) {
+      const delta = b.count - b.written;
+      if (delta <= 0) continue;
+      this.db.run(
+        `INSERT INTO minute_stats (minute, ip, mac, kind, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (minute, ip, mac, kind) DO UPDATE SET count = minute_stats.count + excluded.count,
+           first_seen = MIN(minute_stats.first_seen, excluded.first_seen), last_seen = MAX(minute_stats.last_seen, excluded.last_seen)`,
+        [b.minute, b.ip, b.mac, b.kind, delta, b.first, b.last],
+      );
+      b.written = b.count;
+    }
+    // Minutes that are over leave memory once written; a late batch for one starts a fresh bucket whose counts are
+    // added to the stored row.
+    if (now - this.#evicted >= EVICT_EVERY_MS) {
+      this.#evicted = now;
+      const current = now - (now % MINUTE_MS);
+      for (const [key, b] of this.#buckets) if (b.minute < current && !this.#dirty.has(b)) this.#buckets.delete(key);
+    }
+    return rows.length;
+  }
+
+  /** aggregates sums the stored traffic since `since` per (ip, mac, kind): the history the live view restores. */
+  aggregates(since: number): ObservationAggregate[] {
+    const rows = this.db.all<{ ip: string; mac: string; kind: ObservationKind; count: number; first: number; last: number }>(
+      `SELECT ip, mac, kind, SUM(count) AS count, MIN(first_seen) AS first, MAX(last_seen) AS last
+       FROM minute_stats WHERE minute >= ? GROUP BY ip, mac, kind`,
+      [since - (since % MINUTE_MS)],
+    );
+    return rows.map((r) => ({ ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, peerIp: r.ip, targetMac: null, ethernetMismatch: 0, ethSrc: null }));
+  }
+
+  /** timeline returns one IP's minutes in [from, to] per MAC and kind, the part not yet written included. */
+  timeline(ip: string, from: number, to: number): TimelinePoint[] {
+    const start = from - (from % MINUTE_MS);
+    const rows = this.db.all<TimelinePoint>("SELECT minute, mac, kind, count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?", [ip, start, to]);
+    const byKey = new Map(rows.map((r) => [`${r.minute}|${r.mac}|${r.kind}`, { ...r }]));
+    for (const b of this.#dirty) {
+      if (b.ip !== ip || b.minute < start || b.minute > to || b.count === b.written) continue;
+      const key = `${b.minute}|${b.mac}|${b.kind}`;
+      const r = byKey.get(key);
+      if (r === undefined) byKey.set(key, { minute: b.minute, mac: b.mac, kind: b.kind as ObservationKind, count: b.count - b.written });
+      else r.count += b.count - b.written;
+    }
+    return [...byKey.values()].sort((a, b) => a.minute - b.minute || a.mac.localeCompare(b.mac) || a.kind.localeCompare(b.kind));
+  }
+
+  /** prune deletes at most `limit` minutes older than `cut`; returns how many. */
+  prune(cut: number, limit: number): number {
+    return this.db.run("DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)", [cut, limit]).changes;
+  }
+}
