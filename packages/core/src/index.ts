@@ -26,6 +26,8 @@ export * from "./metallb/election.js";
 export * from "./metallb/speaker.js";
 export * from "./kubeproxy/config.js";
 export * from "./kubeproxy/strict-arp.js";
+export * from "./kubeproxy/rollout.js";
+export * from "./kubeproxy/plan.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";

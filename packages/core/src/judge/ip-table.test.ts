@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { IpTable, compareIP } from "./ip-table.js";
+import { compareIP, ipOrderKey } from "../packet/addr.js";
+import { IpTable } from "./ip-table.js";
 import type { ObservationAggregate } from "../wire.js";
-import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
+import { CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
 
 function agg(kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {
-  return { ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, peerIp: CLIENT_IP, targetMac: CLIENT_MAC, ethernetMismatch: 0, ethSrc: null };
+  return { ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, targetMac: CLIENT_MAC, ethernetMismatch: 0, ethSrc: null };
 }
 const nodes = new Map([[NODE_A_MAC, "node-a"], [NODE_B_MAC, "node-b"]]);
 const nodeOf = (mac: string) => nodes.get(mac) ?? null;
@@ -64,6 +65,10 @@ describe("IpTable", () => {
 
   it("sorts IPs numerically", () => {
     expect(["10.0.0.10", "10.0.0.9", "9.0.0.1"].sort(compareIP)).toEqual(["9.0.0.1", "10.0.0.9", "10.0.0.10"]);
+    const mixed = ["2001:db8::10", "10.0.0.10", "2001:db8::9", "::1", "9.0.0.1", "2001:db8:0:1::"];
+    const byKey = [...mixed].sort((a, b) => (ipOrderKey(a) < ipOrderKey(b) ? -1 : 1));
+    expect(byKey).toEqual([...mixed].sort(compareIP));
+    expect(byKey).toEqual(["9.0.0.1", "10.0.0.10", "::1", "2001:db8::9", "2001:db8::10", "2001:db8:0:1::"]);
   });
 
   it("adds restored history to the live counts without making it a capture point", () => {

@@ -1,6 +1,5 @@
 import type { ObservationAggregate } from "../wire.js";
 import { roleOf } from "../packet/frame.js";
-import { parseIPv6 } from "../packet/addr.js";
 import { ANSWER_WINDOW_MS } from "./findings.js";
 
 /** A ResponderCounts is one MAC that answered or announced for an IP, counted once across capture points. */
@@ -311,18 +310,4 @@ export class IpTable {
     return this.#ips.keys();
   }
 
-}
-
-/** compareIP orders addresses numerically, IPv4 before IPv6. */
-export function compareIP(a: string, b: string): number {
-  const a6 = a.includes(":");
-  const b6 = b.includes(":");
-  if (a6 !== b6) return a6 ? 1 : -1;
-  const pa = a6 ? [...(parseIPv6(a) ?? [])] : a.split(".").map(Number);
-  const pb = b6 ? [...(parseIPv6(b) ?? [])] : b.split(".").map(Number);
-  for (let i = 0; i < pa.length; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
 }

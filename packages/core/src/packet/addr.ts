@@ -173,3 +173,27 @@ export function goIPString(s: string): string | null {
   const mapped = b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff;
   return mapped ? formatIPv4(b, 12) : formatIPv6(b, 0);
 }
+
+/** compareIP orders addresses numerically, IPv4 before IPv6. */
+export function compareIP(a: string, b: string): number {
+  const a6 = a.includes(":");
+  const b6 = b.includes(":");
+  if (a6 !== b6) return a6 ? 1 : -1;
+  const pa = a6 ? [...(parseIPv6(a) ?? [])] : a.split(".").map(Number);
+  const pb = b6 ? [...(parseIPv6(b) ?? [])] : b.split(".").map(Number);
+  for (let i = 0; i < pa.length; i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * ipOrderKey is a string that sorts as compareIP orders (IPv4 before IPv6, numerically): computed once per address,
+ * it sorts thousands of them with plain string comparisons (the dashboard's lists).
+ */
+export function ipOrderKey(ip: string): string {
+  if (!ip.includes(":")) return `4${ip.split(".").map((o) => o.padStart(3, "0")).join("")}`;
+  const b = parseIPv6(ip);
+  return `6${b === null ? ip : [...b].map((x) => x.toString(16).padStart(2, "0")).join("")}`;
+}

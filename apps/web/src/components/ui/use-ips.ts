@@ -3,22 +3,10 @@
 import { useEffect, useMemo, useState } from "react";
 import { useSubscription } from "@trpc/tanstack-react-query";
 import { useTRPC } from "~/trpc/react";
+import { ipOrderKey } from "@whohas/core/addr";
 import { SNAPSHOT_URL } from "./urls";
 
 import type { Ip } from "./ips-view";
-
-/**
- * ipKey orders addresses numerically, IPv4 before IPv6, as core's compareIP does on the hub; written again here
- * because importing @whohas/core into the browser bundle would bring its wire schemas and YAML parser with it.
- */
-function ipKey(ip: string): string {
-  if (!ip.includes(":")) return `4${ip.split(".").map((o) => o.padStart(3, "0")).join("")}`;
-  const [head = "", tail = ""] = ip.split("::");
-  const h = head === "" ? [] : head.split(":");
-  const t = tail === "" ? [] : tail.split(":");
-  const groups = ip.includes("::") ? [...h, ...Array<string>(8 - h.length - t.length).fill("0"), ...t] : h;
-  return `6${groups.map((g) => g.padStart(4, "0")).join("")}`;
-}
 
 /**
  * useIps keeps every IP the hub knows, live: the subscription sends the whole list once, then only the IPs that
@@ -67,6 +55,6 @@ export function useIps(): { data: Ip[] | undefined; error: string | null } {
         }),
     }),
   );
-  const data = useMemo(() => (byIp === null ? undefined : [...byIp.values()].map((v) => [ipKey(v.ip), v] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, v]) => v)), [byIp]);
+  const data = useMemo(() => (byIp === null ? undefined : [...byIp.values()].map((v) => [ipOrderKey(v.ip), v] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, v]) => v)), [byIp]);
   return { data, error: byIp === null ? (sub.status === "error" ? sub.error.message : failed) : null };
 }

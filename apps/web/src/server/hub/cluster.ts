@@ -1,14 +1,9 @@
-import { inventoryByIp, parseKubeProxyConfig, strictArpStatus, type ClusterInput, type IpInventory, type KubeProxyConfig, type StrictArpStatus } from "@whohas/core";
+import { inventoryByIp, parseKubeProxyConfig, strictArpStatus, type ClusterInput, type DaemonSetRollout, type IpInventory, type KubeProxyConfig, type StrictArpStatus } from "@whohas/core";
 import type { AgentRegistry } from "./agents.js";
 import type { Feed } from "./feed.js";
 
 /** KubeProxyRollout is the state of DaemonSet kube-system/kube-proxy, as `kubectl rollout status` judges it. */
-export interface KubeProxyRollout {
-  readonly generation: number;
-  readonly observedGeneration: number;
-  readonly desired: number;
-  readonly updated: number;
-  readonly available: number;
+export interface KubeProxyRollout extends DaemonSetRollout {
   /** The last `kubectl rollout restart` (RFC 3339), null when never restarted that way. */
   readonly restartedAt: string | null;
   readonly complete: boolean;

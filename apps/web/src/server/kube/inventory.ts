@@ -15,7 +15,7 @@ import {
   type CoreV1Event,
   type V1Service,
 } from "@kubernetes/client-node";
-import type { ClusterInput, LabelSelector, LoadBalancerService, Logger } from "@whohas/core";
+import { daemonSetRollout, rolloutComplete, type ClusterInput, type LabelSelector, type LoadBalancerService, type Logger } from "@whohas/core";
 import type { KubeProxyRollout } from "../hub/hub.js";
 
 /** BACKOFF_MS bounds the restart delay of an informer after an error (403, connection refused...). */
@@ -212,23 +212,10 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
 /** KUBE_PROXY selects the kube-proxy ConfigMap and DaemonSet by name, server-side. */
 const KUBE_PROXY = "metadata.name=kube-proxy";
 
-/** rolloutOf reads a DaemonSet's rollout with kubectl's completion rule (DESIGN 2.4). */
+/** rolloutOf reads a DaemonSet's rollout with kubectl's completion rule (core's rolloutComplete). */
 export function rolloutOf(ds: V1DaemonSet): KubeProxyRollout {
-  const generation = ds.metadata?.generation ?? 0;
-  const st = ds.status;
-  const observedGeneration = st?.observedGeneration ?? 0;
-  const desired = st?.desiredNumberScheduled ?? 0;
-  const updated = st?.updatedNumberScheduled ?? 0;
-  const available = st?.numberAvailable ?? 0;
-  return {
-    generation,
-    observedGeneration,
-    desired,
-    updated,
-    available,
-    restartedAt: ds.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] ?? null,
-    complete: generation <= observedGeneration && updated >= desired && available >= desired,
-  };
+  const r = daemonSetRollout(ds);
+  return { ...r, restartedAt: ds.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] ?? null, complete: rolloutComplete(r) };
 }
 
 /** NODE_ASSIGNED selects MetalLB's announcement Events server-side. */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { nodeArp, parseKubeProxyConfig, patchStrictArp, type Logger } from "@whohas/core";
+import { daemonSetRollout, fixVerdict, nodeArp, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { Hub } from "../hub/hub.js";
 
@@ -24,20 +24,12 @@ export class RemediationRefused extends Error {
   }
 }
 
-export interface Preview {
+/** A Preview is core's plan of the fix with what Apply needs: the ConfigMap's text and version, and the backups. */
+export type Preview = Omit<Extract<FixPlan, { ok: true }>, "ok"> & {
   readonly resourceVersion: string;
-  readonly mode: string;
-  readonly strictARP: boolean;
   readonly current: string;
-  readonly patched: string;
-  readonly changed: boolean;
-  /** Nodes whose kernel answers for any local address now (they change after the restart). */
-  readonly affected: readonly string[];
-  readonly warnings: readonly string[];
-  /** Why Apply is off (mode not ipvs, nothing to change), null when it may run. */
-  readonly disabledReason: string | null;
   readonly backups: readonly { readonly name: string; readonly createdAt: number }[];
-}
+};
 
 export type StepState = "pending" | "running" | "ok" | "failed" | "skipped";
 export interface Step {
@@ -94,12 +86,6 @@ function kubeMessage(e: unknown, what: string): RemediationRefused | Error {
   return new Error(`${what}: ${(e as Error).message}`);
 }
 
-/** rolloutComplete is kubectl rollout status's rule for a DaemonSet (DESIGN 2.4). */
-function rolloutComplete(ds: { metadata?: { generation?: number }; status?: { observedGeneration?: number; updatedNumberScheduled?: number; desiredNumberScheduled?: number; numberAvailable?: number } }): boolean {
-  const s = ds.status ?? {};
-  return (ds.metadata?.generation ?? 0) <= (s.observedGeneration ?? -1) && (s.updatedNumberScheduled ?? 0) >= (s.desiredNumberScheduled ?? 0) && (s.numberAvailable ?? 0) >= (s.desiredNumberScheduled ?? 0);
-}
-
 /**
  * Remediation is the one-click strictARP fix (issue 7): preview, then apply (backup, patch with the previewed
  * resourceVersion, optional server-side dry run, rollout restart, follow the rollout, verify sysctls and probe),
@@ -131,43 +117,12 @@ export class Remediation {
     }
     const text = cm.data?.[CONFIG_KEY];
     if (text === undefined) throw new RemediationRefused(`ConfigMap ${NS}/${NAME} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`, "PRECONDITION_FAILED");
-    const p = patchStrictArp(text);
-    if (!p.ok) throw new RemediationRefused(`${CONFIG_KEY}: ${p.message}`, "PRECONDITION_FAILED");
-    const parsed = parseKubeProxyConfig(text);
-    const mode = parsed.ok ? parsed.value.mode : "";
-    const warnings: string[] = [];
-    let disabledReason: string | null = null;
-    if (mode !== "ipvs") disabledReason = `kube-proxy runs in ${mode === "" ? "iptables" : mode} mode: it binds no LoadBalancer IP to an interface, so there is nothing to fix`;
-    else if (!p.changed) disabledReason = "strictARP is already true in the ConfigMap; if nodes still answer, restart kube-proxy (the drift on the Overview says which)";
-    const kubeadm = await this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS }).then(
-      () => true,
-      () => false,
-    );
-    if (kubeadm) warnings.push("kubeadm: the ConfigMap is the place, and kubeadm upgrade reads it back, so the setting survives upgrades.");
-    warnings.push(
-      "If an installer manages this cluster, persist the setting there too or its next run undoes it: kubespray kube_proxy_strict_arp: true; Kubermatic KKP spec.clusterNetwork.ipvs.strictArp; KubeOne clusterNetwork.kubeProxy.ipvs.strictARP.",
-    );
-    const antrea = await this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS }).then(
-      () => true,
-      () => false,
-    );
-    if (antrea) warnings.push("Antrea is installed: Antrea Egress does not work with strictARP (Antrea's documentation).");
-    const affected = this.o.hub
-      .nodes()
-      .filter((n) => n.facts !== null && !nodeArp(n.facts).strict)
-      .map((n) => n.node);
-    return {
-      resourceVersion: cm.metadata?.resourceVersion ?? "",
-      mode,
-      strictARP: parsed.ok && parsed.value.strictARP,
-      current: text,
-      patched: p.text,
-      changed: p.changed,
-      affected,
-      warnings,
-      disabledReason,
-      backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
-    };
+    const exists = (read: Promise<unknown>) => read.then(() => true, () => false);
+    const [kubeadm, antrea] = await Promise.all([exists(this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS })), exists(this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS }))]);
+    const plan = strictArpFix({ config: text, kubeadm, antrea, nodes: this.o.hub.nodes() });
+    if (!plan.ok) throw new RemediationRefused(`${CONFIG_KEY}: ${plan.message}`, "PRECONDITION_FAILED");
+    const { ok: _, ...fix } = plan;
+    return { ...fix, resourceVersion: cm.metadata?.resourceVersion ?? "", current: text, backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })) };
   }
 
   /** current is the running or last run, null before the first. */
@@ -309,7 +264,7 @@ export class Remediation {
         });
         const s = ds.status;
         say(`${s?.updatedNumberScheduled ?? 0} of ${s?.desiredNumberScheduled ?? 0} updated, ${s?.numberAvailable ?? 0} available`);
-        if (rolloutComplete(ds)) return;
+        if (rolloutComplete(daemonSetRollout(ds))) return;
         if (this.o.hub.clock() > end) throw new Error(`the rollout did not complete in ${Math.round((this.o.rolloutTimeoutMs ?? 300_000) / 1000)} s (${s?.numberAvailable ?? 0} of ${s?.desiredNumberScheduled ?? 0} available): check kube-proxy's pods (kubectl -n kube-system get pods -l k8s-app=kube-proxy)`);
         await new Promise((r) => setTimeout(r, 500));
       }
@@ -344,15 +299,10 @@ export class Remediation {
       for (;;) {
         const views = ids.map((id) => actions.view(id));
         if (views.every((v) => v !== null && v.state !== "running")) {
-          const bad: string[] = [];
-          views.forEach((v, i) => {
+          const bad = views.flatMap((v, i) => {
             const ip = ips[i];
-            if (v === null || ip === undefined) return;
-            const owner = ip.expectedOwner?.node ?? null;
-            const several = v.rounds.filter((r) => r.replies.length > 1).length;
-            const wrong = v.rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
-            const none = v.rounds.filter((r) => r.replies.length === 0).length;
-            if (several + wrong + none > 0) bad.push(`${ip.ip}: ${several} requests answered by several MACs, ${wrong} by a node other than ${owner ?? "?"}, ${none} unanswered`);
+            const verdict = v === null || ip === undefined ? null : fixVerdict(ip.ip, ip.expectedOwner?.node ?? null, v.rounds);
+            return verdict === null ? [] : [verdict];
           });
           if (bad.length > 0) throw new Error(bad.join("; "));
           say(`${ips.length} IPs: every request answered once, by the expected owner`);

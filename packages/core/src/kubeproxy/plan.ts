@@ -1,0 +1,64 @@
+import type { NodeFacts } from "../wire.js";
+import { parseKubeProxyConfig, patchStrictArp } from "./config.js";
+import { nodeArp } from "./strict-arp.js";
+
+/** What the strictARP fix is decided from: kube-proxy's config text, what the cluster runs, and each node's facts. */
+export interface FixInput {
+  /** The text of kube-proxy's ConfigMap key config.conf. */
+  readonly config: string;
+  /** Whether kubeadm-config exists (kubeadm upgrade reads the ConfigMap back). */
+  readonly kubeadm: boolean;
+  /** Whether Antrea's agent runs (Antrea Egress does not work with strictARP). */
+  readonly antrea: boolean;
+  readonly nodes: readonly { readonly node: string; readonly facts: NodeFacts | null }[];
+}
+
+/** A FixPlan is what the fix would change and what to know first; `disabledReason` says why there is nothing to do. */
+export type FixPlan =
+  | { readonly ok: false; readonly message: string }
+  | {
+      readonly ok: true;
+      readonly mode: string;
+      readonly strictARP: boolean;
+      readonly patched: string;
+      readonly changed: boolean;
+      /** Nodes whose kernels answer ARP for any local address now. */
+      readonly affected: readonly string[];
+      readonly warnings: readonly string[];
+      readonly disabledReason: string | null;
+    };
+
+/**
+ * strictArpFix plans the one-click fix (DESIGN 2.4): set strictARP in kube-proxy's config, keeping every other byte,
+ * when kube-proxy runs in IPVS mode and it is not set yet; with the warnings an SRE needs before applying it.
+ */
+export function strictArpFix(input: FixInput): FixPlan {
+  const p = patchStrictArp(input.config);
+  if (!p.ok) return { ok: false, message: p.message };
+  const parsed = parseKubeProxyConfig(input.config);
+  const mode = parsed.ok ? parsed.value.mode : "";
+  const disabledReason =
+    mode !== "ipvs"
+      ? `kube-proxy runs in ${mode === "" ? "iptables" : mode} mode: it binds no LoadBalancer IP to an interface, so there is nothing to fix`
+      : !p.changed
+        ? "strictARP is already true in the ConfigMap; if nodes still answer, restart kube-proxy (the drift on the Overview says which)"
+        : null;
+  const warnings = [
+    ...(input.kubeadm ? ["kubeadm: the ConfigMap is the place, and kubeadm upgrade reads it back, so the setting survives upgrades."] : []),
+    "If an installer manages this cluster, persist the setting there too or its next run undoes it: kubespray kube_proxy_strict_arp: true; Kubermatic KKP spec.clusterNetwork.ipvs.strictArp; KubeOne clusterNetwork.kubeProxy.ipvs.strictARP.",
+    ...(input.antrea ? ["Antrea is installed: Antrea Egress does not work with strictARP (Antrea's documentation)."] : []),
+  ];
+  const affected = input.nodes.filter((n) => n.facts !== null && !nodeArp(n.facts).strict).map((n) => n.node);
+  return { ok: true, mode, strictARP: parsed.ok && parsed.value.strictARP, patched: p.text, changed: p.changed, affected, warnings, disabledReason };
+}
+
+/**
+ * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner.
+ * Returns what is still wrong, or null.
+ */
+export function fixVerdict(ip: string, owner: string | null, rounds: readonly { readonly replies: readonly { readonly node: string | null }[] }[]): string | null {
+  const several = rounds.filter((r) => r.replies.length > 1).length;
+  const wrong = rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
+  const none = rounds.filter((r) => r.replies.length === 0).length;
+  return several + wrong + none === 0 ? null : `${ip}: ${several} requests answered by several MACs, ${wrong} by a node other than ${owner ?? "?"}, ${none} unanswered`;
+}
