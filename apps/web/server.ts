@@ -1,6 +1,6 @@
 // The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js,
 // tRPC, the read API and the agent WebSocket. Started as `whohas-hub --config FILE`.
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -12,7 +12,8 @@ import { Auth } from "./src/server/auth/auth.js";
 import { Remediation } from "./src/server/remediation/remediation.js";
 import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
 import { hashPassword } from "./src/server/auth/passwords.js";
-import { ENV_OVERRIDES, applyBuiltBasePath, loadConfig, type HubConfig } from "./src/server/config.js";
+import { ENV_OVERRIDES, loadConfig, type HubConfig } from "./src/server/config/load.js";
+import { nextConfig } from "./next.config.mjs";
 import { createHubServer, type HubServer } from "./src/server/http.js";
 import { Hub, type MacConflict } from "./src/server/hub/hub.js";
 import { Scheduler } from "./src/server/hub/scheduler.js";
@@ -91,6 +92,19 @@ function macConflictLog(logger: Logger): (c: MacConflict) => void {
   };
 }
 
+/**
+ * builtBasePath reads the path prefix the dashboard was built with (WHOHAS_BASE_PATH at `pnpm build`) from Next's
+ * build output: the running hub serves what was built, whatever its own environment says. "" without a prefix (or
+ * unbuilt).
+ */
+function builtBasePath(appDir: string): string {
+  try {
+    return (JSON.parse(readFileSync(`${appDir}/.next/routes-manifest.json`, "utf8")) as { basePath?: string }).basePath ?? "";
+  } catch {
+    return "";
+  }
+}
+
 /** compose builds the hub's parts from the configuration and returns its server, not yet listening. */
 async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; server: HubServer; settings: Settings; basePath: string }> {
   const store = new Store(openSqlite(config.storage.path), Date.now());
@@ -108,8 +122,8 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
   registerHub(hub);
   logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents.size, openIncidents: hub.incidents({ open: true }).length });
   const appDir = fileURLToPath(new URL("..", import.meta.url));
-  const basePath = applyBuiltBasePath(appDir);
-  const app = next({ dev: config.dev, dir: appDir });
+  const basePath = builtBasePath(appDir);
+  const app = next({ dev: config.dev, dir: appDir, conf: nextConfig(basePath) });
   await app.prepare();
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();

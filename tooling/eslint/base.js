@@ -3,15 +3,16 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 /**
- * restrictEnvAccess bans process.env outside the one module per app that parses it (env.ts / config.ts).
+ * restrictEnvAccess bans process.env outside the one module per app that parses it (env.ts, config.ts, or the hub's
+ * config/load.ts).
  */
 export const restrictEnvAccess = {
   files: ["**/*.ts", "**/*.tsx"],
-  ignores: ["**/env.ts", "**/config.ts", "**/*.test.ts", "**/test/**", "**/*.config.ts"],
+  ignores: ["**/env.ts", "**/config.ts", "**/config/load.ts", "**/*.test.ts", "**/test/**", "**/*.config.ts"],
   rules: {
     "no-restricted-properties": [
       "error",
-      { object: "process", property: "env", message: "Read the environment only in env.ts / config.ts and pass a typed config down." },
+      { object: "process", property: "env", message: "Read the environment only in env.ts / config.ts / config/load.ts and pass a typed config down." },
     ],
   },
 };

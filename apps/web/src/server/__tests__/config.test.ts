@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ConfigError, loadConfig, parseDuration } from "../config.js";
+import { ConfigError } from "../config/files.js";
+import { loadConfig } from "../config/load.js";
+import { parseDuration } from "../config/schema.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -113,7 +115,13 @@ describe("loadConfig", () => {
     expect(failure(join(d, "missing.yaml"))).toMatch(/^--config: cannot read .*ENOENT/);
     expect(failure(null)).toMatch(/^agents.tokenFile: required/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
-    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(/^metrics.listen: port 3000 is the dashboard's/);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(/^WHOHAS_METRICS_LISTEN: port 3000 is the dashboard's/);
+    // The one schema covers the environment: a bad value names its variable, and env-only keys stay out of the file.
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LOG_LEVEL: "loud" })).toMatch(/^WHOHAS_LOG_LEVEL: /);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_RETENTION: "soon" })).toMatch(/^WHOHAS_RETENTION: a duration/);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, PORT: "http" })).toMatch(/^PORT: host:port/);
+    const inline = files({ "hub.yaml": `agents: { token: "${TOKEN}" }\n` });
+    expect(failure(join(inline, "hub.yaml"))).toBe("agents.token: unknown key (see config.example.yaml)");
     // Without metrics.listen the metrics still get a port of their own: 9473 on the dashboard's host.
     expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "127.0.0.1:3000" })).toMatchObject({ metricsListen: { host: "127.0.0.1", port: 9473 }, metricsToken: null });
     // Agents on ServiceAccount tokens only (deploy/base): no shared token is needed, and a bad name is refused.
@@ -146,7 +154,7 @@ describe("loadConfig", () => {
     expect(failure(join(d, "noproxies"), env)).toMatch(/^auth.proxy.trustedProxies: name the proxy's addresses/);
     expect(failure(join(d, "file"), env)).toMatch(/^auth.usersFile: cannot read .*ENOENT/);
     expect(failure(join(d, "hookScheme"), env)).toMatch(/^webhooks.0.url: only http and https/);
-    expect(failure(join(d, "tlsHalf"), env)).toBe("tls.keyFile: Invalid input: expected string, received undefined");
+    expect(failure(join(d, "tlsHalf"), env)).toBe("tls: give both certFile and keyFile (or neither, for plain HTTP)");
     expect(failure(join(d, "tlsNotPem"), env)).toMatch(/^tls.certFile: .* holds no PEM certificate/);
     expect(failure(join(d, "hookHost"), env)).toMatch(/^webhooks.0.url: evil.example is not in alerting.allowHosts/);
     expect(failure(join(d, "hookLoopback"), env)).toBe("webhooks.0.url: 127.0.0.1 is a loopback address: refused (list the host in alerting.allowHosts if this receiver is really meant)");
