@@ -47,7 +47,7 @@ export class SimAgent {
 
   /** reply sends one reply from this node for `ip`, at `now`. */
   reply(ip: string, now: number): void {
-    this.ws.send(`{"v":2,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0,"ethSrc":null}],"requests":[]}`);
+    this.ws.send(`{"v":2,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}],"requests":[]}`);
     this.sent++;
     this.entries++;
   }
@@ -63,7 +63,7 @@ export class SimAgent {
       const ip = this.ips[Math.floor(this.#cursor / 2) % this.ips.length] ?? "";
       const reply = (this.#cursor++ & 1) === 1;
       parts.push(
-        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"peerIp":"192.0.2.1","targetMac":null,"ethernetMismatch":0,"ethSrc":null}`,
+        `{"ip":"${ip}","mac":"${reply ? this.mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}`,
       );
       if (reply) requests.push(`{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${now}],"replies":[[0,"${this.mac}",0.3]]}`);
     }

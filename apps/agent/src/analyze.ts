@@ -5,13 +5,16 @@ import { CaptureAnalysis, analyzeExitCode, isIP, isMac, toJson, toTable } from "
 export const ANALYZE_HELP = `Usage: whohas analyze [--json] [--owner IP=MAC]... FILE... | -
 
 Reads pcap or pcapng captures (Ethernet, or Linux cooked from 'tcpdump -i any') and reports, per IP, which MACs
-answered ARP / NDP for it and what is wrong: multi-responder, split-brain, no-responder, changed, flip-flop,
-ethernet-mismatch, wrong-owner. Take the capture on a client or router that talks to the LoadBalancer IPs:
+answered ARP / NDP for it, its handovers (the IP moved from one MAC to another: when, the gap, the requests left
+unanswered, announced or not) and what is wrong: multi-responder (two MACs answered one request), split-brain,
+no-responder, changed, flip-flop, ethernet-mismatch, and with --owner wrong-owner and stale-announcer. The verdicts
+are the hub's: the same judge, in capture time. Take the capture on a client or router that talks to the
+LoadBalancer IPs:
 
   tcpdump -i eth0 -w cap.pcap arp or icmp6     then     whohas analyze cap.pcap
 
 Options:
-  --json           machine-readable output (times in RFC 3339)
+  --json           machine-readable output (times in RFC 3339; handovers' "at" in epoch ms, as the read API)
   --owner IP=MAC   the MAC that should answer for IP (repeatable): other answers are 'wrong-owner'
   -                read the capture from standard input (tcpdump -w - ... | whohas analyze -)
   -h, --help       this text

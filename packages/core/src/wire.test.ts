@@ -13,7 +13,7 @@ describe("parseAgentMessage", () => {
     { case: "another version", text: JSON.stringify({ v: 1, type: "heartbeat", t: 1 }), msg: /^wire: version 1, this end speaks 2: run the agent and the hub of the same release$/, reason: "version" },
     {
       case: "bad IP in an entry",
-      text: JSON.stringify({ v: WIRE_VERSION, type: "observations", dropped: 0, requests: [], entries: [{ ip: "300.1.1.1", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 1, firstSeen: 1, lastSeen: 1, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:0a", ethernetMismatch: 0, ethSrc: null }] }),
+      text: JSON.stringify({ v: WIRE_VERSION, type: "observations", dropped: 0, requests: [], entries: [{ ip: "300.1.1.1", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 1, firstSeen: 1, lastSeen: 1, targetMac: "02:00:5e:00:00:0a", ethernetMismatch: 0, ethSrc: null }] }),
       msg: /^wire: entries\.0\.ip: not an IP address/,
       reason: "invalid",
     },

@@ -53,8 +53,6 @@ export const ObservationAggregateSchema = z.object({
   count: z.number().int().positive(),
   firstSeen: millis,
   lastSeen: millis,
-  /** Last peer IP (the asker of a request, the destination of a reply). */
-  peerIp: ip,
   /** Last THA seen (ARP only): whether Linux accepts a gratuitous reply depends on it (DESIGN 2.5). */
   targetMac: mac.nullable(),
   /** How many of `count` had an Ethernet source different from the ARP sender MAC. */

@@ -79,12 +79,13 @@ export function IpDetail({ ip }: { ip: string }) {
         {v.expectedOwner === null ? null : <span className="muted">({v.expectedOwner.source === "computed" ? "computed with MetalLB's election" : v.expectedOwner.source === "event" ? "MetalLB's nodeAssigned event" : "MetalLB's ServiceL2Status"})</span>}
       </p>
 
-      {v.findings.some((f) => f.type === "stale-announcer") ? (
-        <p className="banner bad" role="alert" data-testid="stale-announcer">
-          The last announcement for {v.ip} came from another node than its owner{owner === null ? "" : ` ${owner}`}: switches and clients that took it still send there. Use <strong>Force re-announce</strong> below: the owner
-          sends MetalLB&apos;s gratuitous announcements and they learn the right MAC.
-        </p>
-      ) : null}
+      {v.findings
+        .filter((f) => f.type === "stale-announcer")
+        .map((f) => (
+          <p key={f.incidentId} className="banner bad" role="alert" data-testid="stale-announcer">
+            {f.detail} (the <strong>Force re-announce</strong> button is below: the owner then sends MetalLB&apos;s gratuitous announcements).
+          </p>
+        ))}
 
       <IpActions ip={v.ip} owner={owner} />
 

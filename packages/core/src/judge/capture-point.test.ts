@@ -28,7 +28,7 @@ describe("CapturePoint aggregates", () => {
     const { entries, dropped } = p.drain(100, 1500);
     expect(dropped).toBe(0);
     expect(entries).toHaveLength(2);
-    expect(entries.find((e) => e.iface === "eth0")).toMatchObject({ ip: VIP, mac: CLIENT_MAC, count: 2, firstSeen: 1000, lastSeen: 1500, kind: "request", peerIp: CLIENT_IP, ethSrc: null });
+    expect(entries.find((e) => e.iface === "eth0")).toMatchObject({ ip: VIP, mac: CLIENT_MAC, count: 2, firstSeen: 1000, lastSeen: 1500, kind: "request", ethSrc: null });
     expect(p.size).toBe(0);
   });
 

@@ -14,7 +14,6 @@ interface Slot {
   count: number;
   firstSeen: number;
   lastSeen: number;
-  peer: IpKey;
   targetMac: number;
   mismatch: number;
   ethSrc: number;
@@ -77,7 +76,7 @@ export class CapturePoint {
     if (f.kind === "request" || f.kind === "ns") this.#ask(iface, ip, peer, now);
     else if (f.kind === "reply" || f.kind === "na-solicited") this.#answer(iface, ip, peer, f.mac, now);
     const mismatch = v4 && f.src !== NO_MAC && f.src !== f.mac;
-    this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, peer, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);
+    this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);
   }
 
   /** #ask notes a request: a new sighting for its asker (the latest one is what replies answer). */
@@ -114,10 +113,10 @@ export class CapturePoint {
   merge(e: ObservationAggregate): void {
     const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
     const src = e.ethSrc === null ? NO_MAC : macToNumber(parseMac(e.ethSrc), 0);
-    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, ipKey(e.peerIp), tm, e.ethernetMismatch, src);
+    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, tm, e.ethernetMismatch, src);
   }
 
-  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, peer: IpKey, targetMac: number, mismatch: number, ethSrc: number): void {
+  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, targetMac: number, mismatch: number, ethSrc: number): void {
     let ips = this.#byIface.get(iface);
     if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
     let macs = ips.get(ip);
@@ -130,7 +129,7 @@ export class CapturePoint {
         this.#dropped += count;
         return;
       }
-      slots[kind] = { count, firstSeen: first, lastSeen: last, peer, targetMac, mismatch, ethSrc };
+      slots[kind] = { count, firstSeen: first, lastSeen: last, targetMac, mismatch, ethSrc };
       this.#size++;
       return;
     }
@@ -140,7 +139,6 @@ export class CapturePoint {
     if (first < s.firstSeen) s.firstSeen = first;
     if (last >= s.lastSeen) {
       s.lastSeen = last;
-      s.peer = peer;
       s.targetMac = targetMac;
     }
   }
@@ -199,7 +197,6 @@ export class CapturePoint {
               count: s.count,
               firstSeen: Math.round(s.firstSeen),
               lastSeen: Math.round(s.lastSeen),
-              peerIp: ipText(s.peer),
               targetMac: s.targetMac === NO_MAC ? null : formatMacNumber(s.targetMac),
               ethernetMismatch: s.mismatch,
               ethSrc: s.ethSrc === NO_MAC ? null : formatMacNumber(s.ethSrc),

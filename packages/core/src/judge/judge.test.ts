@@ -61,7 +61,7 @@ class Cluster {
 }
 
 function agg(kind: ObservationAggregate["kind"], node: string, t: number): ObservationAggregate {
-  return { ip: VIP, mac: mac(node), kind, iface: "eth0", count: 1, firstSeen: t, lastSeen: t, peerIp: kind === "reply" ? CLIENT : VIP, targetMac: null, ethernetMismatch: 0, ethSrc: null };
+  return { ip: VIP, mac: mac(node), kind, iface: "eth0", count: 1, firstSeen: t, lastSeen: t, targetMac: null, ethernetMismatch: 0, ethSrc: null };
 }
 
 describe("the judge, per request", () => {
@@ -146,6 +146,7 @@ describe("the judge, per request", () => {
     c.run(2000, () => c.ask(["node-b"]));
     expect(c.opened()).toEqual(["stale-announcer"]);
     expect(c.transitions[0]?.finding.detail).toMatch(/came from node-a, not from its owner node-b.*Force re-announce/);
+    expect(c.transitions[0]?.finding.macs).toEqual([mac("node-a"), mac("node-b")]);
     // The owner announces (Force re-announce): the finding clears after the hysteresis.
     c.announce("node-b");
     c.run(CLEAR_AFTER_MS + 1000, () => c.ask(["node-b"]));

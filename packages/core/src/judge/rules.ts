@@ -87,9 +87,11 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       const ownerSince = owner.macs.some((m) => (j.macs.get(m)?.episodes ?? []).some((e) => e.last > last.at));
       if (!ownerSince) {
         const who = lens.nodeOf(last.mac) ?? last.mac;
+        // Both sides: the node clients were told about, then the owner's MACs that answer now (else all of them).
+        const answeringOwner = owner.macs.filter((m) => answering.some((r) => r.mac === m));
         out.push({
           type: "stale-announcer",
-          macs: [last.mac],
+          macs: [last.mac, ...(answeringOwner.length > 0 ? answeringOwner : owner.macs)],
           detail: `the last gratuitous announcement for ${ip} came from ${who}, not from its owner ${owner.node ?? owner.macs.join(" or ")}, which has not announced since: clients and switches that took it send to ${who}. Force re-announce from the owner`,
           at: last.at,
         });

@@ -19,7 +19,16 @@ const children: ChildProcess[] = [];
 
 const mounts: string[] = [];
 
+// `pnpm deploy --legacy` rewrites the workspace's lockfile (it marks workspace dependencies injected): the checkout
+// must come out of the suite as it went in.
+const LOCKFILE = join(REPO_ROOT, "pnpm-lock.yaml");
+const lockfile = readFileSync(LOCKFILE, "utf8");
+const restoreLockfile = () => {
+  if (readFileSync(LOCKFILE, "utf8") !== lockfile) writeFileSync(LOCKFILE, lockfile);
+};
+
 afterAll(async () => {
+  restoreLockfile();
   // The hub must be gone before its read-only mount can be undone: SIGTERM, which the launcher passes to the server
   // and exits with it (a SIGKILLed launcher would leave the server a moment, holding the mount).
   await Promise.all(
@@ -59,7 +68,7 @@ describe("container images", () => {
 
   it("the hub's `pnpm deploy` output starts alone, as UID 10001 on a read-only copy, and serves its pages", async () => {
     const out = join(dir, "hub");
-    await exec("pnpm", ["--filter", "@whohas/web", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 });
+    await exec("pnpm", ["--filter", "@whohas/web", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(restoreLockfile);
     await exec("sh", [join(REPO_ROOT, "deploy/images/prune-hub.sh"), out]);
     // As the image runs it (deploy/base/hub/deployment.yaml): not root, the application read-only, data on a volume.
     const app = join(dir, "app");
@@ -98,7 +107,7 @@ describe("container images", () => {
 
   it("the agent's `pnpm deploy` output runs `whohas analyze` on a capture", async () => {
     const out = join(dir, "agent");
-    await exec("pnpm", ["--filter", "@whohas/agent", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 });
+    await exec("pnpm", ["--filter", "@whohas/agent", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(restoreLockfile);
     const help = await exec(process.execPath, [join(out, "dist/main.js"), "--help"], { cwd: dir });
     expect(help.stdout).toMatch(/^Usage: whohas <command>/);
     // A capture in which two MACs answer one request for 192.0.2.10: the analysis must say so (and exit 1).

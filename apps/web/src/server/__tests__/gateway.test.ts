@@ -19,7 +19,7 @@ const TOKEN = "test-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const asViewer = { headers: { authorization: `Bearer ${VIEWER}` } };
 const hello = { v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
-const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0, ethSrc: null };
+const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0, ethSrc: null };
 
 interface Running { server: Server; side: Server; hub: Hub; base: string; metrics: string; ws: string; gateway: AgentGateway }
 const open: Running[] = [];

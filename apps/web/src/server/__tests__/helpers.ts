@@ -24,7 +24,7 @@ export const observations = (entries: readonly ObservationAggregate[], requests:
 
 /** aggregate is one aggregate of one frame kind for `ip` from `mac`, seen once at `t`. */
 export function aggregate(ip: string, kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {
-  return { ip, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0, ethSrc: null };
+  return { ip, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, targetMac: null, ethernetMismatch: 0, ethSrc: null };
 }
 
 /** ASKER is the client whose requests the tests' agents report. */

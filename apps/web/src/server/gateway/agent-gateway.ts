@@ -2,10 +2,11 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type NodeFacts, type ParseFailure } from "@whohas/core";
+import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type ParseFailure } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import { limitKey, peerAddress, type ClientAddresses } from "../client-address.js";
 import { AttemptLimiter, TokenBucket } from "../limits.js";
+import { FactsPacer, NewIpBudget } from "./pacing.js";
 import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
@@ -91,8 +92,6 @@ export interface AgentGatewayOptions {
   readonly factsEveryMs?: number;
 }
 
-type Observations = Extract<AgentMessage, { type: "observations" }>;
-
 interface Live {
   readonly ws: WebSocket;
   readonly peer: string;
@@ -132,12 +131,8 @@ export class AgentGateway {
   readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
   readonly #limits: AgentLimits;
   readonly #noisy: LogThrottle;
-  /** Each node's allowance of new IPs: it survives reconnects (a node cannot reset it by reconnecting). */
-  readonly #newIps = new Map<string, TokenBucket>();
-  /** All agents' allowance of new IPs together. */
-  readonly #newIpsAll: TokenBucket;
-  /** Facts waiting for their node's FACTS_EVERY_MS, and when each node's were last taken. */
-  readonly #facts = new Map<string, { at: number; pending: NodeFacts | null; timer: NodeJS.Timeout | null }>();
+  readonly #newIps: NewIpBudget;
+  readonly #facts: FactsPacer;
   readonly hub: Hub;
   readonly logger: Logger;
 
@@ -146,7 +141,8 @@ export class AgentGateway {
     this.logger = o.logger;
     this.#limits = { ...DEFAULT_AGENT_LIMITS, ...o.limits };
     this.#noisy = new LogThrottle(o.logger);
-    this.#newIpsAll = new TokenBucket(this.#limits.newIpsPerMinute / 60, this.#limits.newIpsPerMinute, Date.now());
+    this.#newIps = new NewIpBudget(this.#limits.newIpsPerAgentPerMinute, this.#limits.newIpsPerMinute, (ip) => o.hub.tracksIp(ip), Date.now());
+    this.#facts = new FactsPacer(o.factsEveryMs ?? FACTS_EVERY_MS, (node, facts) => this.#byNode.has(node) && o.hub.setFacts(node, facts));
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
         if (this.#alive.get(ws) === false) {
@@ -159,8 +155,7 @@ export class AgentGateway {
         ws.send(JSON.stringify({ v: WIRE_VERSION, type: "heartbeat", t: Date.now() }));
       }
       // Allowances of nodes gone and refilled are forgotten (a new one starts full anyway).
-      const now = Date.now();
-      for (const [node, b] of this.#newIps) if (!this.#byNode.has(node) && b.full(now)) this.#newIps.delete(node);
+      this.#newIps.forget((node) => this.#byNode.has(node), Date.now());
     }, PING_MS);
     this.#ping.unref();
   }
@@ -264,7 +259,7 @@ export class AgentGateway {
         }
         case "observations": {
           if (node === null) return;
-          const admitted = this.#admitNewIps(node, m);
+          const admitted = this.#newIps.admit(node, m, Date.now());
           const dropped = m.entries.length - admitted.entries.length + m.requests.length - admitted.requests.length;
           if (dropped > 0) this.#droppedNewIps(newIpDrops, node, peer, dropped);
           this.hub.observe(node, admitted);
@@ -275,7 +270,7 @@ export class AgentGateway {
           return;
         case "facts":
           if (node !== null && m.facts.node !== node) return this.#refuse(ws, node, peer, `facts for ${m.facts.node} on ${node}'s connection`);
-          if (node !== null) this.#takeFacts(node, m.facts);
+          if (node !== null) this.#facts.offer(node, m.facts);
           return;
         case "probe-result":
         case "command-done": {
@@ -295,62 +290,9 @@ export class AgentGateway {
         this.hub.disconnect(node);
       }
       for (const [id, w] of this.#results) if (w.ws === ws) this.#results.delete(id);
-      if (node !== null && !this.#byNode.has(node)) {
-        const f = this.#facts.get(node);
-        if (f?.timer != null) clearTimeout(f.timer);
-        this.#facts.delete(node);
-      }
+      if (node !== null && !this.#byNode.has(node)) this.#facts.drop(node);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
-  }
-
-  /**
-   * #admitNewIps keeps an agent's entries and request reports for IPs the hub already tracks, and those for new IPs
-   * while its node's allowance and everyone's last: agents cannot fill the hub (and the pager) with invented IPs.
-   */
-  #admitNewIps(node: string, m: Observations): Observations {
-    const now = Date.now();
-    let mine = this.#newIps.get(node);
-    if (mine === undefined) {
-      const perMinute = this.#limits.newIpsPerAgentPerMinute;
-      this.#newIps.set(node, (mine = new TokenBucket(perMinute / 60, perMinute, now)));
-    }
-    const allowance = mine;
-    const decided = new Map<string, boolean>();
-    const admit = (ip: string): boolean => {
-      let ok = decided.get(ip);
-      if (ok === undefined) {
-        ok = this.hub.tracksIp(ip) || (allowance.peek(now) && this.#newIpsAll.take(now) && allowance.take(now));
-        decided.set(ip, ok);
-      }
-      return ok;
-    };
-    const entries = m.entries.filter((e) => admit(e.ip));
-    const requests = m.requests.filter((r) => admit(r.ip));
-    return entries.length === m.entries.length && requests.length === m.requests.length ? m : { ...m, entries, requests };
-  }
-
-  /** #takeFacts hands a node's facts to the hub at most every FACTS_EVERY_MS; sooner ones wait (the latest wins). */
-  #takeFacts(node: string, facts: NodeFacts): void {
-    const now = Date.now();
-    let f = this.#facts.get(node);
-    if (f === undefined) this.#facts.set(node, (f = { at: -Infinity, pending: null, timer: null }));
-    const state = f;
-    const every = this.o.factsEveryMs ?? FACTS_EVERY_MS;
-    if (now - state.at >= every) {
-      state.at = now;
-      this.hub.setFacts(node, facts);
-      return;
-    }
-    state.pending = facts;
-    state.timer ??= setTimeout(() => {
-      state.timer = null;
-      const latest = state.pending;
-      state.pending = null;
-      state.at = Date.now();
-      if (latest !== null && this.#byNode.has(node)) this.hub.setFacts(node, latest);
-    }, every - (now - state.at));
-    state.timer.unref();
   }
 
   #droppedNewIps(drops: { count: number; told: number; loggedAt: number }, node: string, peer: string, n: number): void {

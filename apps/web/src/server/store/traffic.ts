@@ -119,7 +119,7 @@ export class TrafficRepo {
        FROM minute_stats WHERE minute >= ? GROUP BY ip, mac, kind`,
       [since - (since % MINUTE_MS)],
     );
-    return rows.map((r) => ({ ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, peerIp: r.ip, targetMac: null, ethernetMismatch: 0, ethSrc: null }));
+    return rows.map((r) => ({ ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, targetMac: null, ethernetMismatch: 0, ethSrc: null }));
   }
 
   /** timeline returns one IP's minutes in [from, to] per MAC and kind, the part not yet written included. */

@@ -8,7 +8,7 @@ import { AGENT_TOKEN, startHub } from "./harness.js";
 
 const mac = (n: number) => `02:00:5e:00:00:${n.toString(16).padStart(2, "0")}`;
 const hello = (node: string, n = 10) => ({ v: 2, type: "hello", node, agentVersion: "t", interfaces: [{ name: "eth0", mac: mac(n), up: true }] });
-const reply = (ip: string, n = 10) => ({ ip, mac: mac(n), kind: "reply", iface: "eth0", count: 1, firstSeen: 1, lastSeen: 2, peerIp: "192.0.2.1", targetMac: null, ethernetMismatch: 0, ethSrc: null });
+const reply = (ip: string, n = 10) => ({ ip, mac: mac(n), kind: "reply", iface: "eth0", count: 1, firstSeen: 1, lastSeen: 2, targetMac: null, ethernetMismatch: 0, ethSrc: null });
 
 /** An Agent is a WebSocket that said hello: what the hub answered, and what it sent since. */
 interface Agent {

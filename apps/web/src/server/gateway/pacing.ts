@@ -1,0 +1,88 @@
+import type { AgentMessage, NodeFacts } from "@whohas/core";
+import { TokenBucket } from "../limits.js";
+
+type Observations = Extract<AgentMessage, { type: "observations" }>;
+
+/**
+ * NewIpBudget bounds the IPs agents bring that the hub did not track: each node has an allowance per minute that
+ * survives its reconnects (a node cannot reset it by reconnecting), and all agents together have one more. An entry
+ * or request report for a tracked IP always passes; one for a new IP passes while both allowances last.
+ */
+export class NewIpBudget {
+  readonly #perNode = new Map<string, TokenBucket>();
+  readonly #all: TokenBucket;
+
+  constructor(
+    readonly perNodePerMinute: number,
+    readonly allPerMinute: number,
+    readonly tracks: (ip: string) => boolean,
+    now: number,
+  ) {
+    this.#all = new TokenBucket(allPerMinute / 60, allPerMinute, now);
+  }
+
+  /** admit keeps what `node` may bring of `m`; the same message when all of it passes. */
+  admit(node: string, m: Observations, now: number): Observations {
+    let mine = this.#perNode.get(node);
+    if (mine === undefined) this.#perNode.set(node, (mine = new TokenBucket(this.perNodePerMinute / 60, this.perNodePerMinute, now)));
+    const allowance = mine;
+    const decided = new Map<string, boolean>();
+    const ok = (ip: string): boolean => {
+      let yes = decided.get(ip);
+      if (yes === undefined) {
+        yes = this.tracks(ip) || (allowance.peek(now) && this.#all.take(now) && allowance.take(now));
+        decided.set(ip, yes);
+      }
+      return yes;
+    };
+    const entries = m.entries.filter((e) => ok(e.ip));
+    const requests = m.requests.filter((r) => ok(r.ip));
+    return entries.length === m.entries.length && requests.length === m.requests.length ? m : { ...m, entries, requests };
+  }
+
+  /** forget drops the allowances of nodes not `live` that have refilled (a new one would start full anyway). */
+  forget(live: (node: string) => boolean, now: number): void {
+    for (const [node, b] of this.#perNode) if (!live(node) && b.full(now)) this.#perNode.delete(node);
+  }
+}
+
+/**
+ * FactsPacer hands each node's facts on at most every `everyMs` (an agent sends them every 10 s and on change); a
+ * report that comes sooner waits, and only the latest of those is handed on.
+ */
+export class FactsPacer {
+  readonly #nodes = new Map<string, { at: number; pending: NodeFacts | null; timer: NodeJS.Timeout | null }>();
+
+  constructor(
+    readonly everyMs: number,
+    readonly take: (node: string, facts: NodeFacts) => void,
+  ) {}
+
+  offer(node: string, facts: NodeFacts): void {
+    const now = Date.now();
+    let s = this.#nodes.get(node);
+    if (s === undefined) this.#nodes.set(node, (s = { at: -Infinity, pending: null, timer: null }));
+    const state = s;
+    if (now - state.at >= this.everyMs) {
+      state.at = now;
+      this.take(node, facts);
+      return;
+    }
+    state.pending = facts;
+    state.timer ??= setTimeout(() => {
+      state.timer = null;
+      const latest = state.pending;
+      state.pending = null;
+      state.at = Date.now();
+      if (latest !== null) this.take(node, latest);
+    }, this.everyMs - (now - state.at));
+    state.timer.unref();
+  }
+
+  /** drop forgets a node that left (what waited for it is not handed on). */
+  drop(node: string): void {
+    const s = this.#nodes.get(node);
+    if (s?.timer != null) clearTimeout(s.timer);
+    this.#nodes.delete(node);
+  }
+}
