@@ -2,8 +2,8 @@
 // Traffic generator for the agent benchmark, run inside a lab namespace: broadcasts ARP at a fixed rate.
 // Usage: arp-flood IFACE RATE_PER_SECOND SECONDS. Prints the rate it achieved.
 import { readFileSync } from "node:fs";
+import { PcapSource } from "@whohas/capture";
 import { ARP_OP_REPLY, encodeArpFrame, newArpRequest } from "@whohas/core";
-import { PcapSource } from "@whohas/agent";
 
 const [iface = "eth0", rateText = "20000", secondsText = "60"] = process.argv.slice(2);
 const rate = Number(rateText);

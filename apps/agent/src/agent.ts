@@ -14,7 +14,7 @@ import {
   type NodeFacts,
   type ObservationKind,
 } from "@whohas/core";
-import type { KernelStats, PacketSource } from "./capture/pcap-source.js";
+import type { KernelStats, PacketSource } from "@whohas/capture";
 import type { NetInterface } from "./capture/interfaces.js";
 import type { HubLink } from "./hub-link.js";
 import type { AgentMetrics } from "./metrics.js";

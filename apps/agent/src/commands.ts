@@ -13,7 +13,7 @@ import {
   type ProbeRequestResult,
   type ProbeSummary,
 } from "@whohas/core";
-import type { PacketSource } from "./capture/pcap-source.js";
+import type { PacketSource } from "@whohas/capture";
 
 /** An Egress is where a command sends from: an interface, its MAC and this node's address on it. */
 export interface Egress {

@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
+import { PcapSource } from "@whohas/capture";
 import { MAX_HELLO_INTERFACES, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
-import { PcapSource } from "./capture/pcap-source.js";
 import { egressFor, runAnnounce, runProbe } from "./commands.js";
 import { collectFacts } from "./facts.js";
 import { HubLink } from "./hub-link.js";

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
+import { PcapSource } from "@whohas/capture";
 import { isIP } from "@whohas/core";
-import { PcapSource } from "./capture/pcap-source.js";
 import { egressFor, parseDuration, runAnnounce, runProbe } from "./commands.js";
 
 export const PROBE_HELP = `Usage: whohas probe IP [--duration 60s] [--interval 1s] [--interface IF]

@@ -3,8 +3,8 @@
 // length fields and unknown operations, RATE frames a second. Run inside the client namespace:
 // flood.js IFACE COUNT RATE; prints what it sent per kind as JSON.
 import { readFileSync } from "node:fs";
+import { PcapSource } from "@whohas/capture";
 import { newArpRequest } from "@whohas/core";
-import { PcapSource } from "@whohas/agent";
 
 function main(argv: string[]): void {
   const [iface, countText, rateText] = argv;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The lab's frame injector: sends each frame given in hex once, as it is (a crafted or malformed frame a test needs on
 // the wire). Run inside a namespace: inject.js IFACE HEX...
-import { PcapSource } from "@whohas/agent";
+import { PcapSource } from "@whohas/capture";
 
 function main(argv: string[]): void {
   const [iface, ...frames] = argv;

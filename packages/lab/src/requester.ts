@@ -3,8 +3,8 @@
 // re-ARPing would. Run inside the client namespace: requester.js IFACE SENDER_IP INTERVAL_MS VIP...
 // With --count=N first it sends N rounds, prints "sent N" and exits (fault tests count what they sent).
 import { readFileSync } from "node:fs";
+import { PcapSource } from "@whohas/capture";
 import { newArpRequest } from "@whohas/core";
-import { PcapSource } from "@whohas/agent";
 
 function main(args: string[]): void {
   const counted = /^--count=(\d+)$/.exec(args[0] ?? "");

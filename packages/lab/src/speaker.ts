@@ -8,8 +8,8 @@
 import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { createInterface } from "node:readline";
+import { PcapSource } from "@whohas/capture";
 import { GRATUITOUS_TICK_MS, GRATUITOUS_WINDOW_MS, gratuitousFrames, speakerDecision, type SpeakerInterface } from "@whohas/core";
-import { PcapSource } from "@whohas/agent";
 
 function main(argv: string[]): void {
   const [name] = argv;

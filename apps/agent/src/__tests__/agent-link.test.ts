@@ -2,10 +2,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
+import type { PacketSource } from "@whohas/capture";
 import { newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
 import { Agent } from "../agent.js";
 import { HubLink } from "../hub-link.js";
-import type { PacketSource } from "../capture/pcap-source.js";
 
 const quiet = silentLogger;
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import type { PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type HubMessage, type AgentMessage } from "@whohas/core";
 import { runAnnounce, runProbe, parseDuration, type Clock, type Egress } from "../commands.js";
 import { parseSize } from "../config.js";
 import { parseListen } from "../metrics.js";
 import { hubCommand } from "../run-agent.js";
-import type { PacketSource } from "../capture/pcap-source.js";
 
 const EGRESS: Egress = { iface: "eth0", mac: "02:00:5e:00:00:01", address: "192.0.2.1", linkLocal: "fe80::1" };
 const VIP = "192.0.2.200";

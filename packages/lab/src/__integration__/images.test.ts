@@ -105,11 +105,16 @@ describe("container images", () => {
     for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"]) expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
   });
 
-  it("the agent's `pnpm deploy` output runs `whohas analyze` on a capture", async () => {
+  it("the agent's `pnpm deploy` output opens a capture and runs `whohas analyze` on a capture file", async () => {
     const out = join(dir, "agent");
     await exec("pnpm", ["--filter", "@whohas/agent", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(restoreLockfile);
     const help = await exec(process.execPath, [join(out, "dist/main.js"), "--help"], { cwd: dir });
     expect(help.stdout).toMatch(/^Usage: whohas <command>/);
+    // Its captures load from the output alone: @whohas/capture and the cap binding with patches/cap@0.2.1.patch
+    // (stats() is the patch's, an unpatched binding has none).
+    const opened = 'import { PcapSource } from "@whohas/capture"; const s = new PcapSource("lo", "ether proto 0x88b5"); s.start(() => {}); console.log(JSON.stringify(s.stats())); s.close();';
+    const capture = await exec(process.execPath, ["--input-type=module", "--eval", opened], { cwd: out });
+    expect(JSON.parse(capture.stdout)).toEqual({ received: expect.any(Number), dropped: 0 });
     // A capture in which two MACs answer one request for 192.0.2.10: the analysis must say so (and exit 1).
     const client = "02:00:00:00:00:01";
     const frames = [newArpRequest(client, "192.0.2.1", "192.0.2.10"), newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"), newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1")];

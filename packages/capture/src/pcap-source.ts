@@ -4,8 +4,9 @@ import cap from "cap";
 const NDP_MATCH = "(icmp6 and (ip6[40] == 135 or ip6[40] == 136))";
 
 /**
- * CAPTURE_FILTER is the kernel (BPF) filter of every agent capture: ARP and NDP neighbor messages, also inside one
- * or two VLAN tags (each `vlan` shifts the offsets after it). It keeps the capture loop free of all other traffic.
+ * CAPTURE_FILTER is the kernel (BPF) filter of every agent capture, and a PcapSource's default: ARP and NDP neighbor
+ * messages, also inside one or two VLAN tags (each `vlan` shifts the offsets after it). It keeps the capture loop free
+ * of all other traffic.
  */
 export const CAPTURE_FILTER = `arp or ${NDP_MATCH} or (vlan and (arp or ${NDP_MATCH})) or (vlan and vlan and (arp or ${NDP_MATCH}))`;
 
@@ -15,7 +16,10 @@ export interface KernelStats {
   readonly dropped: number;
 }
 
-/** A PacketSource delivers frames to a handler; tests inject frames without libpcap (STYLE 13). */
+/**
+ * A PacketSource delivers frames to a handler and sends frames on the same link. Code that captures takes one, so
+ * its tests inject frames without libpcap.
+ */
 export interface PacketSource {
   readonly iface: string;
   start(onFrame: (frame: Uint8Array, now: number) => void): void;

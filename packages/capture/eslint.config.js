@@ -1,0 +1,2 @@
+import base from "@whohas/eslint-config/base";
+export default base;
