@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, typecheck, unit tests, integration tests in the network lab (real namespaces, real
+# The whole test suite: formatting (prettier, sherif), lint, typecheck, unit tests, integration tests in the network lab (real namespaces, real
 # kernels), and e2e tests in Chromium. Does its own set-up first. Needs root (the lab creates namespaces).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ stage() {
 # Leftovers of a killed run would only waste memory: remove labs whose process is gone.
 node packages/lab/dist/cli.js gc
 
+stage format bash -c "pnpm format && pnpm exec sherif"
 stage static pnpm exec turbo run lint typecheck --output-logs=errors-only
 stage unit pnpm exec turbo run test --output-logs=full
 stage integration pnpm --filter @whohas/lab integration
