@@ -6,12 +6,31 @@ export const STATE_DIR = "test-results/.auth";
 
 /** signIn posts the sign-in form as a browser would and saves the session cookie as Playwright storage state. */
 async function signIn(url: string, user: { name: string; password: string }, file: string): Promise<void> {
-  const res = await fetch(`${url}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ username: user.name, password: user.password }) });
+  const res = await fetch(`${url}/api/auth/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ username: user.name, password: user.password }),
+  });
   const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
   const i = cookie.indexOf("=");
   if (res.status !== 303 || i < 0) throw new Error(`sign-in as ${user.name} failed: HTTP ${res.status}`);
   const { hostname } = new URL(url);
-  const state = { cookies: [{ name: cookie.slice(0, i), value: cookie.slice(i + 1), domain: hostname, path: "/", expires: -1, httpOnly: true, secure: false, sameSite: "Lax" }], origins: [] };
+  const state = {
+    cookies: [
+      {
+        name: cookie.slice(0, i),
+        value: cookie.slice(i + 1),
+        domain: hostname,
+        path: "/",
+        expires: -1,
+        httpOnly: true,
+        secure: false,
+        sameSite: "Lax",
+      },
+    ],
+    origins: [],
+  };
   writeFileSync(file, JSON.stringify(state));
 }
 
@@ -21,7 +40,14 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   await collectGarbage();
   // Probe is shortened from its 60 s (a test setting of the hub: actions.probeDuration).
   // The test's webhook receiver listens on loopback, which receivers may use only when named in allowHosts.
-  const stack = await startStack({ nodes: 3, vips: 2, kube: true, cluster: true, probeDuration: "6s", hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } } });
+  const stack = await startStack({
+    nodes: 3,
+    vips: 2,
+    kube: true,
+    cluster: true,
+    probeDuration: "6s",
+    hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } },
+  });
   mkdirSync(STATE_DIR, { recursive: true });
   for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
   process.env.WHOHAS_E2E_URL = stack.url;

@@ -9,7 +9,10 @@ if (rowsFile === undefined || out === undefined) {
   console.error("usage: node scripts/reliability-doc.mjs ROWS.jsonl OUT.md");
   process.exit(2);
 }
-const rows = readFileSync(rowsFile, "utf8").split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l));
+const rows = readFileSync(rowsFile, "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "")
+  .map((l) => JSON.parse(l));
 const cell = (s) => String(s).replaceAll("|", "\\|").replaceAll("\n", " ");
 let commit = "unknown";
 try {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting (prettier, sherif), lint, typecheck, unit tests, integration tests in the network lab (real namespaces, real
-# kernels), and e2e tests in Chromium. Does its own set-up first. Needs root (the lab creates namespaces).
+# The whole test suite: formatting (prettier, sherif), lint, typecheck, unit tests, integration tests in the network
+# lab (real namespaces, real kernels), and e2e tests in Chromium. Does its own set-up first. Needs root (the lab
+# creates namespaces).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh || exit 1

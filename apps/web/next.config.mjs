@@ -11,7 +11,8 @@
  */
 export function nextConfig(prefix) {
   const basePath = prefix.replace(/\/+$/, "");
-  if (basePath !== "" && !/^\/[\w.~-]+(\/[\w.~-]+)*$/.test(basePath)) throw new Error(`WHOHAS_BASE_PATH: "${basePath}" must look like /whohas`);
+  if (basePath !== "" && !/^\/[\w.~-]+(\/[\w.~-]+)*$/.test(basePath))
+    throw new Error(`WHOHAS_BASE_PATH: "${basePath}" must look like /whohas`);
   return {
     reactStrictMode: true,
     // Workspace packages ship compiled ESM; Next only needs to resolve them.

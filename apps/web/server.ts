@@ -37,7 +37,9 @@ Usage: whohas-hub [--config FILE]
                   printf '%s' 'the password' | whohas-hub hash-password
 
 Environment overrides (they win over the file):
-${Object.entries(ENV_OVERRIDES).map(([k, v]) => `  ${k.padEnd(26)} ${v}`).join("\n")}
+${Object.entries(ENV_OVERRIDES)
+  .map(([k, v]) => `  ${k.padEnd(26)} ${v}`)
+  .join("\n")}
 
 Endpoints: / (dashboard, sign in at /login), /agent (agents' WebSocket), /api/v1/{ips,ips/IP,nodes,incidents} (read
 API, Bearer token), /api/auth/{login,logout,me}, /api/trpc (dashboard API), /healthz, /readyz; /metrics on a port
@@ -47,7 +49,9 @@ of its own (metrics.listen, 9473 unless set).
 async function hashFromStdin(): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
-  const password = Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  const password = Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
   if (password.length < 8) throw new Error("hash-password: give a password of at least 8 characters on stdin");
   process.stdout.write(`${await hashPassword(password)}\n`);
 }
@@ -55,7 +59,13 @@ async function hashFromStdin(): Promise<void> {
 /** listen starts `server` on host:port (or a Unix socket path) and resolves once it listens. */
 function listen(server: Server, at: { host: string; port: number } | string): Promise<Server> {
   return new Promise((resolve, reject) => {
-    server.once("error", (e: NodeJS.ErrnoException) => reject(e.code === "EADDRINUSE" ? new Error(`${typeof at === "string" ? at : `${at.host}:${at.port}`} is in use: set another address in the config`) : e));
+    server.once("error", (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === "EADDRINUSE"
+          ? new Error(`${typeof at === "string" ? at : `${at.host}:${at.port}`} is in use: set another address in the config`)
+          : e,
+      ),
+    );
     if (typeof at === "string") server.listen(at, () => resolve(server));
     else server.listen(at.port, at.host, () => resolve(server));
   });
@@ -69,7 +79,9 @@ const portOf = (s: Server, fallback: number) => {
 /** startKube connects to Kubernetes when configured, and hands the inventory to the hub. */
 async function startKube(config: HubConfig, hub: Hub, logger: Logger) {
   if (config.kubernetes === null) {
-    logger.info("kube.off", { hint: "set kubernetes.kubeconfig (or WHOHAS_KUBECONFIG), or run in a pod, to join traffic with Services and expected owners" });
+    logger.info("kube.off", {
+      hint: "set kubernetes.kubeconfig (or WHOHAS_KUBECONFIG), or run in a pod, to join traffic with Services and expected owners",
+    });
     return null;
   }
   const kc = loadKubeConfig(config.kubernetes === "in-cluster" ? null : config.kubernetes);
@@ -88,7 +100,10 @@ function macConflictLog(logger: Logger): (c: MacConflict) => void {
     if (now - (told.get(key) ?? -Infinity) < 3_600_000) return;
     if (told.size > 10_000) told.clear();
     told.set(key, now);
-    logger.warn("agents.mac_conflict", { ...c, hint: `${c.claimant}'s agent reports a MAC ${c.holder}'s agent reported first; answers from it stay ${c.holder}'s. Two nodes sharing a MAC (cloned VMs, a virtual MAC) or an agent lying` });
+    logger.warn("agents.mac_conflict", {
+      ...c,
+      hint: `${c.claimant}'s agent reports a MAC ${c.holder}'s agent reported first; answers from it stay ${c.holder}'s. Two nodes sharing a MAC (cloned VMs, a virtual MAC) or an agent lying`,
+    });
   };
 }
 
@@ -120,7 +135,12 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     onMacConflict: macConflictLog(logger),
   });
   registerHub(hub);
-  logger.info("store.opened", { path: config.storage.path, retentionMs: config.storage.retentionMs, agents: hub.agents.size, openIncidents: hub.incidents({ open: true }).length });
+  logger.info("store.opened", {
+    path: config.storage.path,
+    retentionMs: config.storage.retentionMs,
+    agents: hub.agents.size,
+    openIncidents: hub.incidents({ open: true }).length,
+  });
   const appDir = fileURLToPath(new URL("..", import.meta.url));
   const basePath = builtBasePath(appDir);
   const app = next({ dev: config.dev, dir: appDir, conf: nextConfig(basePath) });
@@ -129,17 +149,46 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
   const nextUpgrade = app.getUpgradeHandler();
   const kc = await startKube(config, hub, logger);
   if (config.agentToken === null && (kc === null || config.agentServiceAccount === null)) {
-    throw new Error("agents.serviceAccount: agents can only sign in with ServiceAccount tokens, which needs Kubernetes access: set agents.tokenFile, or run in a cluster (or give kubernetes.kubeconfig)");
+    throw new Error(
+      "agents.serviceAccount: agents can only sign in with ServiceAccount tokens, which needs Kubernetes access: set agents.tokenFile, or run in a cluster (or give kubernetes.kubeconfig)",
+    );
   }
   let users = config.auth.users;
   if (users.length === 0 && config.auth.proxy === null) {
     const b = await bootstrapAdmin(store.settings, config.storage.path, Date.now());
     users = [b.user];
-    logger.warn("auth.bootstrap_admin", { user: "admin", passwordFile: b.file, created: b.created, hint: "sign in as admin with the password in that file; list users under auth.users (whohas-hub hash-password) to replace it" });
+    logger.warn("auth.bootstrap_admin", {
+      user: "admin",
+      passwordFile: b.file,
+      created: b.created,
+      hint: "sign in as admin with the password in that file; list users under auth.users (whohas-hub hash-password) to replace it",
+    });
   }
-  const auth = new Auth({ users, proxy: config.auth.proxy, sessionTtlMs: config.auth.sessionTtlMs, trustedProxies: config.auth.trustedProxies, viewerToken: config.viewerToken }, store.access, store.settings, logger);
-  const settings = new Settings({ settings: store.settings, access: store.access, audit: store.audit, fileRetentionMs: config.storage.retentionMs, users, methods: auth.methods, clock: Date.now });
-  const receivers = (): Receiver[] => [...config.webhooks, ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const }))];
+  const auth = new Auth(
+    {
+      users,
+      proxy: config.auth.proxy,
+      sessionTtlMs: config.auth.sessionTtlMs,
+      trustedProxies: config.auth.trustedProxies,
+      viewerToken: config.viewerToken,
+    },
+    store.access,
+    store.settings,
+    logger,
+  );
+  const settings = new Settings({
+    settings: store.settings,
+    access: store.access,
+    audit: store.audit,
+    fileRetentionMs: config.storage.retentionMs,
+    users,
+    methods: auth.methods,
+    clock: Date.now,
+  });
+  const receivers = (): Receiver[] => [
+    ...config.webhooks,
+    ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const })),
+  ];
   const server = createHubServer({
     hub,
     metricsToken: config.metricsToken,
@@ -154,13 +203,25 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     settings,
     remediation: kc === null ? undefined : (actions) => new Remediation({ kc, hub, actions: () => actions, logger }),
     alerter: (metrics) =>
-      new Alerter({ hub, outbox: store.outbox, settings: store.settings, receivers, policy: config.alerting, logger, onOutcome: (receiver, outcome) => metrics.deliveries.inc({ receiver, outcome }) }),
+      new Alerter({
+        hub,
+        outbox: store.outbox,
+        settings: store.settings,
+        receivers,
+        policy: config.alerting,
+        logger,
+        onOutcome: (receiver, outcome) => metrics.deliveries.inc({ receiver, outcome }),
+      }),
     logger,
     basePath,
     pages: (req, res) => void handle(req, res),
     otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
-  logger.info("alerting", { receivers: receivers().map((r) => `${r.name} (${r.format}, ${r.source})`), groupWaitMs: config.alerting.groupWaitMs, repeatIntervalMs: config.alerting.repeatIntervalMs });
+  logger.info("alerting", {
+    receivers: receivers().map((r) => `${r.name} (${r.format}, ${r.source})`),
+    groupWaitMs: config.alerting.groupWaitMs,
+    repeatIntervalMs: config.alerting.repeatIntervalMs,
+  });
   return { hub, server, settings, basePath };
 }
 
@@ -191,13 +252,30 @@ async function main(): Promise<void> {
   const feedLog = new AbortController();
   void logIncidents(hub, logger, feedLog.signal);
   server.alerter?.start();
-  const scheduler = new Scheduler({ hub, logger, retentionMs: () => settings.retention().ms, storagePath: config.storage.path, timer: (pass) => server.metrics.tickSeconds.startTimer({ pass }) });
+  const scheduler = new Scheduler({
+    hub,
+    logger,
+    retentionMs: () => settings.retention().ms,
+    storagePath: config.storage.path,
+    timer: (pass) => server.metrics.tickSeconds.startTimer({ pass }),
+  });
   scheduler.start();
 
   const tcp = await listen(server.createServer(config.tls), config.listen);
-  logger.info("hub.listening", { url: `${config.tls === null ? "http" : "https"}://localhost:${portOf(tcp, config.listen.port)}${basePath}/`, tls: config.tls !== null, host: config.listen.host, readApi: config.viewerToken !== null, signIn: settings.methods, basePath });
+  logger.info("hub.listening", {
+    url: `${config.tls === null ? "http" : "https"}://localhost:${portOf(tcp, config.listen.port)}${basePath}/`,
+    tls: config.tls !== null,
+    host: config.listen.host,
+    readApi: config.viewerToken !== null,
+    signIn: settings.methods,
+    basePath,
+  });
   const metrics = await listen(createServer(server.metricsListener), config.metricsListen);
-  logger.info("hub.listening_metrics", { host: config.metricsListen.host, port: portOf(metrics, config.metricsListen.port), token: config.metricsToken !== null });
+  logger.info("hub.listening_metrics", {
+    host: config.metricsListen.host,
+    port: portOf(metrics, config.metricsListen.port),
+    token: config.metricsToken !== null,
+  });
   let unix: Server | null = null;
   if (config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });

@@ -10,12 +10,23 @@ import { TICKS, cpuTicks, rssMb } from "./sim.js";
 const FLOOD = fileURLToPath(new URL("./arp-flood.js", import.meta.url));
 /** pidsIn lists the processes named `comm` running inside a namespace. */
 function pidsIn(ns: string, comm: string): number[] {
-  const pids = execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).split("\n").map(Number).filter((p) => p > 0);
+  const pids = execFileSync("ip", ["netns", "pids", ns], { encoding: "utf8" })
+    .split("\n")
+    .map(Number)
+    .filter((p) => p > 0);
   return pids.filter((p) => readFileSync(`/proc/${p}/comm`, "utf8").trim() === comm);
 }
 async function metric(ns: string, name: string): Promise<number> {
-  const text = await inNs(ns, process.execPath, "-e", 'fetch("http://127.0.0.1:9472/metrics").then(r=>r.text()).then(t=>process.stdout.write(t))');
-  return text.split("\n").filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.split(" ").pop()), 0);
+  const text = await inNs(
+    ns,
+    process.execPath,
+    "-e",
+    'fetch("http://127.0.0.1:9472/metrics").then(r=>r.text()).then(t=>process.stdout.write(t))',
+  );
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name))
+    .reduce((n, l) => n + Number(l.split(" ").pop()), 0);
 }
 
 async function main(): Promise<void> {
@@ -37,7 +48,9 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 10_000));
     const idleCpu = (cpuTicks(agent) - idle0) / TICKS / 10;
 
-    const dump = spawn("ip", ["netns", "exec", node.ns, "tcpdump", "-i", "eth0", "-w", "/dev/null"], { stdio: ["ignore", "ignore", "pipe"] });
+    const dump = spawn("ip", ["netns", "exec", node.ns, "tcpdump", "-i", "eth0", "-w", "/dev/null"], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     let dumpErr = "";
     dump.stderr.on("data", (d: Buffer) => (dumpErr += d.toString()));
     await new Promise((r) => setTimeout(r, 1000));
@@ -71,7 +84,19 @@ async function main(): Promise<void> {
       `targets: zero drops (${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${idleCpu <= 0.01 ? "met" : "NOT met"})`,
     ];
     process.stdout.write(rows.join("\n") + "\n");
-    process.stdout.write(JSON.stringify({ bench: "agent", sent: sent.sent, rate: sent.rate, agentCpu, agentRssMb: rssMb(agent, "VmHWM"), kernelDrops: drops, frames, tcpdumpCpu: dumpCpu, idleCpu }) + "\n");
+    process.stdout.write(
+      JSON.stringify({
+        bench: "agent",
+        sent: sent.sent,
+        rate: sent.rate,
+        agentCpu,
+        agentRssMb: rssMb(agent, "VmHWM"),
+        kernelDrops: drops,
+        frames,
+        tcpdumpCpu: dumpCpu,
+        idleCpu,
+      }) + "\n",
+    );
   } finally {
     await stack.stop();
   }

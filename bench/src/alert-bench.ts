@@ -38,7 +38,11 @@ async function main(): Promise<void> {
     nodes: 2,
     vips: 1,
     requestIntervalMs: 1000,
-    hubConfig: { alerting: { groupWait: 0, maxPerIpPerHour: 1000, allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "bench", url, format: "generic" }], log: { level: "warn" } },
+    hubConfig: {
+      alerting: { groupWait: 0, maxPerIpPerHour: 1000, allowHosts: ["127.0.0.1"] },
+      webhooks: [{ name: "bench", url, format: "generic" }],
+      log: { level: "warn" },
+    },
   });
   const [first, second] = stack.lab.nodes;
   if (first === undefined || second === undefined) throw new Error("two nodes needed");
@@ -49,8 +53,33 @@ async function main(): Promise<void> {
     // Every trial IP is held by the first node only: one responder, no incident.
     for (const ip of ips) await inNs(first.ns, "ip", "addr", "add", `${ip}/32`, "dev", "kube-ipvs0");
     // A client asking for each of them every 100 ms, and tcpdump noting the second node's replies.
-    children.push(spawn("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, REQUESTER, "eth0", stack.lab.client.ip, "100", ...ips], { stdio: "ignore" }));
-    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "-i", "eth0", "-nn", "-tt", "-l", "-Q", "in", "arp", "and", "ether", "src", second.mac], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(
+      spawn("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, REQUESTER, "eth0", stack.lab.client.ip, "100", ...ips], {
+        stdio: "ignore",
+      }),
+    );
+    const dump = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        stack.lab.client.ns,
+        "tcpdump",
+        "-i",
+        "eth0",
+        "-nn",
+        "-tt",
+        "-l",
+        "-Q",
+        "in",
+        "arp",
+        "and",
+        "ether",
+        "src",
+        second.mac,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     children.push(dump);
     let buf = "";
     dump.stdout.on("data", (d: Buffer) => {
@@ -82,12 +111,14 @@ async function main(): Promise<void> {
       const t0 = wire.get(ip);
       const t1 = arrivals.get(ip);
       const ts = stateAt.get(ip);
-      if (t0 === undefined || t1 === undefined) throw new Error(`trial ${ip}: ${t0 === undefined ? "no reply of the second node captured" : "no webhook within 15 s"}`);
+      if (t0 === undefined || t1 === undefined)
+        throw new Error(`trial ${ip}: ${t0 === undefined ? "no reply of the second node captured" : "no webhook within 15 s"}`);
       lat.push(t1 - t0);
       if (ts !== undefined) apiLat.push(ts - t0);
       await sleep(300);
     }
-    const fmt = (xs: number[]) => `p50 ${pct(xs, 0.5).toFixed(0)} ms, p99 ${pct(xs, 0.99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (${xs.length} trials)`;
+    const fmt = (xs: number[]) =>
+      `p50 ${pct(xs, 0.5).toFixed(0)} ms, p99 ${pct(xs, 0.99).toFixed(0)} ms, max ${Math.max(...xs).toFixed(0)} ms (${xs.length} trials)`;
     process.stdout.write(
       [
         `detection latency benchmark: ${TRIALS} trials in the lab, 2 nodes, group_wait 0, client asking every 100 ms`,

@@ -66,7 +66,8 @@ async function main(): Promise<void> {
   if (report.ips.some((ip) => ip.responders.length !== shape.responders)) throw new Error("whohas analyze missed responders");
   runs.push(whohas);
   if (has("tcpdump")) runs.push(await timed("tcpdump -nn -r", "tcpdump", ["-nn", "-r", file]));
-  if (has("tshark")) runs.push(await timed("tshark -T fields", "tshark", ["-r", file, "-T", "fields", "-e", "arp.src.hw_mac", "-e", "arp.src.proto_ipv4"]));
+  if (has("tshark"))
+    runs.push(await timed("tshark -T fields", "tshark", ["-r", file, "-T", "fields", "-e", "arp.src.hw_mac", "-e", "arp.src.proto_ipv4"]));
 
   const rate = (r: Run) => frames / r.seconds;
   const lines = [
@@ -77,11 +78,22 @@ async function main(): Promise<void> {
   ];
   for (const r of runs) {
     const ratio = r === whohas ? "" : `${(r.seconds / whohas.seconds).toFixed(1)}x faster`;
-    lines.push(`${r.tool.padEnd(20)} ${r.seconds.toFixed(2).padStart(8)} ${(rate(r) / 1e6).toFixed(2).padStart(10)} M ${r.maxRssMb === null ? "".padStart(10) : `${r.maxRssMb.toFixed(0)} MB`.padStart(10)}  ${ratio}`);
+    lines.push(
+      `${r.tool.padEnd(20)} ${r.seconds.toFixed(2).padStart(8)} ${(rate(r) / 1e6).toFixed(2).padStart(10)} M ${r.maxRssMb === null ? "".padStart(10) : `${r.maxRssMb.toFixed(0)} MB`.padStart(10)}  ${ratio}`,
+    );
   }
-  lines.push("", `targets: >= 2.00 M frames/s (${rate(whohas) >= 2e6 ? "met" : "NOT met"}), peak RSS < 200 MB (${(whohas.maxRssMb ?? Infinity) < 200 ? "met" : "NOT met"})`);
+  lines.push(
+    "",
+    `targets: >= 2.00 M frames/s (${rate(whohas) >= 2e6 ? "met" : "NOT met"}), peak RSS < 200 MB (${(whohas.maxRssMb ?? Infinity) < 200 ? "met" : "NOT met"})`,
+  );
   process.stdout.write(lines.join("\n") + "\n");
-  process.stdout.write(JSON.stringify({ bench: "analyze", frames, runs: runs.map((r) => ({ tool: r.tool, seconds: r.seconds, framesPerSecond: rate(r), maxRssMb: r.maxRssMb })) }) + "\n");
+  process.stdout.write(
+    JSON.stringify({
+      bench: "analyze",
+      frames,
+      runs: runs.map((r) => ({ tool: r.tool, seconds: r.seconds, framesPerSecond: rate(r), maxRssMb: r.maxRssMb })),
+    }) + "\n",
+  );
 }
 
 main().catch((e: unknown) => {

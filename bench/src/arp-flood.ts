@@ -15,7 +15,17 @@ const frames: Uint8Array[] = [];
 for (let i = 0; i < 300; i++) {
   frames.push(newArpRequest(mac, "198.18.0.2", `198.18.1.${i % 250}`));
   const m = `02:bb:00:00:00:${(i % 30).toString(16).padStart(2, "0")}`;
-  frames.push(encodeArpFrame({ ethDst: "ff:ff:ff:ff:ff:ff", ethSrc: m, op: ARP_OP_REPLY, senderMac: m, senderIp: `198.18.2.${i % 250}`, targetMac: mac, targetIp: "198.18.0.2" }));
+  frames.push(
+    encodeArpFrame({
+      ethDst: "ff:ff:ff:ff:ff:ff",
+      ethSrc: m,
+      op: ARP_OP_REPLY,
+      senderMac: m,
+      senderIp: `198.18.2.${i % 250}`,
+      targetMac: mac,
+      targetIp: "198.18.0.2",
+    }),
+  );
 }
 const src = new PcapSource(iface, "ether proto 0x88b5");
 src.start(() => undefined);

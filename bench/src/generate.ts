@@ -12,7 +12,10 @@ export const ISSUE_SHAPE: CaptureShape = { frames: 2_000_000, vips: 300, clients
 
 const vip = (i: number) => `10.${96 + Math.floor(i / 65536)}.${Math.floor(i / 256) % 256}.${i % 256}`;
 const clientIp = (i: number) => `10.0.1.${10 + i}`;
-const mac = (prefix: number, i: number) => `02:${prefix.toString(16).padStart(2, "0")}:00:00:${Math.floor(i / 256).toString(16).padStart(2, "0")}:${(i % 256).toString(16).padStart(2, "0")}`;
+const mac = (prefix: number, i: number) =>
+  `02:${prefix.toString(16).padStart(2, "0")}:00:00:${Math.floor(i / 256)
+    .toString(16)
+    .padStart(2, "0")}:${(i % 256).toString(16).padStart(2, "0")}`;
 
 /**
  * generateCapture yields a pcap in chunks: each client asks for each VIP in turn (broadcast request) and every

@@ -22,7 +22,11 @@ interface Load {
 }
 
 /** drive runs the load: each agent sends every 100 ms; returns the peak of bytes buffered on the client side. */
-async function drive(agents: SimAgent[], load: Load, during?: (elapsed: number, tick: number) => void): Promise<{ seconds: number; maxBuffered: number }> {
+async function drive(
+  agents: SimAgent[],
+  load: Load,
+  during?: (elapsed: number, tick: number) => void,
+): Promise<{ seconds: number; maxBuffered: number }> {
   const perBatch = Math.round(load.perSecond / load.agents / 10);
   const started = Date.now();
   let maxBuffered = 0;
@@ -36,7 +40,11 @@ async function drive(agents: SimAgent[], load: Load, during?: (elapsed: number, 
       for (let i = slice; i < agents.length; i += 10) agents[i]?.batch(perBatch, now);
     }
     tick++;
-    if (tick % 10 === 0) maxBuffered = Math.max(maxBuffered, agents.reduce((n, a) => n + a.ws.bufferedAmount, 0));
+    if (tick % 10 === 0)
+      maxBuffered = Math.max(
+        maxBuffered,
+        agents.reduce((n, a) => n + a.ws.bufferedAmount, 0),
+      );
     during?.(Date.now() - started, tick);
   }
   return { seconds: (Date.now() - started) / 1000, maxBuffered };
@@ -46,7 +54,10 @@ async function drive(agents: SimAgent[], load: Load, during?: (elapsed: number, 
 async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<number> {
   const ac = new AbortController();
   const input = encodeURIComponent(JSON.stringify({ ip }));
-  const res = await fetch(`${base}/api/trpc/ips.byIpLive?input=${input}`, { signal: ac.signal, headers: { accept: "text/event-stream", authorization: `Bearer ${VIEWER}` } });
+  const res = await fetch(`${base}/api/trpc/ips.byIpLive?input=${input}`, {
+    signal: ac.signal,
+    headers: { accept: "text/event-stream", authorization: `Bearer ${VIEWER}` },
+  });
   if (res.body === null) throw new Error("no SSE body");
   const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   const dec = new TextDecoder();
@@ -61,7 +72,10 @@ async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<nu
       while ((i = buf.indexOf("\n\n")) >= 0) {
         const event = buf.slice(0, i);
         buf = buf.slice(i + 2);
-        const data = event.split("\n").find((l) => l.startsWith("data: "))?.slice(6);
+        const data = event
+          .split("\n")
+          .find((l) => l.startsWith("data: "))
+          ?.slice(6);
         if (data === undefined) continue;
         const parsed = JSON.parse(data) as unknown;
         if (sentAt === 0) {
@@ -81,7 +95,10 @@ async function sseLatency(base: string, agent: SimAgent, ip: string): Promise<nu
 
 async function hubMetric(metrics: string, name: string): Promise<number> {
   const text = await (await fetch(metrics)).text();
-  return text.split("\n").filter((l) => l.startsWith(name)).reduce((n, l) => n + Number(l.split(" ").pop()), 0);
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(name))
+    .reduce((n, l) => n + Number(l.split(" ").pop()), 0);
 }
 
 async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
@@ -93,7 +110,9 @@ async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
 /** reference: a bare ws server parsing every message, in a child process, under the same load. */
 async function reference(load: Load): Promise<{ cpu: number; rss: number; entries: number; sent: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, "--reference-server", String(port)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [new URL(import.meta.url).pathname, "--reference-server", String(port)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
   const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
   const pid = child.pid ?? 0;
@@ -115,13 +134,20 @@ function referenceServer(port: number): void {
   let entries = 0;
   const http = createServer();
   const wss = new WebSocketServer({ server: http, maxPayload: 1024 * 1024 });
-  wss.on("connection", (ws) => ws.on("message", (d: Buffer) => (entries += ((JSON.parse(d.toString()) as { entries?: unknown[] }).entries ?? []).length)));
+  wss.on("connection", (ws) =>
+    ws.on("message", (d: Buffer) => (entries += ((JSON.parse(d.toString()) as { entries?: unknown[] }).entries ?? []).length)),
+  );
   process.on("SIGUSR2", () => process.stdout.write(`${entries}\n`));
   http.listen(port, "127.0.0.1", () => process.stdout.write("ready\n"));
 }
 
 async function main(): Promise<void> {
-  const load: Load = { agents: Number(process.argv[2] ?? 200), ipsPerAgent: 300, perSecond: Number(process.argv[3] ?? 50_000), seconds: Number(process.argv[4] ?? 60) };
+  const load: Load = {
+    agents: Number(process.argv[2] ?? 200),
+    ipsPerAgent: 300,
+    perSecond: Number(process.argv[3] ?? 50_000),
+    seconds: Number(process.argv[4] ?? 60),
+  };
   const dir = mkdtempSync(join(tmpdir(), "whohas-hub-bench-"));
   let hub: Awaited<ReturnType<typeof startHub>> | null = null;
   try {
@@ -148,10 +174,12 @@ async function main(): Promise<void> {
       const ip = `198.51.${100 + Math.floor(markers / 250)}.${(markers % 250) + 1}`;
       markers++;
       if (agent === undefined) return;
-      void sseLatency(base, agent, ip).then(
-        (ms) => latencies.push(ms),
-        () => undefined,
-      ).finally(() => (probing = false));
+      void sseLatency(base, agent, ip)
+        .then(
+          (ms) => latencies.push(ms),
+          () => undefined,
+        )
+        .finally(() => (probing = false));
     });
     const cpu = (cpuTicks(pid) - c0) / TICKS / seconds;
     // The peak over warm-up and load, before the queries below build their own large answers.
@@ -167,9 +195,14 @@ async function main(): Promise<void> {
       const sum = Number(new RegExp(`whohas_hub_tick_seconds_sum\\{pass="${name}"\\} ([\\d.e-]+)`).exec(ticks)?.[1] ?? 0);
       return `${((sum / Math.max(1, count)) * 1000).toFixed(1)} ms mean over ${count}`;
     };
-    const ipCount = ((await (await fetch(`${base}/api/v1/ips`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as unknown[]).length;
-    const open = (await (await fetch(`${base}/api/v1/incidents?state=open&limit=5000`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as { type: string }[];
-    const openByType = [...open.reduce((m, i) => m.set(i.type, (m.get(i.type) ?? 0) + 1), new Map<string, number>())].map(([t, n]) => `${t} ${n}`).join(", ");
+    const ipCount = ((await (await fetch(`${base}/api/v1/ips`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as unknown[])
+      .length;
+    const open = (await (
+      await fetch(`${base}/api/v1/incidents?state=open&limit=5000`, { headers: { authorization: `Bearer ${VIEWER}` } })
+    ).json()) as { type: string }[];
+    const openByType = [...open.reduce((m, i) => m.set(i.type, (m.get(i.type) ?? 0) + 1), new Map<string, number>())]
+      .map(([t, n]) => `${t} ${n}`)
+      .join(", ");
     const rssAfterQueries = rssMb(pid, "VmRSS");
     const heapUsed = (await hubMetric(metrics, "nodejs_heap_size_used_bytes")) / 1e6;
     const heapTotal = (await hubMetric(metrics, "nodejs_heap_size_total_bytes")) / 1e6;

@@ -29,7 +29,11 @@ export class SimAgent {
   entries = 0;
   #cursor = 0;
 
-  constructor(url: string, readonly index: number, ipsPerAgent: number) {
+  constructor(
+    url: string,
+    readonly index: number,
+    ipsPerAgent: number,
+  ) {
     this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
     this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
     // Up to 512 IPs per agent, distinct across agents (200 x 300 = 60,000 IPs in the hub's table).
@@ -41,13 +45,23 @@ export class SimAgent {
       this.ws.once("open", resolve);
       this.ws.once("error", reject);
     });
-    this.ws.send(JSON.stringify({ v: 2, type: "hello", node: `sim-${this.index}`, agentVersion: "bench", interfaces: [{ name: "eth0", mac: this.mac, up: true }] }));
+    this.ws.send(
+      JSON.stringify({
+        v: 2,
+        type: "hello",
+        node: `sim-${this.index}`,
+        agentVersion: "bench",
+        interfaces: [{ name: "eth0", mac: this.mac, up: true }],
+      }),
+    );
     this.ws.on("message", () => undefined);
   }
 
   /** reply sends one reply from this node for `ip`, at `now`. */
   reply(ip: string, now: number): void {
-    this.ws.send(`{"v":2,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}],"requests":[]}`);
+    this.ws.send(
+      `{"v":2,"type":"observations","dropped":0,"entries":[{"ip":"${ip}","mac":"${this.mac}","kind":"reply","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}],"requests":[]}`,
+    );
     this.sent++;
     this.entries++;
   }
@@ -73,7 +87,6 @@ export class SimAgent {
   }
 }
 
-
 /** A RunningHub is `whohas-hub --config` started for a benchmark, measured through its server process. */
 export interface RunningHub {
   readonly base: string;
@@ -92,11 +105,20 @@ export async function startHub(dir: string): Promise<RunningHub> {
   const metricsPort = await freePort();
   writeFileSync(join(dir, "agent-token"), TOKEN);
   writeFileSync(join(dir, "viewer-token"), VIEWER);
-  writeFileSync(join(dir, "hub.yaml"), `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`);
+  writeFileSync(
+    join(dir, "hub.yaml"),
+    `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n`,
+  );
   const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (i > 150 || hub.exitCode !== null) throw new Error("the hub did not start");
     await sleep(200);
   }

@@ -11,7 +11,15 @@ import { SimAgent, VIEWER, sleep, startHub } from "./sim.js";
 
 /** VISITS: how many first-time visitors open the IPs page, one after the other. */
 const VISITS = 5;
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync"];
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+  "--disable-sync",
+];
 
 interface Frames {
   frames: number;
@@ -37,7 +45,12 @@ async function scrollFrames(page: Page, selector: string | null, ms: number): Pr
           if (t < end) requestAnimationFrame(step);
           else {
             const sorted = [...gaps].sort((a, b) => a - b);
-            resolve({ frames: gaps.length, max: sorted.at(-1) ?? 0, p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0, over100: gaps.filter((g) => g > 100).length });
+            resolve({
+              frames: gaps.length,
+              max: sorted.at(-1) ?? 0,
+              p95: sorted[Math.floor(sorted.length * 0.95)] ?? 0,
+              over100: gaps.filter((g) => g > 100).length,
+            });
           }
         };
         requestAnimationFrame(step);
@@ -74,13 +87,18 @@ async function main(): Promise<void> {
     // token would (a viewer; the hub accepts it on pages as on the API). The first visit also meets a hub whose
     // Next.js route is not loaded yet (once per hub process); the later ones meet the hub as it runs all day.
     const visit = async () => {
-      const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, extraHTTPHeaders: { authorization: `Bearer ${VIEWER}` } });
+      const context = await browser.newContext({
+        viewport: { width: 1400, height: 900 },
+        extraHTTPHeaders: { authorization: `Bearer ${VIEWER}` },
+      });
       const page = await context.newPage();
       await page.goto(`${hub?.base ?? ""}/ips`, { waitUntil: "commit" });
       // The predicate notes the time it first held (a later evaluate would wait for the main thread to be free).
       await page.waitForFunction(
         (n) => {
-          const ok = document.querySelector('[data-testid="row-count"]')?.textContent.startsWith(`${n} of`) === true && document.querySelector("[data-ip]") !== null;
+          const ok =
+            document.querySelector('[data-testid="row-count"]')?.textContent.startsWith(`${n} of`) === true &&
+            document.querySelector("[data-ip]") !== null;
           const w = window as unknown as { rowsAt?: number };
           if (ok) w.rowsAt ??= performance.now();
           return ok;
@@ -111,14 +129,19 @@ async function main(): Promise<void> {
     const cold = visits[0];
     const page = visits.at(-1)?.page;
     if (cold === undefined || page === undefined) throw new Error("no visit");
-    const warm = visits.slice(1).map((v) => v.firstRender).sort((a, b) => a - b);
+    const warm = visits
+      .slice(1)
+      .map((v) => v.firstRender)
+      .sort((a, b) => a - b);
     const warmMedian = warm[Math.floor(warm.length / 2)] ?? Number.NaN;
     await sleep(2000); // let a few live updates land
     const rows = await page.locator("[data-ip]").count();
     const live = await scrollFrames(page, ".vbody", 5000);
 
     // Reference: the naive page, all rows in one table, from the same data.
-    const data = (await (await fetch(`${hub.base}/api/trpc/ips.list`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as { result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] } };
+    const data = (await (await fetch(`${hub.base}/api/trpc/ips.list`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as {
+      result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] };
+    };
     const ref = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     const html = `<table>${data.result.data.map((i) => `<tr><td>${i.ip}</td><td>${i.state}</td><td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`).join("")}</table>`;
     await ref.setContent("<!doctype html><body></body>");
@@ -138,7 +161,10 @@ async function main(): Promise<void> {
         `dashboard benchmark: IPs page with ${total} IPs while ${updatesPerSecond} updates/s stream into the hub (Chromium ${browser.version()}, headless)`,
         "",
         `whohas IPs page, first render (navigation start -> all ${total} counted and the first rows painted), ${VISITS} first-time visitors one after the other:`,
-        ...visits.map((v, i) => `  visit ${i + 1}${i === 0 ? " (hub's first page load)" : ""}: ${v.firstRender.toFixed(0)} ms (first byte ${v.firstByte.toFixed(0)} ms, first contentful paint ${v.fcp.toFixed(0)} ms, rows counted ${v.rowsAt.toFixed(0)} ms; interactive ${v.load.toFixed(0)} ms)`),
+        ...visits.map(
+          (v, i) =>
+            `  visit ${i + 1}${i === 0 ? " (hub's first page load)" : ""}: ${v.firstRender.toFixed(0)} ms (first byte ${v.firstByte.toFixed(0)} ms, first contentful paint ${v.fcp.toFixed(0)} ms, rows counted ${v.rowsAt.toFixed(0)} ms; interactive ${v.load.toFixed(0)} ms)`,
+        ),
         `  median of visits 2-${VISITS}: ${warmMedian.toFixed(0)} ms, worst ${(warm.at(-1) ?? Number.NaN).toFixed(0)} ms; ${rows} row elements in the DOM`,
         `  scrolling 5 s: ${fmt(live)}`,
         `naive <table> (reference, ${data.result.data.length} rows, data already in the page): render ${refRender.toFixed(0)} ms; scrolling 5 s: ${fmt(refScroll)}`,

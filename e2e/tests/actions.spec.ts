@@ -3,7 +3,10 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
-const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer" | "operator" | "admin", { name: string; password: string }>;
+const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<
+  "viewer" | "operator" | "admin",
+  { name: string; password: string }
+>;
 const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 const vip0 = vips[0] ?? "";
@@ -13,7 +16,9 @@ const as = (role: "viewer" | "operator" | "admin") => `test-results/.auth/${role
 test.describe("signing in", () => {
   test.use({ storageState: { cookies: [], origins: [] } });
 
-  test("a page sends an unsigned visitor to /login, a wrong password says so, the right one lands where they were going", async ({ page }) => {
+  test("a page sends an unsigned visitor to /login, a wrong password says so, the right one lands where they were going", async ({
+    page,
+  }) => {
     await page.goto(`${url}/nodes`);
     await expect(page).toHaveURL(/\/login\?next=%2Fnodes/);
     await page.getByLabel("User name").fill(users.operator.name);

@@ -17,7 +17,8 @@ test("the Overview turns red with three responders and shows every node's ARP be
   await expect(page.getByTestId("strictarp-effective")).toHaveAttribute("data-verdict", "exposed");
   const rows = page.locator('[data-testid="strictarp-nodes"] tbody tr');
   await expect(rows).toHaveCount(3);
-  for (const n of nodes) await expect(page.locator(`[data-testid="strictarp-nodes"] tr[data-node="${n.name}"]`)).toContainText("any local address");
+  for (const n of nodes)
+    await expect(page.locator(`[data-testid="strictarp-nodes"] tr[data-node="${n.name}"]`)).toContainText("any local address");
   await expect(page.getByTestId("problem-ips")).toContainText(vip0);
   await shot(page, "overview");
 });
@@ -122,7 +123,10 @@ test("every page runs under the Content-Security-Policy without a violation, and
   const violations: string[] = [];
   await page.exposeFunction("reportViolation", (v: string) => violations.push(v));
   await page.addInitScript(() => {
-    document.addEventListener("securitypolicyviolation", (e) => void (window as unknown as { reportViolation: (v: string) => void }).reportViolation(`${e.violatedDirective} ${e.blockedURI}`));
+    document.addEventListener(
+      "securitypolicyviolation",
+      (e) => void (window as unknown as { reportViolation: (v: string) => void }).reportViolation(`${e.violatedDirective} ${e.blockedURI}`),
+    );
   });
   page.on("console", (m) => m.type() === "error" && /Content.Security.Policy/i.test(m.text()) && violations.push(m.text()));
   for (const path of ["/", "/ips", `/ips/${vip0}`, "/nodes", "/incidents", "/settings"]) {
@@ -136,5 +140,10 @@ test("every page runs under the Content-Security-Policy without a violation, and
   await page.setContent(`<iframe id="f" src="${url}/ips" width="600" height="400"></iframe>`);
   await page.waitForTimeout(1000);
   const framed = page.frames().find((f) => f.url().startsWith(url));
-  expect(await framed?.locator("body").innerText().catch(() => "")).toBeFalsy();
+  expect(
+    await framed
+      ?.locator("body")
+      .innerText()
+      .catch(() => ""),
+  ).toBeFalsy();
 });

@@ -8,7 +8,12 @@ const kubeconfig = process.env.WHOHAS_E2E_KUBECONFIG ?? "";
 const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer" | "operator" | "admin", { name: string }>;
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
-const configText = () => execFileSync("kubectl", ["--kubeconfig", kubeconfig, "-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "jsonpath={.data.config\\.conf}"], { encoding: "utf8" });
+const configText = () =>
+  execFileSync(
+    "kubectl",
+    ["--kubeconfig", kubeconfig, "-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "jsonpath={.data.config\\.conf}"],
+    { encoding: "utf8" },
+  );
 
 test("Fix: from several responders to one, verified; rollback puts back the exact bytes; all of it audited", async ({ page, browser }) => {
   test.setTimeout(240_000);
@@ -51,7 +56,8 @@ test("Fix: from several responders to one, verified; rollback puts back the exac
   // The audit log has every step with its user.
   const admin = await browser.newPage({ storageState: "test-results/.auth/admin.json" });
   await admin.goto(`${url}/settings`);
-  for (const action of ["remediation.backup", "remediation.apply", "remediation.rollback"]) await expect(admin.locator(`[data-testid="audit"] tr[data-action="${action}"]`).first()).toContainText(users.operator.name);
+  for (const action of ["remediation.backup", "remediation.apply", "remediation.rollback"])
+    await expect(admin.locator(`[data-testid="audit"] tr[data-action="${action}"]`).first()).toContainText(users.operator.name);
   await expect(admin.locator('[data-testid="audit"] tr[data-action="remediation.backup"]').first()).toContainText("strictARP: false");
   await admin.close();
 });

@@ -12,7 +12,11 @@ export const restrictEnvAccess = {
   rules: {
     "no-restricted-properties": [
       "error",
-      { object: "process", property: "env", message: "Read the environment only in env.ts / config.ts / config/load.ts and pass a typed config down." },
+      {
+        object: "process",
+        property: "env",
+        message: "Read the environment only in env.ts / config.ts / config/load.ts and pass a typed config down.",
+      },
     ],
   },
 };

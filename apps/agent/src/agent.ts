@@ -128,7 +128,8 @@ export class Agent {
     for (const [name, src] of this.#sources) {
       if (want.has(name)) continue;
       const k = src.stats();
-      if (k !== null) this.#closedStats = { received: this.#closedStats.received + k.received, dropped: this.#closedStats.dropped + k.dropped };
+      if (k !== null)
+        this.#closedStats = { received: this.#closedStats.received + k.received, dropped: this.#closedStats.dropped + k.dropped };
       src.close();
       this.#sources.delete(name);
       logger.info("capture.stopped", { iface: name });
@@ -141,10 +142,15 @@ export class Agent {
         this.#sources.set(name, src);
         logger.info("capture.started", { iface: name });
       } catch (e) {
-        logger.error("capture.failed", { iface: name, message: (e as Error).message, hint: "the agent needs root or CAP_NET_RAW and CAP_NET_ADMIN" });
+        logger.error("capture.failed", {
+          iface: name,
+          message: (e as Error).message,
+          hint: "the agent needs root or CAP_NET_RAW and CAP_NET_ADMIN",
+        });
       }
     }
-    if (this.#sources.size === 0) logger.warn("capture.none", { hint: "no interface matched --interfaces / --exclude-interfaces and is up" });
+    if (this.#sources.size === 0)
+      logger.warn("capture.none", { hint: "no interface matched --interfaces / --exclude-interfaces and is up" });
   }
 
   /** #onFrame is the capture path: decode in place, fold, count; nothing here waits on the network. */
@@ -201,7 +207,12 @@ export class Agent {
   async sendFacts(periodic = false): Promise<void> {
     if (this.deps.facts === undefined) return;
     const k = this.kernelStats();
-    const facts = await this.deps.facts(this.capturing, { frames: Object.values(this.counts).reduce((a, b) => a + b, 0), dropped: { ...this.counts, observed: 0 }, kernelReceived: k.received, kernelDropped: k.dropped });
+    const facts = await this.deps.facts(this.capturing, {
+      frames: Object.values(this.counts).reduce((a, b) => a + b, 0),
+      dropped: { ...this.counts, observed: 0 },
+      kernelReceived: k.received,
+      kernelDropped: k.dropped,
+    });
     const key = JSON.stringify({ ...facts, capture: null });
     if (!periodic && key === this.#lastFactsKey) return;
     this.#lastFactsKey = key;
@@ -217,7 +228,13 @@ export class Agent {
     if (msg.type !== "announce" && msg.type !== "probe") return;
     const send = (m: Parameters<HubLink["send"]>[0]) => this.deps.link.send(m);
     if (this.deps.command === undefined || this.#running >= MAX_CONCURRENT_COMMANDS) {
-      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: `busy: ${this.#running} commands already running on ${this.deps.node}` });
+      send({
+        v: WIRE_VERSION,
+        type: "command-done",
+        id: msg.id,
+        ok: false,
+        message: `busy: ${this.#running} commands already running on ${this.deps.node}`,
+      });
       return;
     }
     this.#running++;

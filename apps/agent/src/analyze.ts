@@ -47,7 +47,8 @@ function parseOwners(list: string[]): Map<string, string[]> {
   const owners = new Map<string, string[]>();
   for (const item of list) {
     const [ip, mac] = item.split("=");
-    if (ip === undefined || mac === undefined || !isIP(ip) || !isMac(mac)) throw new Error(`--owner ${item}: expected IP=MAC, e.g. 192.0.2.10=02:00:5e:00:00:0a`);
+    if (ip === undefined || mac === undefined || !isIP(ip) || !isMac(mac))
+      throw new Error(`--owner ${item}: expected IP=MAC, e.g. 192.0.2.10=02:00:5e:00:00:0a`);
     owners.set(ip, [...(owners.get(ip) ?? []), mac.toLowerCase()]);
   }
   return owners;

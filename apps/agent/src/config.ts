@@ -111,7 +111,8 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
   }
   // A hostname is case-insensitive; a Node name is its lowercase form (the kubelet does the same).
   const node = f.node ?? env.NODE_NAME ?? hostname().toLowerCase();
-  if (!isNodeName(node)) throw new Error(`--node ${JSON.stringify(node)}: not a node name (lowercase letters, digits, '-' and '.', as Kubernetes names Nodes)`);
+  if (!isNodeName(node))
+    throw new Error(`--node ${JSON.stringify(node)}: not a node name (lowercase letters, digits, '-' and '.', as Kubernetes names Nodes)`);
   return {
     hub: f.hub,
     node,

@@ -2,7 +2,15 @@ import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { networkInterfaces } from "node:os";
-import { MAX_ADDRESSES_PER_LINK, MAX_FACT_INTERFACES, effectiveArpSetting, impliedProxyMode, type Logger, type NodeFacts, type NodeInterface } from "@whohas/core";
+import {
+  MAX_ADDRESSES_PER_LINK,
+  MAX_FACT_INTERFACES,
+  effectiveArpSetting,
+  impliedProxyMode,
+  type Logger,
+  type NodeFacts,
+  type NodeInterface,
+} from "@whohas/core";
 import { listInterfaces, type NetInterface } from "./capture/interfaces.js";
 import { AGENT_VERSION } from "./version.js";
 
@@ -36,13 +44,23 @@ export async function addressesByInterface(logger?: Logger): Promise<Map<string,
   try {
     const { stdout } = await execFileP("ip", ["-j", "addr", "show"], { maxBuffer: 64 * 1024 * 1024 });
     for (const link of JSON.parse(stdout) as { ifname: string; addr_info?: { local?: string }[] }[]) {
-      out.set(link.ifname, (link.addr_info ?? []).map((a) => a.local ?? "").filter((a) => a !== ""));
+      out.set(
+        link.ifname,
+        (link.addr_info ?? []).map((a) => a.local ?? "").filter((a) => a !== ""),
+      );
     }
     return out;
   } catch (e) {
-    logger?.warn("facts.no_iproute2", { message: (e as Error).message, hint: "install iproute2: without it addresses on down links (kube-ipvs0) are not counted" });
+    logger?.warn("facts.no_iproute2", {
+      message: (e as Error).message,
+      hint: "install iproute2: without it addresses on down links (kube-ipvs0) are not counted",
+    });
   }
-  for (const [name, addrs] of Object.entries(networkInterfaces())) out.set(name, (addrs ?? []).map((a) => a.address));
+  for (const [name, addrs] of Object.entries(networkInterfaces()))
+    out.set(
+      name,
+      (addrs ?? []).map((a) => a.address),
+    );
   return out;
 }
 
@@ -64,7 +82,10 @@ export async function collectFacts(input: FactsInput): Promise<NodeFacts> {
   // On a node with more links than the hub takes (a pod's veth each), the ones that matter come first.
   const found = await listInterfaces(input.sysClassNet);
   const matters = (l: NetInterface) => input.captured.has(l.name) || l.name === KUBE_IPVS0;
-  const links: NetInterface[] = found.length <= MAX_FACT_INTERFACES ? found : [...found.filter(matters), ...found.filter((l) => !matters(l))].slice(0, MAX_FACT_INTERFACES);
+  const links: NetInterface[] =
+    found.length <= MAX_FACT_INTERFACES
+      ? found
+      : [...found.filter(matters), ...found.filter((l) => !matters(l))].slice(0, MAX_FACT_INTERFACES);
   const addrs = await addressesByInterface(input.logger);
   const all = await readSysctl("all", procConf);
   const def = await readSysctl("default", procConf);
@@ -78,7 +99,10 @@ export async function collectFacts(input: FactsInput): Promise<NodeFacts> {
       master: l.master,
       addresses: (addrs.get(l.name) ?? []).slice(0, MAX_ADDRESSES_PER_LINK),
       own,
-      effective: { arpIgnore: effectiveArpSetting(all.arpIgnore, own.arpIgnore), arpAnnounce: effectiveArpSetting(all.arpAnnounce, own.arpAnnounce) },
+      effective: {
+        arpIgnore: effectiveArpSetting(all.arpIgnore, own.arpIgnore),
+        arpAnnounce: effectiveArpSetting(all.arpAnnounce, own.arpAnnounce),
+      },
       captured: input.captured.has(l.name),
     });
   }

@@ -88,10 +88,17 @@ export class HubLink {
     try {
       token = typeof this.opts.token === "string" ? this.opts.token : this.opts.token();
     } catch (e) {
-      logger.error("hub.token_unreadable", { message: (e as Error).message, hint: "check --token-file (a projected ServiceAccount token is rewritten by the kubelet)" });
+      logger.error("hub.token_unreadable", {
+        message: (e as Error).message,
+        hint: "check --token-file (a projected ServiceAccount token is rewritten by the kubelet)",
+      });
       token = "";
     }
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, handshakeTimeout: 10_000, ...(this.opts.ca === undefined || this.opts.ca === null ? {} : { ca: this.opts.ca }) });
+    const ws = new WebSocket(url, {
+      headers: { authorization: `Bearer ${token}` },
+      handshakeTimeout: 10_000,
+      ...(this.opts.ca === undefined || this.opts.ca === null ? {} : { ca: this.opts.ca }),
+    });
     this.#ws = ws;
     ws.on("open", () => {
       this.#attempt = 0;
@@ -112,7 +119,11 @@ export class HubLink {
     ws.on("message", (data, isBinary) => {
       this.#lastHeard = Date.now();
       if (isBinary) return;
-      const text = Buffer.isBuffer(data) ? data.toString("utf8") : Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.from(data).toString("utf8");
+      const text = Buffer.isBuffer(data)
+        ? data.toString("utf8")
+        : Array.isArray(data)
+          ? Buffer.concat(data).toString("utf8")
+          : Buffer.from(data).toString("utf8");
       const msg = parseHubMessage(text);
       if (!msg.ok) {
         logger.warn("hub.bad_message", { reason: msg.message });
@@ -121,19 +132,30 @@ export class HubLink {
       this.opts.onMessage?.(msg.value);
     });
     ws.on("unexpected-response", (_req, res) => {
-      logger.error("hub.refused", { status: res.statusCode, hint: res.statusCode === 401 ? "check --token-file: the hub refused the token" : undefined });
+      logger.error("hub.refused", {
+        status: res.statusCode,
+        hint: res.statusCode === 401 ? "check --token-file: the hub refused the token" : undefined,
+      });
       ws.terminate();
     });
     ws.on("error", (err: Error & { code?: string }) => {
       const tls = /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(err.code ?? "");
-      logger.warn("hub.error", { message: err.message, ...(tls ? { hint: "the hub's certificate is not trusted: pass --ca-file with the CA that signed it" } : {}) });
+      logger.warn("hub.error", {
+        message: err.message,
+        ...(tls ? { hint: "the hub's certificate is not trusted: pass --ca-file with the CA that signed it" } : {}),
+      });
     });
     ws.on("close", (code, reason) => {
       if (this.#heartbeat) clearInterval(this.#heartbeat);
       if (this.#closed) return;
       const delay = backoffDelay(this.#attempt++);
       // 4409: the hub already has a live agent for this node name (two agents claim it, or the old link is dead).
-      if (code === 4409) logger.error("hub.node_conflict", { reason: reason.toString(), retryInMs: delay, hint: "check --node (NODE_NAME): another agent speaks for this node; a dead old connection is dropped by the hub within 20 s" });
+      if (code === 4409)
+        logger.error("hub.node_conflict", {
+          reason: reason.toString(),
+          retryInMs: delay,
+          hint: "check --node (NODE_NAME): another agent speaks for this node; a dead old connection is dropped by the hub within 20 s",
+        });
       else logger.warn("hub.disconnected", { code, reason: reason.toString(), retryInMs: delay });
       this.#retryTimer = setTimeout(() => this.#connect(), delay);
     });

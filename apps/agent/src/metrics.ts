@@ -44,11 +44,33 @@ export class AgentMetrics {
     registers: [this.registry],
     collect: () => void this.#source?.kernelStats(), // refreshes this gauge and kernelReceived
   });
-  readonly kernelReceived = new Gauge({ name: "whohas_agent_kernel_received_packets", help: "Packets libpcap received (pcap_stats), per interface.", labelNames: ["interface"], registers: [this.registry] });
-  readonly hubConnected = new Gauge({ name: "whohas_agent_hub_connected", help: "1 while the WebSocket to the hub is open.", registers: [this.registry] });
-  readonly bufferedBytes = new Gauge({ name: "whohas_agent_buffered_bytes", help: "Estimated bytes of aggregates waiting for the hub.", registers: [this.registry] });
-  readonly aggregatesDropped = new Counter({ name: "whohas_agent_aggregates_dropped_total", help: "Frames whose aggregate could not be kept while the hub was away.", registers: [this.registry] });
-  readonly responders = new Gauge({ name: "whohas_agent_responders", help: "Distinct MACs seen answering or announcing, per IP.", labelNames: ["ip"], registers: [this.registry] });
+  readonly kernelReceived = new Gauge({
+    name: "whohas_agent_kernel_received_packets",
+    help: "Packets libpcap received (pcap_stats), per interface.",
+    labelNames: ["interface"],
+    registers: [this.registry],
+  });
+  readonly hubConnected = new Gauge({
+    name: "whohas_agent_hub_connected",
+    help: "1 while the WebSocket to the hub is open.",
+    registers: [this.registry],
+  });
+  readonly bufferedBytes = new Gauge({
+    name: "whohas_agent_buffered_bytes",
+    help: "Estimated bytes of aggregates waiting for the hub.",
+    registers: [this.registry],
+  });
+  readonly aggregatesDropped = new Counter({
+    name: "whohas_agent_aggregates_dropped_total",
+    help: "Frames whose aggregate could not be kept while the hub was away.",
+    registers: [this.registry],
+  });
+  readonly responders = new Gauge({
+    name: "whohas_agent_responders",
+    help: "Distinct MACs seen answering or announcing, per IP.",
+    labelNames: ["ip"],
+    registers: [this.registry],
+  });
 
   /** bind makes the series read the agent's counters at each scrape (per-frame prom-client calls cost too much). */
   bind(source: CaptureCounters): void {

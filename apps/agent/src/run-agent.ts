@@ -19,14 +19,27 @@ type Command = Extract<HubMessage, { type: "announce" | "probe" }>;
 export function hubCommand(node: string) {
   return async (msg: Command, send: HubLink["send"]): Promise<void> => {
     if (msg.type === "announce" && !msg.force && msg.expectedOwner !== node) {
-      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: `refused: ${node} is not the expected owner of ${msg.ip} (${msg.expectedOwner ?? "none known"}); announcing would create a second responder` });
+      send({
+        v: WIRE_VERSION,
+        type: "command-done",
+        id: msg.id,
+        ok: false,
+        message: `refused: ${node} is not the expected owner of ${msg.ip} (${msg.expectedOwner ?? "none known"}); announcing would create a second responder`,
+      });
       return;
     }
     const egress = egressFor(msg.ip);
     const open = (iface: string) => new PcapSource(iface, "arp or icmp6");
     if (msg.type === "announce") {
       const bursts = await runAnnounce({ ip: msg.ip, durationMs: msg.durationMs, egress, open });
-      send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: true, message: `announced ${msg.ip} from ${egress.iface} (${egress.mac})`, bursts });
+      send({
+        v: WIRE_VERSION,
+        type: "command-done",
+        id: msg.id,
+        ok: true,
+        message: `announced ${msg.ip} from ${egress.iface} (${egress.mac})`,
+        bursts,
+      });
       return;
     }
     const summary = await runProbe({
@@ -35,9 +48,17 @@ export function hubCommand(node: string) {
       intervalMs: msg.intervalMs,
       egress,
       open,
-      onResult: (r) => send({ v: WIRE_VERSION, type: "probe-result", id: msg.id, seq: r.seq, sentAt: Math.round(r.sentAt), replies: [...r.replies] }),
+      onResult: (r) =>
+        send({ v: WIRE_VERSION, type: "probe-result", id: msg.id, seq: r.seq, sentAt: Math.round(r.sentAt), replies: [...r.replies] }),
     });
-    send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: true, message: `probed ${msg.ip} from ${egress.iface}`, probe: { ...summary, macs: [...summary.macs] } });
+    send({
+      v: WIRE_VERSION,
+      type: "command-done",
+      id: msg.id,
+      ok: true,
+      message: `probed ${msg.ip} from ${egress.iface}`,
+      probe: { ...summary, macs: [...summary.macs] },
+    });
   };
 }
 
@@ -64,7 +85,12 @@ export async function runAgent(argv: string[]): Promise<number> {
     return 0;
   }
   const config = parseAgentConfig(values);
-  const logger = jsonLogger("agent", (line) => process.stderr.write(line), () => new Date(), config.logLevel);
+  const logger = jsonLogger(
+    "agent",
+    (line) => process.stderr.write(line),
+    () => new Date(),
+    config.logLevel,
+  );
   const metrics = new AgentMetrics();
   // The agent is created below; the link needs it for hello and commands, so they are wired through `agent`.
   let agent: Agent | null = null;
@@ -74,7 +100,13 @@ export async function runAgent(argv: string[]): Promise<number> {
     token: () => readToken(config.tokenFile),
     ca: config.ca,
     logger,
-    hello: () => ({ v: WIRE_VERSION, type: "hello", node: config.node, agentVersion: AGENT_VERSION, interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })) }),
+    hello: () => ({
+      v: WIRE_VERSION,
+      type: "hello",
+      node: config.node,
+      agentVersion: AGENT_VERSION,
+      interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
+    }),
     onMessage: (m) => agent?.onHubMessage(m),
   });
   const running = new Agent({
@@ -89,7 +121,10 @@ export async function runAgent(argv: string[]): Promise<number> {
     metrics,
   });
   agent = running;
-  const http = config.metricsAddress === null ? null : await serveMetrics(config.metricsAddress, metrics, { live: () => true, ready: () => running.capturing.size > 0 });
+  const http =
+    config.metricsAddress === null
+      ? null
+      : await serveMetrics(config.metricsAddress, metrics, { live: () => true, ready: () => running.capturing.size > 0 });
   await running.start();
   logger.info("agent.started", { node: config.node, hub: config.hub, version: AGENT_VERSION, metrics: config.metricsAddress });
   await new Promise<void>((resolve) => {

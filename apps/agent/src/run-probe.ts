@@ -40,10 +40,15 @@ interface Out {
 export async function runProbeCli(argv: string[], out: Out = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { duration: { type: "string" }, interval: { type: "string" }, interface: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      duration: { type: "string" },
+      interval: { type: "string" },
+      interface: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
     allowPositionals: true,
   });
-  if (values.help) return void out.write(PROBE_HELP), 0;
+  if (values.help) return (void out.write(PROBE_HELP), 0);
   const ip = positionals[0];
   if (ip === undefined || !isIP(ip)) throw new Error(`probe: name the IP to probe\n\n${PROBE_HELP}`);
   const durationMs = parseDuration(values.duration ?? "60s");
@@ -61,7 +66,9 @@ export async function runProbeCli(argv: string[], out: Out = process.stdout): Pr
     signal: ac.signal,
     onResult: (r) => {
       const macs = r.replies.map((x) => `${x.mac} (${x.latencyMs.toFixed(2)} ms)`).join(", ");
-      out.write(`#${String(r.seq).padStart(3)}  ${r.replies.length} ${r.replies.length === 1 ? "reply  " : "replies"}  ${macs === "" ? "-" : macs}${r.replies.length > 1 ? "  <-- SEVERAL" : ""}\n`);
+      out.write(
+        `#${String(r.seq).padStart(3)}  ${r.replies.length} ${r.replies.length === 1 ? "reply  " : "replies"}  ${macs === "" ? "-" : macs}${r.replies.length > 1 ? "  <-- SEVERAL" : ""}\n`,
+      );
     },
   });
   out.write(`\n${summary.requests} requests, ${summary.unanswered} unanswered, ${summary.multiAnswered} answered by more than one MAC\n`);
@@ -73,15 +80,28 @@ export async function runProbeCli(argv: string[], out: Out = process.stdout): Pr
 export async function runAnnounceCli(argv: string[], out: Out = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { duration: { type: "string" }, interface: { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      duration: { type: "string" },
+      interface: { type: "string" },
+      force: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
     allowPositionals: true,
   });
-  if (values.help) return void out.write(ANNOUNCE_HELP), 0;
+  if (values.help) return (void out.write(ANNOUNCE_HELP), 0);
   const ip = positionals[0];
   if (ip === undefined || !isIP(ip)) throw new Error(`announce: name the IP to announce\n\n${ANNOUNCE_HELP}`);
-  if (values.force !== true) throw new Error(`announce: refused without --force: this node's ownership of ${ip} cannot be checked without the hub, and announcing from a node that does not own it creates a second responder`);
+  if (values.force !== true)
+    throw new Error(
+      `announce: refused without --force: this node's ownership of ${ip} cannot be checked without the hub, and announcing from a node that does not own it creates a second responder`,
+    );
   const egress = egressFor(ip, values.interface);
-  const bursts = await runAnnounce({ ip, durationMs: parseDuration(values.duration ?? "5s"), egress, open: (iface) => new PcapSource(iface, "arp or icmp6") });
+  const bursts = await runAnnounce({
+    ip,
+    durationMs: parseDuration(values.duration ?? "5s"),
+    egress,
+    open: (iface) => new PcapSource(iface, "arp or icmp6"),
+  });
   out.write(`announced ${ip} from ${egress.iface} (${egress.mac}): ${bursts} bursts\n`);
   return 0;
 }

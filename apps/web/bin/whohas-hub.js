@@ -21,10 +21,14 @@ if (given) {
     process.stderr.write(`whohas-hub: WHOHAS_HEAP_MB must be a whole number of MB, at least 128 (got ${process.env.WHOHAS_HEAP_MB})\n`);
     process.exit(2);
   }
-  const child = spawn(process.execPath, [...process.execArgv, `${HEAP_FLAG}=${mb}`, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    // The IPC channel tells the hub when this process is gone, even by SIGKILL: it then dies too (see server.ts).
-    stdio: ["inherit", "inherit", "inherit", "ipc"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, `${HEAP_FLAG}=${mb}`, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    {
+      // The IPC channel tells the hub when this process is gone, even by SIGKILL: it then dies too (see server.ts).
+      stdio: ["inherit", "inherit", "inherit", "ipc"],
+    },
+  );
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(sig, () => child.kill(sig));
   child.on("exit", (code, signal) => process.exit(code ?? (signal === "SIGKILL" ? 137 : signal === "SIGTERM" ? 143 : 1)));
 }

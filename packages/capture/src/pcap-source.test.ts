@@ -73,7 +73,9 @@ describe.skipIf(!capturing)("PcapSource on loopback (root or CAP_NET_RAW)", () =
   it("refuses a link that is not Ethernet and leaves no capture open", () => {
     // Linux's "any" pseudo-device has cooked (SLL) headers, not Ethernet ones.
     const src = new PcapSource("any", LOCAL_EXPERIMENTAL);
-    expect(() => src.start(() => undefined)).toThrow(/^capture: any has link type LINKTYPE_LINUX_SLL\d?, whohas captures on Ethernet links only$/);
+    expect(() => src.start(() => undefined)).toThrow(
+      /^capture: any has link type LINKTYPE_LINUX_SLL\d?, whohas captures on Ethernet links only$/,
+    );
     expect(src.stats()).toBeNull();
   });
 });

@@ -42,7 +42,11 @@ export class PcapSource implements PacketSource {
   readonly #buffer = Buffer.alloc(SNAPLEN);
   #open = false;
 
-  constructor(readonly iface: string, readonly filter = CAPTURE_FILTER, readonly kernelBufferBytes = 16 * 1024 * 1024) {}
+  constructor(
+    readonly iface: string,
+    readonly filter = CAPTURE_FILTER,
+    readonly kernelBufferBytes = 16 * 1024 * 1024,
+  ) {}
 
   start(onFrame: (frame: Uint8Array, now: number) => void): void {
     const linkType = this.#cap.open(this.iface, this.filter, this.kernelBufferBytes, this.#buffer);

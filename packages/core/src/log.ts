@@ -10,7 +10,12 @@ export type LogLevel = "info" | "warn" | "error";
 const RANK: Record<LogLevel, number> = { info: 0, warn: 1, error: 2 };
 
 /** jsonLogger renders each event as one JSON line and hands it to `write` (the caller owns the stream). */
-export function jsonLogger(component: string, write: (line: string) => void, clock: () => Date = () => new Date(), min: LogLevel = "info"): Logger {
+export function jsonLogger(
+  component: string,
+  write: (line: string) => void,
+  clock: () => Date = () => new Date(),
+  min: LogLevel = "info",
+): Logger {
   const emit = (level: LogLevel, event: string, fields?: Record<string, unknown>) => {
     if (RANK[level] < RANK[min]) return;
     write(JSON.stringify({ t: clock().toISOString(), level, component, event, ...fields }) + "\n");

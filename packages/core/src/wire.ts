@@ -27,7 +27,11 @@ const ip = z.string().max(45).refine(isIP, "not an IP address");
 export function isNodeName(s: string): boolean {
   return s.length <= 253 && /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/.test(s);
 }
-const nodeName = z.string().min(1).max(253).refine(isNodeName, "not a node name (an RFC 1123 subdomain: lowercase letters, digits, '-' and '.')");
+const nodeName = z
+  .string()
+  .min(1)
+  .max(253)
+  .refine(isNodeName, "not a node name (an RFC 1123 subdomain: lowercase letters, digits, '-' and '.')");
 
 /**
  * Bounds on what one agent can make the hub hold. A node captures on a handful of links; its facts list every link
@@ -41,7 +45,15 @@ const millis = z.number().int().nonnegative();
 
 /** ObservationKindSchema lists the frame kinds an agent reports (see packet/frame.ts). */
 export const ObservationKindSchema = z.enum([
-  "request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited",
+  "request",
+  "reply",
+  "gratuitous-request",
+  "gratuitous-reply",
+  "probe",
+  "ns",
+  "ns-dad",
+  "na-solicited",
+  "na-unsolicited",
 ]);
 
 /** An ObservationAggregate sums the frames one agent saw for one (ip, mac, kind, interface) since its last send. */
@@ -76,7 +88,9 @@ export const RequestReportSchema = z.object({
   /** Request times, milliseconds since the epoch. */
   times: z.array(millis).min(1).max(MAX_REQUEST_TIMES),
   /** Replies seen: [index into times, the MAC that answered, milliseconds from the request]. */
-  replies: z.array(z.tuple([z.number().int().nonnegative(), mac, z.number().nonnegative().max(REPLY_WINDOW_MS)])).max(4 * MAX_REQUEST_TIMES),
+  replies: z
+    .array(z.tuple([z.number().int().nonnegative(), mac, z.number().nonnegative().max(REPLY_WINDOW_MS)]))
+    .max(4 * MAX_REQUEST_TIMES),
 });
 export type RequestReport = z.infer<typeof RequestReportSchema>;
 
@@ -159,7 +173,14 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("heartbeat"), t: millis }),
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("facts"), facts: NodeFactsSchema }),
   /** One probe request's replies, streamed while the probe runs. */
-  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("probe-result"), id: commandId, seq: z.number().int().positive(), sentAt: millis, replies: z.array(ProbeReplySchema).max(1024) }),
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("probe-result"),
+    id: commandId,
+    seq: z.number().int().positive(),
+    sentAt: millis,
+    replies: z.array(ProbeReplySchema).max(1024),
+  }),
   /** The end of a command: its summary, or why it was refused or failed. */
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -181,9 +202,24 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
    * announce: gratuitous announcements for `ip` for `durationMs`, with MetalLB's frames and timing. The agent refuses
    * unless `expectedOwner` names its node or `force` is set, so whohas never creates the conflict it looks for.
    */
-  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("announce"), id: commandId, ip, durationMs, expectedOwner: nodeName.nullable(), force: z.boolean() }),
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("announce"),
+    id: commandId,
+    ip,
+    durationMs,
+    expectedOwner: nodeName.nullable(),
+    force: z.boolean(),
+  }),
   /** probe: a broadcast request for `ip` every `intervalMs` for `durationMs`, every reply MAC counted per request. */
-  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("probe"), id: commandId, ip, durationMs, intervalMs: z.number().int().min(100).max(60_000) }),
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("probe"),
+    id: commandId,
+    ip,
+    durationMs,
+    intervalMs: z.number().int().min(100).max(60_000),
+  }),
 ]);
 export type HubMessage = z.infer<typeof HubMessageSchema>;
 
@@ -203,7 +239,11 @@ function parseWith<T>(schema: z.ZodType<T>, text: string): { ok: true; value: T 
   }
   const v = typeof json === "object" && json !== null ? (json as { v?: unknown }).v : undefined;
   if (typeof v === "number" && v !== WIRE_VERSION) {
-    return { ok: false, reason: "version", message: `wire: version ${v}, this end speaks ${WIRE_VERSION}: run the agent and the hub of the same release` };
+    return {
+      ok: false,
+      reason: "version",
+      message: `wire: version ${v}, this end speaks ${WIRE_VERSION}: run the agent and the hub of the same release`,
+    };
   }
   const r = schema.safeParse(json);
   if (r.success) return { ok: true, value: r.data };

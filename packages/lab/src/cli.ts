@@ -19,7 +19,13 @@ async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
   await requireRoot();
   await collectGarbage();
-  const stack = await startStack({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000), kube: true, cluster: true });
+  const stack = await startStack({
+    nodes: Number(values.nodes ?? 3),
+    vips: Number(values.vips ?? 3),
+    port: Number(values.port ?? 3000),
+    kube: true,
+    cluster: true,
+  });
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;

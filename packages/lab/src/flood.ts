@@ -22,7 +22,11 @@ function main(argv: string[]): void {
   badLengths[18] = 7; // a 7-byte hardware address over Ethernet
   const badOp = Buffer.from(good);
   badOp.writeUInt16BE(9, 20); // operation 9: neither request nor reply
-  const kinds = [["truncated", truncated], ["malformed", badLengths], ["unsupported", badOp]] as const;
+  const kinds = [
+    ["truncated", truncated],
+    ["malformed", badLengths],
+    ["unsupported", badOp],
+  ] as const;
   const sent: Record<string, number> = { truncated: 0, malformed: 0, unsupported: 0 };
   const src = new PcapSource(iface, "ether proto 0x88b5");
   src.start(() => undefined);

@@ -63,4 +63,3 @@ export async function hashWithHub(password: string): Promise<string> {
   if (code !== 0 || !out.startsWith("$argon2id$")) throw new Error(`whohas-hub hash-password failed (${code}): ${err.trim()}`);
   return out.trim();
 }
-

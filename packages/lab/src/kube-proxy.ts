@@ -13,11 +13,25 @@ interface KubeClient {
 function call(c: KubeClient, method: string, path: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(`${c.url}${path}`, { method, ca: c.ca, headers: { authorization: `Bearer ${c.token}`, accept: "application/json", ...(text === undefined ? {} : { "content-type": "application/json" }) } }, (res) => {
-      let data = "";
-      res.on("data", (d: Buffer) => (data += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, json: data === "" ? {} : (JSON.parse(data) as Record<string, unknown>) }));
-    });
+    const req = request(
+      `${c.url}${path}`,
+      {
+        method,
+        ca: c.ca,
+        headers: {
+          authorization: `Bearer ${c.token}`,
+          accept: "application/json",
+          ...(text === undefined ? {} : { "content-type": "application/json" }),
+        },
+      },
+      (res) => {
+        let data = "";
+        res.on("data", (d: Buffer) => (data += d.toString()));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, json: data === "" ? {} : (JSON.parse(data) as Record<string, unknown>) }),
+        );
+      },
+    );
     req.on("error", reject);
     req.end(text);
   });
@@ -52,20 +66,37 @@ export function startKubeProxies(client: KubeClient, lab: Lab, log: (line: strin
     const text = ((cm.json.data ?? {}) as Record<string, string>)["config.conf"];
     const parsed = cm.status === 200 && text !== undefined ? parseKubeProxyConfig(text) : null;
     if (parsed?.ok === true && parsed.value.mode === "ipvs" && parsed.value.strictARP) await lab.setStrictArp(node, true);
-    log(`kube-proxy on ${node.name}: started generation ${generation} (${parsed === null ? "no ConfigMap" : parsed.ok ? `mode ${parsed.value.mode}, strictARP ${parsed.value.strictARP}` : parsed.message})`);
+    log(
+      `kube-proxy on ${node.name}: started generation ${generation} (${parsed === null ? "no ConfigMap" : parsed.ok ? `mode ${parsed.value.mode}, strictARP ${parsed.value.strictARP}` : parsed.message})`,
+    );
     const name = `kube-proxy-${node.name}`;
     const pod = {
-      metadata: { name, namespace: "kube-system", labels: { "k8s-app": "kube-proxy" }, annotations: { [TEMPLATE_GENERATION]: String(generation) } },
+      metadata: {
+        name,
+        namespace: "kube-system",
+        labels: { "k8s-app": "kube-proxy" },
+        annotations: { [TEMPLATE_GENERATION]: String(generation) },
+      },
       spec: { nodeName: node.name, containers: [{ name: "kube-proxy", image: "registry.k8s.io/kube-proxy:v1.32.0" }] },
     };
     const cur = await call(client, "GET", `${PODS}/${name}`);
-    const saved = cur.status === 200 ? await call(client, "PUT", `${PODS}/${name}`, { ...pod, metadata: { ...pod.metadata, resourceVersion: (cur.json.metadata as { resourceVersion: string }).resourceVersion } }) : await call(client, "POST", PODS, pod);
+    const saved =
+      cur.status === 200
+        ? await call(client, "PUT", `${PODS}/${name}`, {
+            ...pod,
+            metadata: { ...pod.metadata, resourceVersion: (cur.json.metadata as { resourceVersion: string }).resourceVersion },
+          })
+        : await call(client, "POST", PODS, pod);
     const rv = (saved.json.metadata as { resourceVersion?: string } | undefined)?.resourceVersion;
     // Started before the Pod says Ready: the Ready Pod completes the rollout, and whoever waited for it (kubectl
     // rollout status) must find this node started.
     started.set(node.name, generation);
     try {
-      await call(client, "PUT", `${PODS}/${name}/status`, { ...pod, metadata: { ...pod.metadata, resourceVersion: rv }, status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } });
+      await call(client, "PUT", `${PODS}/${name}/status`, {
+        ...pod,
+        metadata: { ...pod.metadata, resourceVersion: rv },
+        status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+      });
     } catch (e) {
       started.delete(node.name);
       throw e;

@@ -44,7 +44,10 @@ export interface Lab {
  */
 export async function removeNs(ns: string): Promise<void> {
   const pids = await ip("netns", "pids", ns).catch(() => "");
-  for (const pid of pids.split("\n").map(Number).filter((p) => p > 0 && p !== process.pid)) {
+  for (const pid of pids
+    .split("\n")
+    .map(Number)
+    .filter((p) => p > 0 && p !== process.pid)) {
     try {
       process.kill(pid, "SIGKILL");
     } catch {

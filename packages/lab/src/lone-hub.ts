@@ -51,7 +51,8 @@ export async function startLoneHub(extra: Readonly<Record<string, unknown>> = {}
   );
   const log = createWriteStream(join(dir, "hub.log"));
   // eslint-disable-next-line no-restricted-properties
-  const child = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { env: { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  const env = { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" };
+  const child = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { env, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout.pipe(log);
   child.stderr.pipe(log);
   const url = `http://127.0.0.1:${port}`;

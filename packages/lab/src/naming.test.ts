@@ -4,7 +4,12 @@ import { labIdOfNs, labNames, newLabId, unixWsUrl } from "./naming.js";
 describe("lab naming", () => {
   it("derives every name from one id", () => {
     const n = labNames("a1b2c3");
-    expect([n.switchNs, n.clientNs, n.nodeNs(2), n.hubSocket]).toEqual(["wh-a1b2c3-sw", "wh-a1b2c3-client", "wh-a1b2c3-n2", "/run/whohas-lab/a1b2c3/hub.sock"]);
+    expect([n.switchNs, n.clientNs, n.nodeNs(2), n.hubSocket]).toEqual([
+      "wh-a1b2c3-sw",
+      "wh-a1b2c3-client",
+      "wh-a1b2c3-n2",
+      "/run/whohas-lab/a1b2c3/hub.sock",
+    ]);
   });
   it("finds the lab of a namespace and ignores namespaces that are not ours", () => {
     expect(labIdOfNs("wh-a1b2c3-n1")).toBe("a1b2c3");

@@ -10,7 +10,10 @@ export async function run(cmd: string, args: readonly string[]): Promise<string>
     return stdout;
   } catch (e) {
     const err = e as Error & { stderr?: string; stdout?: string; code?: number | string };
-    const said = [err.stderr, err.stdout].map((s) => s?.trim() ?? "").filter((s) => s !== "").join("\n");
+    const said = [err.stderr, err.stdout]
+      .map((s) => s?.trim() ?? "")
+      .filter((s) => s !== "")
+      .join("\n");
     throw new Error(`${cmd} ${args.join(" ")} failed (${err.code ?? "?"}): ${said === "" ? err.message : said}`);
   }
 }

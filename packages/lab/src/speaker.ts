@@ -54,10 +54,11 @@ function main(argv: string[]): void {
       return;
     }
     const now = Date.now();
-    for (const ip of next) if (!owned.has(ip) && !quiet) {
-      announcing.set(ip, now + GRATUITOUS_WINDOW_MS);
-      for (const f of gratuitousFrames(iface, ip)) src.send(f);
-    }
+    for (const ip of next)
+      if (!owned.has(ip) && !quiet) {
+        announcing.set(ip, now + GRATUITOUS_WINDOW_MS);
+        for (const f of gratuitousFrames(iface, ip)) src.send(f);
+      }
     owned = new Set(next);
     process.stdout.write(`${JSON.stringify({ owned: [...owned], replies: counts.replies })}\n`);
   });

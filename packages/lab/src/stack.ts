@@ -126,7 +126,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const newToken = () => randomBytes(32).toString("base64url");
   const saTokens =
     opts.serviceAccountAgents === true
-      ? { agents: new Map(lab.nodes.map((n) => [n.name, newToken()])), podOnly: { token: newToken(), node: lab.nodes[0]?.name ?? "" }, unbound: newToken(), wrongAudience: newToken(), otherAccount: newToken() }
+      ? {
+          agents: new Map(lab.nodes.map((n) => [n.name, newToken()])),
+          podOnly: { token: newToken(), node: lab.nodes[0]?.name ?? "" },
+          unbound: newToken(),
+          wrongAudience: newToken(),
+          otherAccount: newToken(),
+        }
       : null;
   const owners = new Map<string, string>();
   const stop = async () => {
@@ -150,7 +156,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       child.once("exit", (code, signal) => {
         // A clean exit or one asked for (Ctrl-C reaches the whole process group) is not news; a crash is.
         const asked = code === 0 || signal === "SIGINT" || signal === "SIGTERM" || killed.has(child);
-        if (!stopping && !asked) process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
+        if (!stopping && !asked)
+          process.stderr.write(`whohas-lab: ${name} exited (code ${code}, signal ${signal}); see ${logDir}/${name}.log\n`);
       });
       return child;
     };
@@ -168,30 +175,66 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
       const proxyToken = randomBytes(24).toString("hex");
-      api = await startTestApiServer({ tokens: new Map([[admin, "system:serviceaccount:whohas:hub"], [proxyToken, "system:serviceaccount:kube-system:kube-proxy"]]), daemonSetPods: opts.cluster === true,
+      api = await startTestApiServer({
+        tokens: new Map([
+          [admin, "system:serviceaccount:whohas:hub"],
+          [proxyToken, "system:serviceaccount:kube-system:kube-proxy"],
+        ]),
+        daemonSetPods: opts.cluster === true,
         forbidden: opts.forbidden,
         serviceAccountTokens:
           saTokens === null
             ? undefined
             : new Map<string, { user: string; audiences: string[]; extra?: Record<string, string[]> }>([
-                ...[...saTokens.agents].map(([node, token]): [string, { user: string; audiences: string[]; extra: Record<string, string[]> }] => [token, { user: AGENT_SA, audiences: ["whohas"], extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${node}`], "authentication.kubernetes.io/node-name": [node] } }]),
-                [saTokens.podOnly.token, { user: AGENT_SA, audiences: ["whohas"], extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${saTokens.podOnly.node}`] } }],
+                ...[...saTokens.agents].map(
+                  ([node, token]): [string, { user: string; audiences: string[]; extra: Record<string, string[]> }] => [
+                    token,
+                    {
+                      user: AGENT_SA,
+                      audiences: ["whohas"],
+                      extra: {
+                        "authentication.kubernetes.io/pod-name": [`whohas-agent-${node}`],
+                        "authentication.kubernetes.io/node-name": [node],
+                      },
+                    },
+                  ],
+                ),
+                [
+                  saTokens.podOnly.token,
+                  {
+                    user: AGENT_SA,
+                    audiences: ["whohas"],
+                    extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${saTokens.podOnly.node}`] },
+                  },
+                ],
                 [saTokens.unbound, { user: AGENT_SA, audiences: ["whohas"] }],
                 [saTokens.wrongAudience, { user: AGENT_SA, audiences: ["https://kubernetes.default.svc"] }],
                 [saTokens.otherAccount, { user: "system:serviceaccount:default:default", audiences: ["whohas"] }],
               ]),
       });
-      const services: SeedService[] = lab.vips.map((ip, i) => ({ namespace: "demo", name: `web-${i}`, ip, externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local", endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"] }));
+      const services: SeedService[] = lab.vips.map((ip, i) => ({
+        namespace: "demo",
+        name: `web-${i}`,
+        ip,
+        externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local",
+        endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"],
+      }));
       seedCluster(
         api,
         lab.nodes.map((n) => n.name),
         services,
       );
       // The agents' Pods, as the DaemonSet makes them: the hub reads one to learn the node of a Pod-bound token.
-      if (saTokens !== null) seedAgentPods(api, lab.nodes.map((n) => n.name));
+      if (saTokens !== null)
+        seedAgentPods(
+          api,
+          lab.nodes.map((n) => n.name),
+        );
       if (opts.cluster === true) {
         const log = createWriteStream(`${logDir}/kube-proxy.log`, { flags: "a" });
-        kubeProxies = startKubeProxies({ url: api.url, ca: api.ca, token: proxyToken }, lab, (line) => log.write(`${new Date().toISOString()} ${line}\n`));
+        kubeProxies = startKubeProxies({ url: api.url, ca: api.ca, token: proxyToken }, lab, (line) =>
+          log.write(`${new Date().toISOString()} ${line}\n`),
+        );
         // MetalLB's election, as every speaker runs it: all nodes have a speaker, one L2Advertisement selects all.
         for (const svc of services) {
           const e = elect({
@@ -233,7 +276,10 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }),
     );
     const startHub = async () => {
-      const child = spawnLogged("hub", process.execPath, [HUB_BIN, "--config", hubConfig], { NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" });
+      const child = spawnLogged("hub", process.execPath, [HUB_BIN, "--config", hubConfig], {
+        NODE_ENV: "production",
+        NEXT_TELEMETRY_DISABLED: "1",
+      });
       await waitHealthy(url, child, 30_000);
       return child;
     };
@@ -262,7 +308,25 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const startAgent = (name: string) => {
       const n = lab.nodes.find((x) => x.name === name);
       if (n === undefined) throw new Error(`no node ${name} in this lab`);
-      agents.set(name, spawnLogged(`agent-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, AGENT_MAIN, "agent", "--hub", hubUrl, "--node", n.name, "--interfaces", "^eth", "--token-file", saTokens === null ? tokenFile : agentTokenFile(n.name)]));
+      agents.set(
+        name,
+        spawnLogged(`agent-${n.name}`, "ip", [
+          "netns",
+          "exec",
+          n.ns,
+          process.execPath,
+          AGENT_MAIN,
+          "agent",
+          "--hub",
+          hubUrl,
+          "--node",
+          n.name,
+          "--interfaces",
+          "^eth",
+          "--token-file",
+          saTokens === null ? tokenFile : agentTokenFile(n.name),
+        ]),
+      );
     };
     const stopAgent = async (name: string) => {
       const child = agents.get(name);
@@ -287,8 +351,41 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       if (speaker === undefined) throw new Error(`no speaker on ${node} (start the stack with cluster: true)`);
       speaker.stdin?.write(`${JSON.stringify({ owned: ips, quiet: o.quiet === true })}\n`);
     };
-    spawnLogged("client", "ip", ["netns", "exec", lab.client.ns, process.execPath, REQUESTER, "eth0", lab.client.ip, String(opts.requestIntervalMs ?? 1000), ...lab.vips]);
-    return { lab, url, port, metricsUrl, token, viewerToken, users, hubConfig, dbPath, logDir, api, stop, restartHub, stopHub, killHub, startHub: startHubAgain, kubeProxies, owners, own, saTokens, stopAgent, startAgent };
+    spawnLogged("client", "ip", [
+      "netns",
+      "exec",
+      lab.client.ns,
+      process.execPath,
+      REQUESTER,
+      "eth0",
+      lab.client.ip,
+      String(opts.requestIntervalMs ?? 1000),
+      ...lab.vips,
+    ]);
+    return {
+      lab,
+      url,
+      port,
+      metricsUrl,
+      token,
+      viewerToken,
+      users,
+      hubConfig,
+      dbPath,
+      logDir,
+      api,
+      stop,
+      restartHub,
+      stopHub,
+      killHub,
+      startHub: startHubAgain,
+      kubeProxies,
+      owners,
+      own,
+      saTokens,
+      stopAgent,
+      startAgent,
+    };
   } catch (e) {
     await stop();
     throw e;

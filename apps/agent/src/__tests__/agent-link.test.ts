@@ -14,13 +14,27 @@ class FakeSource implements PacketSource {
   onFrame: ((f: Uint8Array, now: number) => void) | null = null;
   closed = false;
   constructor(readonly iface: string) {}
-  start(onFrame: (f: Uint8Array, now: number) => void) { this.onFrame = onFrame; }
-  send() { /* not used */ }
-  stats() { return { received: 7, dropped: 1 }; }
-  close() { this.closed = true; }
+  start(onFrame: (f: Uint8Array, now: number) => void) {
+    this.onFrame = onFrame;
+  }
+  send() {
+    /* not used */
+  }
+  stats() {
+    return { received: 7, dropped: 1 };
+  }
+  close() {
+    this.closed = true;
+  }
 }
 
-interface Hub { wss: WebSocketServer; url: string; messages: AgentMessage[]; auth: (string | undefined)[]; sockets: WebSocket[] }
+interface Hub {
+  wss: WebSocketServer;
+  url: string;
+  messages: AgentMessage[];
+  auth: (string | undefined)[];
+  sockets: WebSocket[];
+}
 
 async function startHub(port = 0): Promise<Hub> {
   const wss = new WebSocketServer({ port, host: "127.0.0.1" });
@@ -40,7 +54,9 @@ async function startHub(port = 0): Promise<Hub> {
 /** closeHub drops every agent connection and stops listening (wss.close alone waits for clients to leave). */
 async function closeHub(hub: Hub): Promise<void> {
   for (const c of hub.wss.clients) c.terminate();
-  await new Promise<void>((r) => { hub.wss.close(() => r()); });
+  await new Promise<void>((r) => {
+    hub.wss.close(() => r());
+  });
 }
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
@@ -52,27 +68,46 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => { for (const c of cleanups.splice(0).reverse()) await c(); });
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
 
 describe("Agent with HubLink", () => {
   it("sends its facts on welcome and runs commands, refusing beyond its limit", async () => {
     const hub = await startHub();
     cleanups.push(() => closeHub(hub));
-    hub.wss.on("connection", (ws) => ws.on("message", (d: Buffer) => {
-      const m = parseAgentMessage(d.toString());
-      if (m.ok && m.value.type === "hello") ws.send(JSON.stringify({ v: 2, type: "welcome", hubVersion: "t" }));
-    }));
+    hub.wss.on("connection", (ws) =>
+      ws.on("message", (d: Buffer) => {
+        const m = parseAgentMessage(d.toString());
+        if (m.ok && m.value.type === "hello") ws.send(JSON.stringify({ v: 2, type: "welcome", hubVersion: "t" }));
+      }),
+    );
     const src = new FakeSource("eth0");
     let release: () => void = () => undefined;
     const running: string[] = [];
     const agent: Agent = new Agent({
-      node: "node-a", logger: quiet, openSource: () => src, maxBufferBytes: 1 << 20,
-      link: new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }), onMessage: (m) => agent.onHubMessage(m) }),
-      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
-      facts: (captured, capture) => Promise.resolve({
-        node: "node-a", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
-        kubeIpvs0: { present: captured.has("eth0"), addresses: 0 }, kubeProxyMode: "not-ipvs", capture,
+      node: "node-a",
+      logger: quiet,
+      openSource: () => src,
+      maxBufferBytes: 1 << 20,
+      link: new HubLink({
+        url: hub.url,
+        token: "t",
+        logger: quiet,
+        hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
+        onMessage: (m) => agent.onHubMessage(m),
       }),
+      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
+      facts: (captured, capture) =>
+        Promise.resolve({
+          node: "node-a",
+          agentVersion: "t",
+          interfaces: [],
+          sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
+          kubeIpvs0: { present: captured.has("eth0"), addresses: 0 },
+          kubeProxyMode: "not-ipvs",
+          capture,
+        }),
       command: (msg) => {
         running.push(msg.id);
         return new Promise<void>((r) => (release = r));
@@ -81,12 +116,19 @@ describe("Agent with HubLink", () => {
     cleanups.push(() => agent.stop());
     await agent.start();
     await until(() => hub.messages.some((m) => m.type === "facts"));
-    expect(hub.messages.find((m) => m.type === "facts")).toMatchObject({ facts: { kubeIpvs0: { present: true }, capture: { kernelReceived: 7, kernelDropped: 1 } } });
+    expect(hub.messages.find((m) => m.type === "facts")).toMatchObject({
+      facts: { kubeIpvs0: { present: true }, capture: { kernelReceived: 7, kernelDropped: 1 } },
+    });
     const ws = [...hub.wss.clients][0];
-    for (let i = 1; i <= 5; i++) ws?.send(JSON.stringify({ v: 2, type: "probe", id: `p${i}`, ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }));
+    for (let i = 1; i <= 5; i++)
+      ws?.send(JSON.stringify({ v: 2, type: "probe", id: `p${i}`, ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }));
     await until(() => hub.messages.some((m) => m.type === "command-done"));
     expect(running).toEqual(["p1", "p2", "p3", "p4"]);
-    expect(hub.messages.find((m) => m.type === "command-done")).toMatchObject({ id: "p5", ok: false, message: expect.stringMatching(/^busy: 4 commands already running/) });
+    expect(hub.messages.find((m) => m.type === "command-done")).toMatchObject({
+      id: "p5",
+      ok: false,
+      message: expect.stringMatching(/^busy: 4 commands already running/),
+    });
     release();
   });
 
@@ -94,8 +136,26 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     cleanups.push(() => closeHub(hub));
     const src = new FakeSource("eth0");
-    const link: HubLink = new HubLink({ url: hub.url, token: "s3cret", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] }) });
-    const agent = new Agent({ node: "node-a", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
+    const link: HubLink = new HubLink({
+      url: hub.url,
+      token: "s3cret",
+      logger: quiet,
+      hello: () => ({
+        v: 2,
+        type: "hello",
+        node: "node-a",
+        agentVersion: "t",
+        interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
+      }),
+    });
+    const agent = new Agent({
+      node: "node-a",
+      logger: quiet,
+      link,
+      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
+      openSource: () => src,
+      maxBufferBytes: 100 * 256,
+    });
     cleanups.push(() => agent.stop());
     await agent.start();
     await until(() => hub.messages.length >= 1);
@@ -107,7 +167,10 @@ describe("Agent with HubLink", () => {
     await until(() => hub.messages.some((m) => m.type === "observations"));
     const obs = hub.messages.filter((m) => m.type === "observations");
     expect(obs).toHaveLength(1); // 50 frames, one message
-    expect(obs[0]).toMatchObject({ entries: [{ ip: "192.0.2.200", kind: "request", count: 50, firstSeen: 1000, lastSeen: 1049 }], dropped: 0 });
+    expect(obs[0]).toMatchObject({
+      entries: [{ ip: "192.0.2.200", kind: "request", count: 50, firstSeen: 1000, lastSeen: 1049 }],
+      dropped: 0,
+    });
     expect(agent.counts).toMatchObject({ observed: 50, truncated: 1 });
   });
 
@@ -115,7 +178,12 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     const port = (hub.wss.address() as AddressInfo).port;
     let token = "first-token";
-    const link = new HubLink({ url: hub.url, token: () => token, logger: quiet, hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
+    const link = new HubLink({
+      url: hub.url,
+      token: () => token,
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }),
+    });
     link.start();
     cleanups.push(() => link.close());
     await until(() => hub.auth.length >= 1);
@@ -133,8 +201,20 @@ describe("Agent with HubLink", () => {
     const hub = await startHub();
     const port = (hub.wss.address() as AddressInfo).port;
     const src = new FakeSource("eth0");
-    const link = new HubLink({ url: hub.url, token: "t", logger: quiet, hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }) });
-    const agent = new Agent({ node: "n", logger: quiet, link, scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]), openSource: () => src, maxBufferBytes: 100 * 256 });
+    const link = new HubLink({
+      url: hub.url,
+      token: "t",
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }),
+    });
+    const agent = new Agent({
+      node: "n",
+      logger: quiet,
+      link,
+      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
+      openSource: () => src,
+      maxBufferBytes: 100 * 256,
+    });
     cleanups.push(() => agent.stop());
     await agent.start();
     await until(() => hub.messages.length >= 1);

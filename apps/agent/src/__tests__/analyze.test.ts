@@ -25,7 +25,9 @@ async function run(args: string[], stdin: Uint8Array[] = []) {
   const code = await runAnalyze(args, {
     stdout: { write: (s: string) => (out += s) },
     stderr: { write: (s: string) => (err += s) },
-    stdin: (async function* () { yield* stdin; })(),
+    stdin: (async function* () {
+      yield* stdin;
+    })(),
   });
   return { code, out, err };
 }
@@ -49,15 +51,17 @@ describe("whohas analyze", () => {
       frames: 3,
       arpFrames: 3,
       ndpFrames: 0,
-      ips: [{
-        ip: VIP,
-        requests: 1,
-        responders: [
-          { mac: A, replies: 1, gratuitous: 0, firstSeen: "2026-11-29T12:00:00.000Z", lastSeen: "2026-11-29T12:00:00.000Z" },
-          { mac: B, replies: 1, gratuitous: 0 },
-        ],
-        findings: expect.arrayContaining([expect.objectContaining({ type: "multi-responder", macs: [A, B] })]),
-      }],
+      ips: [
+        {
+          ip: VIP,
+          requests: 1,
+          responders: [
+            { mac: A, replies: 1, gratuitous: 0, firstSeen: "2026-11-29T12:00:00.000Z", lastSeen: "2026-11-29T12:00:00.000Z" },
+            { mac: B, replies: 1, gratuitous: 0 },
+          ],
+          findings: expect.arrayContaining([expect.objectContaining({ type: "multi-responder", macs: [A, B] })]),
+        },
+      ],
     });
   });
 
@@ -100,10 +104,13 @@ describe("whohas analyze", () => {
 
   it("flags wrong-owner with --owner once the wrong MAC has answered past the grace, and refuses a malformed --owner", async () => {
     // One answer is no proof (a failover's status lags its answers); ten seconds of answers are.
-    const steady = pcap("steady.pcap", Array.from({ length: 10 }, (_, k): [Uint8Array, number][] => [
-      [newArpRequest(CLIENT.mac, CLIENT.ip, VIP), T0 + k * 1000],
-      [newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), T0 + k * 1000 + 0.2],
-    ]).flat());
+    const steady = pcap(
+      "steady.pcap",
+      Array.from({ length: 10 }, (_, k): [Uint8Array, number][] => [
+        [newArpRequest(CLIENT.mac, CLIENT.ip, VIP), T0 + k * 1000],
+        [newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), T0 + k * 1000 + 0.2],
+      ]).flat(),
+    );
     expect((await run(["--json", "--owner", `${VIP}=${B}`, healthy])).out).not.toContain('"type": "wrong-owner"');
     const { out } = await run(["--json", "--owner", `${VIP}=${B}`, steady]);
     expect(out).toContain('"type": "wrong-owner"');

@@ -11,7 +11,14 @@ const VIP = "192.0.2.200";
 
 /** FakeClock: sleep advances time at once, so a 60 s probe runs in microseconds. */
 function fakeClock(): Clock & { t: number } {
-  const c = { t: 0, now: () => c.t, sleep: async (ms: number) => { c.t += ms; await Promise.resolve(); } };
+  const c = {
+    t: 0,
+    now: () => c.t,
+    sleep: async (ms: number) => {
+      c.t += ms;
+      await Promise.resolve();
+    },
+  };
   return c;
 }
 
@@ -20,15 +27,27 @@ class FakeWire implements PacketSource {
   sent: { t: number; frame: Uint8Array }[] = [];
   onFrame: ((f: Uint8Array, now: number) => void) | null = null;
   closed = false;
-  constructor(readonly iface: string, readonly clock: Clock, readonly responders: (seq: number) => string[]) {}
-  start(f: (frame: Uint8Array, now: number) => void) { this.onFrame = f; }
+  constructor(
+    readonly iface: string,
+    readonly clock: Clock,
+    readonly responders: (seq: number) => string[],
+  ) {}
+  start(f: (frame: Uint8Array, now: number) => void) {
+    this.onFrame = f;
+  }
   send(frame: Uint8Array) {
     this.sent.push({ t: this.clock.now(), frame });
     const seq = this.sent.length;
-    this.responders(seq).forEach((mac, i) => this.onFrame?.(newArpReply(mac, VIP, EGRESS.mac, EGRESS.address), this.clock.now() + 0.1 * (i + 1)));
+    this.responders(seq).forEach((mac, i) =>
+      this.onFrame?.(newArpReply(mac, VIP, EGRESS.mac, EGRESS.address), this.clock.now() + 0.1 * (i + 1)),
+    );
   }
-  stats() { return null; }
-  close() { this.closed = true; }
+  stats() {
+    return null;
+  }
+  close() {
+    this.closed = true;
+  }
 }
 
 describe("runProbe", () => {
@@ -39,16 +58,30 @@ describe("runProbe", () => {
     let wire: FakeWire | null = null;
     const results: number[] = [];
     const summary = await runProbe({
-      ip: VIP, durationMs: 5000, intervalMs: 1000, egress: EGRESS, clock,
+      ip: VIP,
+      durationMs: 5000,
+      intervalMs: 1000,
+      egress: EGRESS,
+      clock,
       open: (iface) => (wire = new FakeWire(iface, clock, (seq) => (seq === 3 ? [A] : seq === 5 ? [] : [A, B]))),
       onResult: (r) => results.push(r.replies.length),
     });
     expect(results).toEqual([2, 2, 1, 2, 0]);
-    expect(summary).toMatchObject({ requests: 5, unanswered: 1, multiAnswered: 3, macs: [{ mac: A, replies: 4, first: 4 }, { mac: B, replies: 3, first: 0 }] });
+    expect(summary).toMatchObject({
+      requests: 5,
+      unanswered: 1,
+      multiAnswered: 3,
+      macs: [
+        { mac: A, replies: 4, first: 4 },
+        { mac: B, replies: 3, first: 0 },
+      ],
+    });
     const w = wire as unknown as FakeWire;
     expect(w.sent.map((s) => s.t)).toEqual([0, 1000, 2000, 3000, 4000]);
     expect(w.sent.every((s) => classifyFrame(s.frame).kind === "observed")).toBe(true);
-    expect(classifyFrame(w.sent[0]?.frame ?? new Uint8Array())).toMatchObject({ obs: { kind: "request", ip: VIP, ethDst: "ff:ff:ff:ff:ff:ff", peerIp: "192.0.2.1" } });
+    expect(classifyFrame(w.sent[0]?.frame ?? new Uint8Array())).toMatchObject({
+      obs: { kind: "request", ip: VIP, ethDst: "ff:ff:ff:ff:ff:ff", peerIp: "192.0.2.1" },
+    });
     expect(w.closed).toBe(true);
   });
 });
@@ -65,7 +98,10 @@ describe("runProbe over IPv6", () => {
       start: (f) => (deliver = f),
       send: (frame) => {
         sent.push(frame);
-        for (const [mac, ll] of [["02:00:5e:00:00:0a", "fe80::a"], ["02:00:5e:00:00:0b", "fe80::b"]] as const) {
+        for (const [mac, ll] of [
+          ["02:00:5e:00:00:0a", "fe80::a"],
+          ["02:00:5e:00:00:0b", "fe80::b"],
+        ] as const) {
           deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), clock.now() + 0.2);
         }
       },
@@ -82,7 +118,13 @@ describe("runAnnounce", () => {
   it("bursts at once and on each 1.1 s tick until 5 s after the last set, two frames a burst", async () => {
     const clock = fakeClock();
     let wire: FakeWire | null = null;
-    const bursts = await runAnnounce({ ip: VIP, durationMs: 2000, egress: EGRESS, clock, open: (iface) => (wire = new FakeWire(iface, clock, () => [])) });
+    const bursts = await runAnnounce({
+      ip: VIP,
+      durationMs: 2000,
+      egress: EGRESS,
+      clock,
+      open: (iface) => (wire = new FakeWire(iface, clock, () => [])),
+    });
     const w = wire as unknown as FakeWire;
     expect(bursts).toBe(6);
     const times = [...new Set(w.sent.map((s) => s.t))];
@@ -97,16 +139,45 @@ describe("runAnnounce", () => {
 describe("hubCommand", () => {
   it("refuses to announce from a node that is not the expected owner", async () => {
     const sent: AgentMessage[] = [];
-    const msg: Extract<HubMessage, { type: "announce" }> = { v: 2, type: "announce", id: "c1", ip: VIP, durationMs: 1000, expectedOwner: "node-2", force: false };
+    const msg: Extract<HubMessage, { type: "announce" }> = {
+      v: 2,
+      type: "announce",
+      id: "c1",
+      ip: VIP,
+      durationMs: 1000,
+      expectedOwner: "node-2",
+      force: false,
+    };
     await hubCommand("node-1")(msg, (m) => (sent.push(m), true));
-    expect(sent).toEqual([expect.objectContaining({ type: "command-done", id: "c1", ok: false, message: expect.stringMatching(/node-1 is not the expected owner of 192.0.2.200 \(node-2\)/) })]);
+    expect(sent).toEqual([
+      expect.objectContaining({
+        type: "command-done",
+        id: "c1",
+        ok: false,
+        message: expect.stringMatching(/node-1 is not the expected owner of 192.0.2.200 \(node-2\)/),
+      }),
+    ]);
   });
 });
 
 describe("flag parsing", () => {
-  it.each([["16MiB", 16 * 1024 ** 2], ["512k", 512 * 1024], ["1048576", 1048576], ["1G", 1024 ** 3]])("size %s", (s, n) => expect(parseSize(s)).toBe(n));
+  it.each([
+    ["16MiB", 16 * 1024 ** 2],
+    ["512k", 512 * 1024],
+    ["1048576", 1048576],
+    ["1G", 1024 ** 3],
+  ])("size %s", (s, n) => expect(parseSize(s)).toBe(n));
   it("refuses a bad size", () => expect(() => parseSize("lots")).toThrow(/not a size/));
-  it.each([["60s", 60_000], ["1500ms", 1500], ["2m", 120_000], ["250", 250]])("duration %s", (s, n) => expect(parseDuration(s)).toBe(n));
-  it.each([[":9472", { host: "0.0.0.0", port: 9472 }], ["127.0.0.1:9", { host: "127.0.0.1", port: 9 }], ["[::1]:80", { host: "::1", port: 80 }]])("listen %s", (s, v) => expect(parseListen(s)).toEqual(v));
+  it.each([
+    ["60s", 60_000],
+    ["1500ms", 1500],
+    ["2m", 120_000],
+    ["250", 250],
+  ])("duration %s", (s, n) => expect(parseDuration(s)).toBe(n));
+  it.each([
+    [":9472", { host: "0.0.0.0", port: 9472 }],
+    ["127.0.0.1:9", { host: "127.0.0.1", port: 9 }],
+    ["[::1]:80", { host: "::1", port: 80 }],
+  ])("listen %s", (s, v) => expect(parseListen(s)).toEqual(v));
   it("refuses a bad listen address", () => expect(() => parseListen("nope")).toThrow(/expected \[HOST\]:PORT/));
 });

@@ -6,7 +6,15 @@ import { BACKOFF_MAX_MS, backoffDelay } from "../hub-link.js";
 import { DEFAULT_EXCLUDE, selectCaptureInterfaces, type NetInterface } from "../capture/interfaces.js";
 import { parseAgentConfig } from "../config.js";
 
-const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({ name, mac: "02:00:5e:00:00:01", up: true, noarp: false, hasMaster: false, master: null, ...over });
+const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({
+  name,
+  mac: "02:00:5e:00:00:01",
+  up: true,
+  noarp: false,
+  hasMaster: false,
+  master: null,
+  ...over,
+});
 
 describe("selectCaptureInterfaces", () => {
   const deny = new RegExp(DEFAULT_EXCLUDE);
@@ -45,12 +53,32 @@ describe("parseAgentConfig", () => {
   });
   it.each([
     { case: "bad hub scheme", flags: { hub: "http://h", "token-file": tokenFile }, msg: /--hub must start with ws:\/\// },
-    { case: "missing token file", flags: { hub: "ws://h/agent", "token-file": join(dir, "nope") }, msg: /--token-file: cannot read .*ENOENT/ },
-    { case: "bad regex", flags: { hub: "ws://h/agent", "token-file": tokenFile, interfaces: "(" }, msg: /--interfaces: not a regular expression/ },
+    {
+      case: "missing token file",
+      flags: { hub: "ws://h/agent", "token-file": join(dir, "nope") },
+      msg: /--token-file: cannot read .*ENOENT/,
+    },
+    {
+      case: "bad regex",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, interfaces: "(" },
+      msg: /--interfaces: not a regular expression/,
+    },
     { case: "no token flag", flags: { hub: "ws://h/agent" }, msg: /--token-file/ },
-    { case: "missing CA file", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": join(dir, "nope.pem") }, msg: /--ca-file: cannot read .*ENOENT/ },
-    { case: "a CA file without a certificate", flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": tokenFile }, msg: /--ca-file: .* holds no PEM certificate/ },
-    { case: "a node name Kubernetes would not take", flags: { hub: "ws://h/agent", "token-file": tokenFile, node: "Worker_1" }, msg: /--node "Worker_1": not a node name/ },
+    {
+      case: "missing CA file",
+      flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": join(dir, "nope.pem") },
+      msg: /--ca-file: cannot read .*ENOENT/,
+    },
+    {
+      case: "a CA file without a certificate",
+      flags: { hub: "wss://h/agent", "token-file": tokenFile, "ca-file": tokenFile },
+      msg: /--ca-file: .* holds no PEM certificate/,
+    },
+    {
+      case: "a node name Kubernetes would not take",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, node: "Worker_1" },
+      msg: /--node "Worker_1": not a node name/,
+    },
   ])("refuses $case", ({ flags, msg }) => {
     expect(() => parseAgentConfig(flags, {})).toThrow(msg);
   });

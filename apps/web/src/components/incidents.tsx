@@ -96,7 +96,10 @@ function Acknowledge({ incident, onDone }: { incident: Incident; onDone?: () => 
 /** IncidentsList shows open incidents, then past ones. */
 export function IncidentsList() {
   const trpc = useTRPC();
-  const all = useLive(useQuery(trpc.incidents.list.queryOptions({ state: "all", limit: 500 })), useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "all", limit: 500 } })));
+  const all = useLive(
+    useQuery(trpc.incidents.list.queryOptions({ state: "all", limit: 500 })),
+    useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "all", limit: 500 } })),
+  );
   if (all.error !== null) return <Failure message={all.error} />;
   if (all.data === undefined) return <Skeleton rows={5} />;
   const open = all.data.filter((i) => i.resolvedAt === null);
@@ -106,7 +109,11 @@ export function IncidentsList() {
       <h2>Open ({open.length})</h2>
       {open.length === 0 ? <Empty testId="no-open">No open incident.</Empty> : <IncidentRows list={open} testId="incidents-open" />}
       <h2>Resolved ({past.length})</h2>
-      {past.length === 0 ? <Empty testId="no-past">None yet. Resolved incidents are kept for the retention period (storage.retention).</Empty> : <IncidentRows list={past} testId="incidents-past" />}
+      {past.length === 0 ? (
+        <Empty testId="no-past">None yet. Resolved incidents are kept for the retention period (storage.retention).</Empty>
+      ) : (
+        <IncidentRows list={past} testId="incidents-past" />
+      )}
     </>
   );
 }
@@ -118,20 +125,32 @@ export function IncidentDetail({ id }: { id: number }) {
   if (q.error !== null) return <Failure message={q.error.message} />;
   if (q.data === undefined) return <Skeleton rows={5} />;
   const i = q.data;
-  if (i === null) return <Empty>No incident #{id}. <Link href="/incidents">All incidents</Link></Empty>;
-  const ev = i.evidence as { services?: { namespace: string; name: string }[]; expectedOwner?: { node: string; source: string } | null; responders?: { mac: string; node: string | null; answering: boolean; replies: number }[] };
+  if (i === null)
+    return (
+      <Empty>
+        No incident #{id}. <Link href="/incidents">All incidents</Link>
+      </Empty>
+    );
+  const ev = i.evidence as {
+    services?: { namespace: string; name: string }[];
+    expectedOwner?: { node: string; source: string } | null;
+    responders?: { mac: string; node: string | null; answering: boolean; replies: number }[];
+  };
   return (
     <>
       <h1>
         #{i.id} {i.type} on <Subject s={i.ip} />{" "}
-        <span className={i.resolvedAt === null ? "state-multi-responder" : "state-single"} data-testid="incident-state">{i.resolvedAt === null ? "open" : "resolved"}</span>
+        <span className={i.resolvedAt === null ? "state-multi-responder" : "state-single"} data-testid="incident-state">
+          {i.resolvedAt === null ? "open" : "resolved"}
+        </span>
       </h1>
       <p>{i.detail}</p>
       <p>
         Acknowledged: <Acknowledge incident={i} onDone={() => void q.refetch()} />
       </p>
       <p className="muted">
-        First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs: <span className="mono">{i.macs.join(", ") || "-"}</span>
+        First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs:{" "}
+        <span className="mono">{i.macs.join(", ") || "-"}</span>
       </p>
       <h2>Evidence when it opened</h2>
       {i.ip.startsWith("node/") ? (
@@ -142,7 +161,9 @@ export function IncidentDetail({ id }: { id: number }) {
           <li>Expected owner: {ev.expectedOwner ? `${ev.expectedOwner.node} (${ev.expectedOwner.source})` : "unknown"}</li>
           <li>
             Responders:{" "}
-            {(ev.responders ?? []).map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`).join("; ") || "none"}
+            {(ev.responders ?? [])
+              .map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`)
+              .join("; ") || "none"}
           </li>
           <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
         </ul>

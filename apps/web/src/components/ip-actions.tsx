@@ -46,16 +46,27 @@ export function IpActions({ ip, owner }: { ip: string; owner: string | null }) {
     <section aria-labelledby="actions-h">
       <h2 id="actions-h">Actions</h2>
       <div className="actions">
-        <button type="button" disabled={why !== null || announce.isPending} title={why ?? `gratuitous announcements from ${owner ?? ""}`} onClick={() => {
+        <button
+          type="button"
+          disabled={why !== null || announce.isPending}
+          title={why ?? `gratuitous announcements from ${owner ?? ""}`}
+          onClick={() => {
             const d = confirmRef.current;
             if (d === null) return;
             d.returnValue = "";
             d.showModal();
           }}
-          data-testid="reannounce">
+          data-testid="reannounce"
+        >
           {announce.isPending ? `Announcing from ${owner ?? ""}…` : "Force re-announce"}
         </button>
-        <button type="button" disabled={!can || running || start.isPending} title={can ? "ask who has this IP once a second from two nodes" : "needs the operator role"} onClick={() => start.mutate({ ip })} data-testid="probe">
+        <button
+          type="button"
+          disabled={!can || running || start.isPending}
+          title={can ? "ask who has this IP once a second from two nodes" : "needs the operator role"}
+          onClick={() => start.mutate({ ip })}
+          data-testid="probe"
+        >
           {running ? "Probing…" : `Probe ${probeSeconds} s`}
         </button>
         {why !== null && <span className="muted">Force re-announce: {why}.</span>}
@@ -80,12 +91,18 @@ export function IpActions({ ip, owner }: { ip: string; owner: string | null }) {
           </span>
         )}
       </div>
-      <dialog ref={confirmRef} aria-labelledby="confirm-h" onClose={() => confirmRef.current?.returnValue === "yes" && announce.mutate({ ip })}>
+      <dialog
+        ref={confirmRef}
+        aria-labelledby="confirm-h"
+        onClose={() => confirmRef.current?.returnValue === "yes" && announce.mutate({ ip })}
+      >
         <form method="dialog">
-          <h3 id="confirm-h">Announce {ip} from {owner}?</h3>
+          <h3 id="confirm-h">
+            Announce {ip} from {owner}?
+          </h3>
           <p>
-            {owner} sends MetalLB&apos;s gratuitous ARP/NA for {ip} for a few seconds. Switches and clients that cached another node&apos;s MAC switch to {owner}&apos;s. Only the expected owner
-            announces: whohas never announces from another node.
+            {owner} sends MetalLB&apos;s gratuitous ARP/NA for {ip} for a few seconds. Switches and clients that cached another node&apos;s
+            MAC switch to {owner}&apos;s. Only the expected owner announces: whohas never announces from another node.
           </p>
           <div className="actions">
             <button value="yes" data-testid="confirm-reannounce">
@@ -121,7 +138,11 @@ function ProbePanel({ probe }: { probe: Probe }) {
       <ResponsiveContainer width="100%" height={180}>
         <BarChart data={data} margin={{ top: 8, right: 16, bottom: 8, left: 0 }}>
           <CartesianGrid strokeDasharray="3 3" stroke="var(--line)" />
-          <XAxis dataKey="seq" stroke="var(--muted)" label={{ value: "request (one a second)", position: "insideBottom", offset: -4, fill: "var(--muted)", fontSize: 11 }} />
+          <XAxis
+            dataKey="seq"
+            stroke="var(--muted)"
+            label={{ value: "request (one a second)", position: "insideBottom", offset: -4, fill: "var(--muted)", fontSize: 11 }}
+          />
           <YAxis stroke="var(--muted)" allowDecimals={false} domain={[0, Math.max(2, worst)]} />
           <Tooltip />
           <Bar dataKey="responders" fill={worst > 1 ? "var(--bad)" : "var(--ok)"} isAnimationActive={false} />
@@ -129,14 +150,18 @@ function ProbePanel({ probe }: { probe: Probe }) {
       </ResponsiveContainer>
       {last !== undefined && (
         <p data-testid="probe-last">
-          Request #{last.seq}: {last.replies.length === 0 ? "no answer" : last.replies.map((r) => `${r.node ?? r.mac} ${fmtMs(r.latencyMs)}`).join(", ")}
-          {last.replies.length > 1 ? <strong className="bad-text"> (several answer: {last.replies[0]?.node ?? last.replies[0]?.mac} was first)</strong> : null}
+          Request #{last.seq}:{" "}
+          {last.replies.length === 0 ? "no answer" : last.replies.map((r) => `${r.node ?? r.mac} ${fmtMs(r.latencyMs)}`).join(", ")}
+          {last.replies.length > 1 ? (
+            <strong className="bad-text"> (several answer: {last.replies[0]?.node ?? last.replies[0]?.mac} was first)</strong>
+          ) : null}
         </p>
       )}
       {probe.summary !== null && (
         <div data-testid="probe-summary">
           <p className={probe.summary.multiAnswered > 0 ? "bad-text" : "ok-text"}>
-            {probe.summary.requests} requests: {probe.summary.multiAnswered} answered by more than one MAC, {probe.summary.unanswered} unanswered.
+            {probe.summary.requests} requests: {probe.summary.multiAnswered} answered by more than one MAC, {probe.summary.unanswered}{" "}
+            unanswered.
           </p>
           <table>
             <Head cols={["Node", "MAC", "Replies", "First"]} />

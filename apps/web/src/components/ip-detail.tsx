@@ -22,7 +22,12 @@ function series(points: Timeline, label: (mac: string) => string): { data: Recor
   const byMinute = new Map<number, Record<string, number>>();
   const keys = new Set<string>();
   for (const p of points) {
-    const role = p.kind === "reply" || p.kind === "na-solicited" ? "replies" : p.kind.startsWith("gratuitous") || p.kind === "na-unsolicited" ? "announcements" : null;
+    const role =
+      p.kind === "reply" || p.kind === "na-solicited"
+        ? "replies"
+        : p.kind.startsWith("gratuitous") || p.kind === "na-unsolicited"
+          ? "announcements"
+          : null;
     if (role === null) continue;
     const key = `${label(p.mac)} ${role}`;
     keys.add(key);
@@ -57,33 +62,56 @@ export function IpDetail({ ip }: { ip: string }) {
   if (view.error !== null) return <Failure message={view.error} />;
   if (view.loading) return <Skeleton rows={8} />;
   const v = view.data;
-  if (v === null || v === undefined) return <Empty>whohas has seen no traffic and no LoadBalancer Service for {ip}. <Link href="/ips">All IPs</Link></Empty>;
+  if (v === null || v === undefined)
+    return (
+      <Empty>
+        whohas has seen no traffic and no LoadBalancer Service for {ip}. <Link href="/ips">All IPs</Link>
+      </Empty>
+    );
   const owner = v.expectedOwner?.node ?? null;
   const answering = v.responders.filter((r) => r.answering);
 
   return (
     <>
       <h1 className="mono">
-        {v.ip} <span className={`state state-${v.state}`} data-testid="ip-state" data-state={v.state}>{v.state}</span>
+        {v.ip}{" "}
+        <span className={`state state-${v.state}`} data-testid="ip-state" data-state={v.state}>
+          {v.state}
+        </span>
       </h1>
       <p>
-        {v.services.length === 0 ? <span className="muted">No Service known for this IP (traffic-only, or not a LoadBalancer IP).</span> : v.services.map((s) => (
-          <span key={`${s.namespace}/${s.name}`} className="chip">
-            {s.namespace}/{s.name} · ETP {s.externalTrafficPolicy} · {s.ports.map((p) => `${p.port}/${p.protocol}`).join(", ")}
-          </span>
-        ))}
+        {v.services.length === 0 ? (
+          <span className="muted">No Service known for this IP (traffic-only, or not a LoadBalancer IP).</span>
+        ) : (
+          v.services.map((s) => (
+            <span key={`${s.namespace}/${s.name}`} className="chip">
+              {s.namespace}/{s.name} · ETP {s.externalTrafficPolicy} · {s.ports.map((p) => `${p.port}/${p.protocol}`).join(", ")}
+            </span>
+          ))
+        )}
         {v.pool === null ? null : <span className="muted"> pool {v.pool}</span>}
       </p>
       <p data-testid="expected-owner">
         Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
-        {v.expectedOwner === null ? null : <span className="muted">({v.expectedOwner.source === "computed" ? "computed with MetalLB's election" : v.expectedOwner.source === "event" ? "MetalLB's nodeAssigned event" : "MetalLB's ServiceL2Status"})</span>}
+        {v.expectedOwner === null ? null : (
+          <span className="muted">
+            (
+            {v.expectedOwner.source === "computed"
+              ? "computed with MetalLB's election"
+              : v.expectedOwner.source === "event"
+                ? "MetalLB's nodeAssigned event"
+                : "MetalLB's ServiceL2Status"}
+            )
+          </span>
+        )}
       </p>
 
       {v.findings
         .filter((f) => f.type === "stale-announcer")
         .map((f) => (
           <p key={f.incidentId} className="banner bad" role="alert" data-testid="stale-announcer">
-            {f.detail} (the <strong>Force re-announce</strong> button is below: the owner then sends MetalLB&apos;s gratuitous announcements).
+            {f.detail} (the <strong>Force re-announce</strong> button is below: the owner then sends MetalLB&apos;s gratuitous
+            announcements).
           </p>
         ))}
 
@@ -107,18 +135,42 @@ export function IpDetail({ ip }: { ip: string }) {
           </thead>
           <tbody>
             {v.responders.map((r) => (
-              <tr key={r.mac} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} data-answering={r.answering} className={owner !== null && r.answering && r.node !== owner ? "wrong" : undefined}>
+              <tr
+                key={r.mac}
+                data-testid="responder"
+                data-node={r.node ?? ""}
+                data-mac={r.mac}
+                data-answering={r.answering}
+                className={owner !== null && r.answering && r.node !== owner ? "wrong" : undefined}
+              >
                 <td>
                   {r.node ?? <span className="muted">unknown node</span>}
                   {r.node === owner ? " (owner)" : null}
-                  {v.fastest === r.mac && answering.length > 1 ? <span className="chip" data-testid="fastest">usually first</span> : null}
+                  {v.fastest === r.mac && answering.length > 1 ? (
+                    <span className="chip" data-testid="fastest">
+                      usually first
+                    </span>
+                  ) : null}
                 </td>
                 <td className="mono">{r.mac}</td>
                 <td>{r.answering ? "yes" : "no"}</td>
                 <td>{r.replies}</td>
-                <td>{r.meanLatencyMs === null ? <span className="muted">-</span> : r.meanLatencyMs < 1 ? `${Math.round(r.meanLatencyMs * 1000)} µs` : `${r.meanLatencyMs.toFixed(1)} ms`}</td>
+                <td>
+                  {r.meanLatencyMs === null ? (
+                    <span className="muted">-</span>
+                  ) : r.meanLatencyMs < 1 ? (
+                    `${Math.round(r.meanLatencyMs * 1000)} µs`
+                  ) : (
+                    `${r.meanLatencyMs.toFixed(1)} ms`
+                  )}
+                </td>
                 <td data-testid="announcements" data-count={r.gratuitous}>
-                  {r.gratuitous} {r.lastGratuitous === null ? null : <span className="muted">(last <Ago t={r.lastGratuitous} />)</span>}
+                  {r.gratuitous}{" "}
+                  {r.lastGratuitous === null ? null : (
+                    <span className="muted">
+                      (last <Ago t={r.lastGratuitous} />)
+                    </span>
+                  )}
                 </td>
                 <td>
                   <Ago t={r.lastSeen} />
@@ -128,7 +180,8 @@ export function IpDetail({ ip }: { ip: string }) {
             {v.folded === null ? null : (
               <tr data-testid="folded" className="muted">
                 <td colSpan={3}>
-                  {v.folded.macs.toLocaleString()} more MAC{v.folded.macs === 1 ? "" : "s"}, summed (limits.maxMacsPerIp: the least recently seen are folded)
+                  {v.folded.macs.toLocaleString()} more MAC{v.folded.macs === 1 ? "" : "s"}, summed (limits.maxMacsPerIp: the least recently
+                  seen are folded)
                 </td>
                 <td>{v.folded.replies}</td>
                 <td />
@@ -143,7 +196,8 @@ export function IpDetail({ ip }: { ip: string }) {
       )}
       {v.silentDropNodes.length > 0 ? (
         <p className="banner bad" role="alert" data-testid="silent-drop">
-          Silent drop: {v.silentDropNodes.join(", ")} answer{v.silentDropNodes.length === 1 ? "s" : ""} for {v.ip} but host{v.silentDropNodes.length === 1 ? "s" : ""} no endpoint of this externalTrafficPolicy Local Service: a client that caches{" "}
+          Silent drop: {v.silentDropNodes.join(", ")} answer{v.silentDropNodes.length === 1 ? "s" : ""} for {v.ip} but host
+          {v.silentDropNodes.length === 1 ? "s" : ""} no endpoint of this externalTrafficPolicy Local Service: a client that caches{" "}
           {v.silentDropNodes.length === 1 ? "its" : "their"} MAC sends traffic kube-proxy drops without a word.
         </p>
       ) : null}
@@ -161,14 +215,24 @@ export function IpDetail({ ip }: { ip: string }) {
               <th scope="col">When</th>
               <th scope="col">From</th>
               <th scope="col">To</th>
-              <th scope="col" title="from the old owner's last reply to the new owner's first">Gap</th>
+              <th scope="col" title="from the old owner's last reply to the new owner's first">
+                Gap
+              </th>
               <th scope="col">Unanswered requests</th>
-              <th scope="col" title="whether the new owner sent a gratuitous announcement for its takeover">Announced</th>
+              <th scope="col" title="whether the new owner sent a gratuitous announcement for its takeover">
+                Announced
+              </th>
             </tr>
           </thead>
           <tbody>
             {v.handovers.map((h) => (
-              <tr key={`${h.at}-${h.to.mac}`} data-testid="handover" data-from={h.from.node ?? h.from.mac} data-to={h.to.node ?? h.to.mac} className={h.announced === false ? "wrong" : undefined}>
+              <tr
+                key={`${h.at}-${h.to.mac}`}
+                data-testid="handover"
+                data-from={h.from.node ?? h.from.mac}
+                data-to={h.to.node ?? h.to.mac}
+                className={h.announced === false ? "wrong" : undefined}
+              >
                 <td>
                   <Ago t={h.at} />
                 </td>
@@ -180,7 +244,15 @@ export function IpDetail({ ip }: { ip: string }) {
                 </td>
                 <td>{h.gapMs < 1000 ? `${Math.round(h.gapMs)} ms` : `${(h.gapMs / 1000).toFixed(1)} s`}</td>
                 <td>{h.unanswered}</td>
-                <td>{h.announced === null ? <span className="muted">not yet known</span> : h.announced ? "yes" : "no: clients that cached the old MAC keep sending there"}</td>
+                <td>
+                  {h.announced === null ? (
+                    <span className="muted">not yet known</span>
+                  ) : h.announced ? (
+                    "yes"
+                  ) : (
+                    "no: clients that cached the old MAC keep sending there"
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -209,13 +281,33 @@ export function IpDetail({ ip }: { ip: string }) {
               <Tooltip labelFormatter={(t) => new Date(Number(t)).toLocaleString()} />
               <Legend />
               {chart.keys.map((k, i) => (
-                <Line key={k} type="monotone" dataKey={k} stroke={COLORS[i % COLORS.length]} strokeDasharray={k.endsWith("announcements") ? "4 3" : undefined} dot={chart.data.length <= 3} isAnimationActive={false} connectNulls />
+                <Line
+                  key={k}
+                  type="monotone"
+                  dataKey={k}
+                  stroke={COLORS[i % COLORS.length]}
+                  strokeDasharray={k.endsWith("announcements") ? "4 3" : undefined}
+                  dot={chart.data.length <= 3}
+                  isAnimationActive={false}
+                  connectNulls
+                />
               ))}
               {moves.map((minute) => (
-                <ReferenceLine key={`h${minute}`} x={minute} stroke="var(--muted)" strokeDasharray="2 4" label={{ value: "handover", fill: "var(--muted)", fontSize: 11, position: "insideBottomLeft" }} />
+                <ReferenceLine
+                  key={`h${minute}`}
+                  x={minute}
+                  stroke="var(--muted)"
+                  strokeDasharray="2 4"
+                  label={{ value: "handover", fill: "var(--muted)", fontSize: 11, position: "insideBottomLeft" }}
+                />
               ))}
               {markers.map(([minute, types]) => (
-                <ReferenceLine key={minute} x={minute} stroke="var(--bad)" label={{ value: types, fill: "var(--bad)", fontSize: 11, position: "insideTopLeft" }} />
+                <ReferenceLine
+                  key={minute}
+                  x={minute}
+                  stroke="var(--bad)"
+                  label={{ value: types, fill: "var(--bad)", fontSize: 11, position: "insideTopLeft" }}
+                />
               ))}
             </LineChart>
           </ResponsiveContainer>
@@ -229,8 +321,18 @@ export function IpDetail({ ip }: { ip: string }) {
         <ul data-testid="ip-incidents">
           {(incidents.data ?? []).map((i) => (
             <li key={i.id}>
-              <Link href={`/incidents/${i.id}`}>#{i.id} {i.type}</Link> · {i.detail} · opened <Ago t={i.firstSeen} />
-              {i.resolvedAt === null ? <strong className="state-multi-responder"> open</strong> : <> · resolved <Ago t={i.resolvedAt} /></>}
+              <Link href={`/incidents/${i.id}`}>
+                #{i.id} {i.type}
+              </Link>{" "}
+              · {i.detail} · opened <Ago t={i.firstSeen} />
+              {i.resolvedAt === null ? (
+                <strong className="state-multi-responder"> open</strong>
+              ) : (
+                <>
+                  {" "}
+                  · resolved <Ago t={i.resolvedAt} />
+                </>
+              )}
             </li>
           ))}
         </ul>
@@ -240,8 +342,9 @@ export function IpDetail({ ip }: { ip: string }) {
       <p>On a client that cached the wrong MAC, drop the stale entry (it re-resolves on the next packet):</p>
       <pre data-testid="client-fix">{`ip neigh flush to ${v.ip}\n# or, for one interface:\nip neigh del ${v.ip} dev IFACE`}</pre>
       <p>
-        From a node, count who answers each request for a minute (<code>whohas probe</code>), or make the expected owner announce the IP again with
-        MetalLB&apos;s frames (<code>whohas announce</code>; run it on the owner only, or it creates the conflict you are fixing):
+        From a node, count who answers each request for a minute (<code>whohas probe</code>), or make the expected owner announce the IP
+        again with MetalLB&apos;s frames (<code>whohas announce</code>; run it on the owner only, or it creates the conflict you are
+        fixing):
       </p>
       <pre>{`whohas probe ${v.ip} --duration 60s --interval 1s\nwhohas announce ${v.ip} --force${owner === null ? "   # on the owner only" : `   # on ${owner} only`}`}</pre>
     </>

@@ -9,7 +9,6 @@ import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 
-
 /** ROW_PX: every row has the same height, so only the rows in view are rendered (5,000 IPs stay smooth). */
 const ROW_PX = 56;
 const OVERSCAN = 8;
@@ -52,7 +51,10 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
     }
     router.replace(`${path}${next.size > 0 ? `?${next.toString()}` : ""}`, { scroll: false });
   };
-  const rows = useMemo(() => (ips.data === undefined ? null : viewRows(ips.data, { q, state, finding, sort, desc })), [ips.data, q, state, finding, sort, desc]);
+  const rows = useMemo(
+    () => (ips.data === undefined ? null : viewRows(ips.data, { q, state, finding, sort, desc })),
+    [ips.data, q, state, finding, sort, desc],
+  );
   // Until the whole list is here, the first screen the server rendered (its rows are the first of the same view).
   const shown = rows ?? initial?.rows ?? [];
   const matched = rows?.length ?? initial?.matched ?? 0;
@@ -74,7 +76,14 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
     <>
       <div className="filters" role="search">
         <label>
-          Search <input type="search" value={q} onChange={(e) => set({ q: e.target.value })} placeholder="IP, service, node, MAC" data-testid="search" />
+          Search{" "}
+          <input
+            type="search"
+            value={q}
+            onChange={(e) => set({ q: e.target.value })}
+            placeholder="IP, service, node, MAC"
+            data-testid="search"
+          />
         </label>
         <label>
           State{" "}
@@ -102,16 +111,29 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
       {!ready ? (
         <Skeleton rows={8} />
       ) : total === 0 ? (
-        <Empty>No IP seen yet. Agents report an IP as soon as a client asks for it; with Kubernetes, every LoadBalancer IP is listed even before that.</Empty>
+        <Empty>
+          No IP seen yet. Agents report an IP as soon as a client asks for it; with Kubernetes, every LoadBalancer IP is listed even before
+          that.
+        </Empty>
       ) : (
         <div className="vtable" role="table" aria-label="LoadBalancer IPs" aria-rowcount={matched + 1} data-testid="ips">
           <div className="vrow vhead" role="row">
             {COLUMNS.map((c) => (
-              <div key={c.label} role="columnheader" aria-sort={c.key !== null && c.key === sort ? (desc ? "descending" : "ascending") : undefined}>
+              <div
+                key={c.label}
+                role="columnheader"
+                aria-sort={c.key !== null && c.key === sort ? (desc ? "descending" : "ascending") : undefined}
+              >
                 {c.key === null ? (
                   c.label
                 ) : (
-                  <button type="button" className="sort" onClick={() => set(c.key === sort ? { dir: desc ? "" : "desc" } : { sort: c.key === "ip" ? "" : (c.key ?? ""), dir: "" })}>
+                  <button
+                    type="button"
+                    className="sort"
+                    onClick={() =>
+                      set(c.key === sort ? { dir: desc ? "" : "desc" } : { sort: c.key === "ip" ? "" : (c.key ?? ""), dir: "" })
+                    }
+                  >
                     {c.label}
                     {c.key === sort ? (desc ? " ▼" : " ▲") : ""}
                   </button>
@@ -139,7 +161,14 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
   const fastest = ip.responders.find((r) => r.mac === ip.fastest);
   const lastGrat = Math.max(0, ...ip.responders.map((r) => r.lastGratuitous ?? 0));
   return (
-    <div className="vrow" role="row" aria-rowindex={index + 2} style={{ transform: `translateY(${y}px)`, height: ROW_PX }} data-ip={ip.ip} data-state={ip.state}>
+    <div
+      className="vrow"
+      role="row"
+      aria-rowindex={index + 2}
+      style={{ transform: `translateY(${y}px)`, height: ROW_PX }}
+      data-ip={ip.ip}
+      data-state={ip.state}
+    >
       <div role="cell" className="mono">
         <Link href={`/ips/${ip.ip}`}>{ip.ip}</Link>
       </div>
@@ -148,7 +177,13 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
       </div>
       <div role="cell">{ip.services[0]?.externalTrafficPolicy ?? <span className="muted">-</span>}</div>
       <div role="cell" data-testid="owner" data-owner={owner ?? ""}>
-        {owner === null ? <span className="muted">unknown</span> : <>{owner} <span className="muted">({ip.expectedOwner?.source})</span></>}
+        {owner === null ? (
+          <span className="muted">unknown</span>
+        ) : (
+          <>
+            {owner} <span className="muted">({ip.expectedOwner?.source})</span>
+          </>
+        )}
       </div>
       <div role="cell" className={`state state-${ip.state}`}>
         {STATE_TEXT[ip.state]}
@@ -156,7 +191,14 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
       <div role="cell" className="clip">
         {answering.length === 0 ? <span className="muted">none answering</span> : null}
         {answering.map((r) => (
-          <span key={r.mac} className={`chip${owner !== null && r.node !== owner ? " wrong" : ""}`} data-testid="responder" data-node={r.node ?? ""} data-mac={r.mac} title={r.mac}>
+          <span
+            key={r.mac}
+            className={`chip${owner !== null && r.node !== owner ? " wrong" : ""}`}
+            data-testid="responder"
+            data-node={r.node ?? ""}
+            data-mac={r.mac}
+            title={r.mac}
+          >
             {r.node ?? r.mac}
           </span>
         ))}
@@ -168,7 +210,15 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
         <Ago t={lastGrat} />
       </div>
       <div role="cell" className="clip" data-testid="findings">
-        {ip.findings.length === 0 ? <span className="muted">none</span> : ip.findings.map((f) => <span key={f.type} className="chip" title={f.detail}>{f.type}</span>)}
+        {ip.findings.length === 0 ? (
+          <span className="muted">none</span>
+        ) : (
+          ip.findings.map((f) => (
+            <span key={f.type} className="chip" title={f.detail}>
+              {f.type}
+            </span>
+          ))
+        )}
       </div>
       <div role="cell" data-testid="requests">
         {ip.requests}

@@ -52,7 +52,12 @@ export function Nav() {
           <button type="submit">Sign out</button>
         </form>
       )}
-      <button type="button" className="theme" onClick={() => setTheme(theme === "dark" ? "light" : "dark")} aria-label="switch between light and dark theme">
+      <button
+        type="button"
+        className="theme"
+        onClick={() => setTheme(theme === "dark" ? "light" : "dark")}
+        aria-label="switch between light and dark theme"
+      >
         {theme === "light" ? "Dark theme" : "Light theme"}
       </button>
     </header>

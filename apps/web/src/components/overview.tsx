@@ -27,9 +27,10 @@ function StaleInventory({ stale }: { stale: Summary["inventoryStale"] }) {
   if (stale === null) return null;
   return (
     <div className="banner warn" role="status" data-testid="inventory-stale" data-since={stale.since}>
-      <strong>Kubernetes inventory stale for {span(now - stale.since)}</strong> (as of <time dateTime={new Date(stale.since).toISOString()}>{new Date(stale.since).toLocaleTimeString()}</time>): the API server cannot be
-      listed or watched ({stale.message}). Services, expected owners and kube-proxy settings are shown as they were; traffic is live. whohas retries
-      and relists by itself.
+      <strong>Kubernetes inventory stale for {span(now - stale.since)}</strong> (as of{" "}
+      <time dateTime={new Date(stale.since).toISOString()}>{new Date(stale.since).toLocaleTimeString()}</time>): the API server cannot be
+      listed or watched ({stale.message}). Services, expected owners and kube-proxy settings are shown as they were; traffic is live. whohas
+      retries and relists by itself.
     </div>
   );
 }
@@ -39,10 +40,17 @@ function LimitWarning({ limits }: { limits: Summary["limits"] }) {
   if (limits.lastHit === null) return null;
   return (
     <div className="banner warn" role="status" data-testid="limit-warning">
-      <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />): {limits.evictedIps > 0 ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at limits.maxIps = ${limits.maxIps.toLocaleString()} (their history stays in storage)` : null}
+      <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />
+      ):{" "}
+      {limits.evictedIps > 0
+        ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at limits.maxIps = ${limits.maxIps.toLocaleString()} (their history stays in storage)`
+        : null}
       {limits.evictedIps > 0 && limits.foldedMacs > 0 ? "; " : null}
-      {limits.foldedMacs > 0 ? `an IP's least recently seen MAC was summed into its "folded" line ${limits.foldedMacs.toLocaleString()} times, at limits.maxMacsPerIp = ${limits.maxMacsPerIp}` : null}. LoadBalancer IPs and IPs with an open incident
-      always stay. A segment this large, or a flood of made-up addresses? Raise the limits in the hub&apos;s config if the network is really this big.
+      {limits.foldedMacs > 0
+        ? `an IP's least recently seen MAC was summed into its "folded" line ${limits.foldedMacs.toLocaleString()} times, at limits.maxMacsPerIp = ${limits.maxMacsPerIp}`
+        : null}
+      . LoadBalancer IPs and IPs with an open incident always stay. A segment this large, or a flood of made-up addresses? Raise the limits
+      in the hub&apos;s config if the network is really this big.
     </div>
   );
 }
@@ -53,7 +61,10 @@ export function Overview() {
   const cluster = useLive(useQuery(trpc.cluster.summary.queryOptions()), useSubscription(trpc.cluster.live.subscriptionOptions()));
   const ips = useIps();
   const agents = useLive(useQuery(trpc.agents.list.queryOptions()), useSubscription(trpc.agents.live.subscriptionOptions()));
-  const incidents = useLive(useQuery(trpc.incidents.list.queryOptions({ state: "open" })), useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "open" } })));
+  const incidents = useLive(
+    useQuery(trpc.incidents.list.queryOptions({ state: "open" })),
+    useSubscription(trpc.incidents.live.subscriptionOptions({ filter: { state: "open" } })),
+  );
   const error = cluster.error ?? ips.error ?? agents.error;
   if (error !== null) return <Failure message={error} />;
   if (cluster.data === undefined || ips.data === undefined || agents.data === undefined) return <Skeleton rows={6} />;
@@ -81,8 +92,8 @@ export function Overview() {
           <strong>
             {multi.length} IP{multi.length > 1 ? "s are" : " is"} answered by several nodes.
           </strong>{" "}
-          Clients cache whichever MAC answers first; with externalTrafficPolicy Local the wrong node silently drops the traffic
-          (&quot;it worked for a minute, then timeouts&quot;).{" "}
+          Clients cache whichever MAC answers first; with externalTrafficPolicy Local the wrong node silently drops the traffic (&quot;it
+          worked for a minute, then timeouts&quot;).{" "}
           {c.strictArp.looseIpvsNodes.length > 0 || ipvs ? (
             <>
               kube-proxy in IPVS mode with <code>strictARP: false</code> makes every node answer for every IP on kube-ipvs0: set{" "}
@@ -110,8 +121,18 @@ export function Overview() {
         <Card label="no responder" value={counts.noResponder} tone={counts.noResponder > 0 ? "warn" : "ok"} />
         <Card label="split brain" value={counts.splitBrain} tone={counts.splitBrain > 0 ? "bad" : "ok"} />
         <Card label="silent-drop risk" value={counts.silentDrop} tone={counts.silentDrop > 0 ? "bad" : "ok"} />
-        <Card label={`agents online of ${agents.data.length}`} value={online} tone={online < agents.data.length ? "warn" : "ok"} testId="count-agents" />
-        <Card label="open incidents" value={incidents.data?.length ?? 0} tone={(incidents.data?.length ?? 0) > 0 ? "bad" : "ok"} href="/incidents" />
+        <Card
+          label={`agents online of ${agents.data.length}`}
+          value={online}
+          tone={online < agents.data.length ? "warn" : "ok"}
+          testId="count-agents"
+        />
+        <Card
+          label="open incidents"
+          value={incidents.data?.length ?? 0}
+          tone={(incidents.data?.length ?? 0) > 0 ? "bad" : "ok"}
+          href="/incidents"
+        />
       </section>
 
       <h2>kube-proxy and strictARP</h2>
@@ -133,12 +154,16 @@ export function Overview() {
         {c.kubeProxyRollout === null ? null : (
           <span className="muted">
             {" "}
-            kube-proxy DaemonSet: {c.kubeProxyRollout.available}/{c.kubeProxyRollout.desired} available{c.kubeProxyRollout.complete ? "" : ", rollout in progress"}.
+            kube-proxy DaemonSet: {c.kubeProxyRollout.available}/{c.kubeProxyRollout.desired} available
+            {c.kubeProxyRollout.complete ? "" : ", rollout in progress"}.
           </span>
         )}
       </p>
       {c.strictArp.nodes.length === 0 ? (
-        <Empty>No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;) to see each node&apos;s ARP behaviour.</Empty>
+        <Empty>
+          No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;) to see each node&apos;s ARP
+          behaviour.
+        </Empty>
       ) : (
         <table data-testid="strictarp-nodes">
           <thead>
@@ -159,7 +184,9 @@ export function Overview() {
                   <td className="mono">
                     {n.arpIgnore} / {n.arpAnnounce}
                   </td>
-                  <td className={n.strict ? "state-single" : n.ipvs ? "state-multi-responder" : undefined}>{n.strict ? "only for its own addresses" : "for any local address"}</td>
+                  <td className={n.strict ? "state-single" : n.ipvs ? "state-multi-responder" : undefined}>
+                    {n.strict ? "only for its own addresses" : "for any local address"}
+                  </td>
                   <td>{n.ipvs ? `${n.kubeIpvs0Addresses} addresses (IPVS)` : "absent"}</td>
                   <td data-testid="drift" data-reason={drift?.reason ?? ""}>
                     {drift === undefined ? <span className="muted">none</span> : drift.message}
@@ -181,8 +208,13 @@ export function Overview() {
               <Link href={`/ips/${ip.ip}`} className="mono">
                 {ip.ip}
               </Link>{" "}
-              {ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")} · answered by {ip.responders.filter((r) => r.answering).map((r) => r.node ?? r.mac).join(", ")}
-              {ip.expectedOwner === null ? null : <span className="muted"> · owner {ip.expectedOwner.node}</span>} · seen <Ago t={ip.lastRequest} />
+              {ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")} · answered by{" "}
+              {ip.responders
+                .filter((r) => r.answering)
+                .map((r) => r.node ?? r.mac)
+                .join(", ")}
+              {ip.expectedOwner === null ? null : <span className="muted"> · owner {ip.expectedOwner.node}</span>} · seen{" "}
+              <Ago t={ip.lastRequest} />
             </li>
           ))}
           {multi.length > 20 ? (
@@ -196,7 +228,19 @@ export function Overview() {
   );
 }
 
-function Card({ label, value, tone, testId, href }: { label: string; value: number; tone: "ok" | "bad" | "warn"; testId?: string; href?: string }) {
+function Card({
+  label,
+  value,
+  tone,
+  testId,
+  href,
+}: {
+  label: string;
+  value: number;
+  tone: "ok" | "bad" | "warn";
+  testId?: string;
+  href?: string;
+}) {
   const body = (
     <>
       <span className="card-value">{value}</span>

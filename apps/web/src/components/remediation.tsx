@@ -75,8 +75,9 @@ export function RemediationPage() {
   return (
     <>
       <p>
-        kube-proxy in <strong>{p.mode === "" ? "iptables" : p.mode}</strong> mode, strictARP <strong data-testid="configured-strictarp">{String(p.strictARP)}</strong> in ConfigMap kube-system/kube-proxy
-        (resourceVersion {p.resourceVersion}).{" "}
+        kube-proxy in <strong>{p.mode === "" ? "iptables" : p.mode}</strong> mode, strictARP{" "}
+        <strong data-testid="configured-strictarp">{String(p.strictARP)}</strong> in ConfigMap kube-system/kube-proxy (resourceVersion{" "}
+        {p.resourceVersion}).{" "}
         {p.affected.length > 0 ? (
           <>
             Nodes that answer ARP for any local address now: <strong data-testid="affected">{p.affected.join(", ")}</strong>.
@@ -100,7 +101,13 @@ export function RemediationPage() {
         <label>
           <input type="checkbox" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} /> server-side dry run only
         </label>
-        <button type="button" disabled={p.disabledReason !== null || running || apply.isPending} title={p.disabledReason ?? undefined} onClick={() => open(confirmApply.current)} data-testid="apply">
+        <button
+          type="button"
+          disabled={p.disabledReason !== null || running || apply.isPending}
+          title={p.disabledReason ?? undefined}
+          onClick={() => open(confirmApply.current)}
+          data-testid="apply"
+        >
           {dryRun ? "Dry run" : "Apply the fix"}
         </button>
         <button type="button" onClick={() => void preview.refetch()} data-testid="refresh-preview">
@@ -113,7 +120,11 @@ export function RemediationPage() {
           {apply.error.message}
         </p>
       )}
-      <dialog ref={confirmApply} aria-labelledby="apply-h" onClose={() => confirmApply.current?.returnValue === "yes" && apply.mutate({ resourceVersion: p.resourceVersion, dryRun })}>
+      <dialog
+        ref={confirmApply}
+        aria-labelledby="apply-h"
+        onClose={() => confirmApply.current?.returnValue === "yes" && apply.mutate({ resourceVersion: p.resourceVersion, dryRun })}
+      >
         <form method="dialog">
           <h3 id="apply-h">{dryRun ? "Dry-run the fix?" : "Change the cluster?"}</h3>
           <p>
@@ -158,7 +169,9 @@ export function RemediationPage() {
 
       <h2>Rollback</h2>
       {p.backups.length === 0 ? (
-        <Empty testId="no-backups">No backup yet: Apply makes one (kube-proxy-whohas-backup-TIME in kube-system, and a copy in whohas).</Empty>
+        <Empty testId="no-backups">
+          No backup yet: Apply makes one (kube-proxy-whohas-backup-TIME in kube-system, and a copy in whohas).
+        </Empty>
       ) : (
         <ul data-testid="backups">
           {p.backups.map((b) => (
@@ -184,12 +197,16 @@ export function RemediationPage() {
           {rollback.error.message}
         </p>
       )}
-      <dialog ref={confirmRollback} aria-labelledby="rollback-h" onClose={() => confirmRollback.current?.returnValue === "yes" && rollbackTo !== null && rollback.mutate({ backup: rollbackTo })}>
+      <dialog
+        ref={confirmRollback}
+        aria-labelledby="rollback-h"
+        onClose={() => confirmRollback.current?.returnValue === "yes" && rollbackTo !== null && rollback.mutate({ backup: rollbackTo })}
+      >
         <form method="dialog">
           <h3 id="rollback-h">Roll back to {rollbackTo}?</h3>
           <p>
-            whohas puts back the backed-up config.conf byte for byte and restarts kube-proxy. kube-proxy never resets arp_ignore / arp_announce: the nodes keep answering strictly until they
-            reboot.
+            whohas puts back the backed-up config.conf byte for byte and restarts kube-proxy. kube-proxy never resets arp_ignore /
+            arp_announce: the nodes keep answering strictly until they reboot.
           </p>
           <div className="actions">
             <button value="yes" data-testid="confirm-rollback">

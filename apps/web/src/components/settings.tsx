@@ -31,7 +31,8 @@ export function SettingsPage() {
     <>
       <h2>Retention</h2>
       <p>
-        Per-minute traffic and resolved incidents are kept for <strong data-testid="retention">{days(s.retention.ms)}</strong> ({s.retention.source === "config" ? "from the config file, storage.retention" : "set here"}); the audit log is kept 400 days.
+        Per-minute traffic and resolved incidents are kept for <strong data-testid="retention">{days(s.retention.ms)}</strong> (
+        {s.retention.source === "config" ? "from the config file, storage.retention" : "set here"}); the audit log is kept 400 days.
       </p>
       <div className="actions">
         <label>
@@ -51,14 +52,19 @@ export function SettingsPage() {
           </select>
         </label>
         {retention.isPending && <span className="progress">Saving…</span>}
-        {retention.error !== null && <span className="bad-text" role="alert">{retention.error.message}</span>}
+        {retention.error !== null && (
+          <span className="bad-text" role="alert">
+            {retention.error.message}
+          </span>
+        )}
       </div>
 
       <Receivers />
 
       <h2>Read-API tokens</h2>
       <p className="muted">
-        Bearer tokens for <code>/api/v1</code> (scripts, Grafana). The token is shown once; whohas keeps only its hash. The config file&apos;s <code>api.viewerTokenFile</code> works too.
+        Bearer tokens for <code>/api/v1</code> (scripts, Grafana). The token is shown once; whohas keeps only its hash. The config
+        file&apos;s <code>api.viewerTokenFile</code> works too.
       </p>
       {s.tokens.length === 0 ? (
         <Empty testId="no-tokens">No token yet.</Empty>
@@ -76,7 +82,11 @@ export function SettingsPage() {
                 </td>
                 <td>{t.lastUsed === null ? <span className="muted">never</span> : <Ago t={t.lastUsed} />}</td>
                 <td>
-                  <button type="button" disabled={revoke.isPending} onClick={() => confirm(`Revoke ${t.name}? Scripts using it get 401 at once.`) && revoke.mutate({ id: t.id })}>
+                  <button
+                    type="button"
+                    disabled={revoke.isPending}
+                    onClick={() => confirm(`Revoke ${t.name}? Scripts using it get 401 at once.`) && revoke.mutate({ id: t.id })}
+                  >
                     Revoke
                   </button>
                 </td>
@@ -93,16 +103,31 @@ export function SettingsPage() {
         }}
       >
         <label>
-          New token named <input value={name} onChange={(e) => setName(e.target.value)} placeholder="grafana" required pattern="[A-Za-z0-9._-]{1,64}" data-testid="token-name" />
+          New token named{" "}
+          <input
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            placeholder="grafana"
+            required
+            pattern="[A-Za-z0-9._-]{1,64}"
+            data-testid="token-name"
+          />
         </label>
         <button type="submit" disabled={create.isPending}>
           Make token
         </button>
-        {create.error !== null && <span className="bad-text" role="alert">{create.error.message}</span>}
+        {create.error !== null && (
+          <span className="bad-text" role="alert">
+            {create.error.message}
+          </span>
+        )}
       </form>
       {create.data !== undefined && (
         <p className="banner ok" role="status">
-          Token <strong>{create.data.name}</strong> (copy it now, it is not shown again): <code className="token" data-testid="new-token">{create.data.token}</code>
+          Token <strong>{create.data.name}</strong> (copy it now, it is not shown again):{" "}
+          <code className="token" data-testid="new-token">
+            {create.data.token}
+          </code>
         </p>
       )}
 
@@ -129,7 +154,10 @@ export function SettingsPage() {
       {audit.data === undefined ? (
         <Skeleton rows={4} />
       ) : audit.data.length === 0 ? (
-        <Empty testId="no-audit">Nothing yet: every action that changes anything (re-announce, probe, acknowledge, settings, tokens) is recorded here with its user.</Empty>
+        <Empty testId="no-audit">
+          Nothing yet: every action that changes anything (re-announce, probe, acknowledge, settings, tokens) is recorded here with its
+          user.
+        </Empty>
       ) : (
         <table data-testid="audit">
           <Head cols={["When", "User", "Action", "Input", "Outcome", "Detail"]} />
@@ -153,7 +181,11 @@ export function SettingsPage() {
   );
 }
 
-const FORMAT_TEXT = { generic: "generic JSON, signed (Standard Webhooks)", slack: "Slack incoming webhook", alertmanager: "Alertmanager webhook (v4)" } as const;
+const FORMAT_TEXT = {
+  generic: "generic JSON, signed (Standard Webhooks)",
+  slack: "Slack incoming webhook",
+  alertmanager: "Alertmanager webhook (v4)",
+} as const;
 
 /** Receivers: where notifications go; add, edit, send a test (with the receiver's answer), see how deliveries fare. */
 function Receivers() {
@@ -163,12 +195,19 @@ function Receivers() {
   const save = useMutation(trpc.alerts.saveReceiver.mutationOptions({ onSuccess: () => void list.refetch() }));
   const remove = useMutation(trpc.alerts.deleteReceiver.mutationOptions({ onSuccess: () => void list.refetch() }));
   const test = useMutation(trpc.alerts.testReceiver.mutationOptions());
-  const [form, setForm] = useState<{ name: string; url: string; format: "generic" | "slack" | "alertmanager"; secret: string; editing: boolean }>({ name: "", url: "", format: "generic", secret: "", editing: false });
+  const [form, setForm] = useState<{
+    name: string;
+    url: string;
+    format: "generic" | "slack" | "alertmanager";
+    secret: string;
+    editing: boolean;
+  }>({ name: "", url: "", format: "generic", secret: "", editing: false });
   return (
     <>
       <h2>Alert receivers</h2>
       <p className="muted">
-        Webhooks told when several nodes answer for an IP (and when it is fixed). Receivers of the config file (<code>webhooks</code>) and environment are listed here and edited there.
+        Webhooks told when several nodes answer for an IP (and when it is fixed). Receivers of the config file (<code>webhooks</code>) and
+        environment are listed here and edited there.
       </p>
       {list.data === undefined ? (
         <Skeleton rows={2} />
@@ -202,7 +241,13 @@ function Receivers() {
                       <button type="button" onClick={() => setForm({ name: r.name, url: "", format: r.format, secret: "", editing: true })}>
                         Edit
                       </button>{" "}
-                      <button type="button" disabled={remove.isPending} onClick={() => confirm(`Delete receiver ${r.name}? Its pending notifications are cancelled.`) && remove.mutate({ name: r.name })}>
+                      <button
+                        type="button"
+                        disabled={remove.isPending}
+                        onClick={() =>
+                          confirm(`Delete receiver ${r.name}? Its pending notifications are cancelled.`) && remove.mutate({ name: r.name })
+                        }
+                      >
                         Delete
                       </button>
                     </>
@@ -213,7 +258,11 @@ function Receivers() {
           </tbody>
         </table>
       )}
-      {test.isPending && <p className="progress" role="status">Sending a test notification…</p>}
+      {test.isPending && (
+        <p className="progress" role="status">
+          Sending a test notification…
+        </p>
+      )}
       {test.data !== undefined && (
         <p className={test.data.ok ? "banner ok" : "banner bad"} role="status" data-testid="test-result">
           {test.data.error === null
@@ -223,32 +272,70 @@ function Receivers() {
               : `The receiver answered HTTP ${test.data.status}: ${test.data.error}`}
         </p>
       )}
-      {test.error !== null && <p className="bad-text" role="alert">{test.error.message}</p>}
+      {test.error !== null && (
+        <p className="bad-text" role="alert">
+          {test.error.message}
+        </p>
+      )}
       <form
         className="actions"
         onSubmit={(e) => {
           e.preventDefault();
           save.mutate(
-            { name: form.name, url: form.url, format: form.format, secret: form.secret === "" ? null : form.secret, keepSecret: form.editing && form.secret === "" },
+            {
+              name: form.name,
+              url: form.url,
+              format: form.format,
+              secret: form.secret === "" ? null : form.secret,
+              keepSecret: form.editing && form.secret === "",
+            },
             { onSuccess: () => setForm({ name: "", url: "", format: "generic", secret: "", editing: false }) },
           );
         }}
         aria-label="add or edit a receiver"
       >
         <label>
-          Name <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required readOnly={form.editing} pattern="[A-Za-z0-9._-]{1,64}" data-testid="receiver-name" />
+          Name{" "}
+          <input
+            value={form.name}
+            onChange={(e) => setForm({ ...form, name: e.target.value })}
+            required
+            readOnly={form.editing}
+            pattern="[A-Za-z0-9._-]{1,64}"
+            data-testid="receiver-name"
+          />
         </label>
         <label>
-          URL <input value={form.url} onChange={(e) => setForm({ ...form, url: e.target.value })} required type="url" placeholder="https://hooks.example/whohas" size={36} data-testid="receiver-url" />
+          URL{" "}
+          <input
+            value={form.url}
+            onChange={(e) => setForm({ ...form, url: e.target.value })}
+            required
+            type="url"
+            placeholder="https://hooks.example/whohas"
+            size={36}
+            data-testid="receiver-url"
+          />
         </label>
         <label>
           Format{" "}
-          <select value={form.format} onChange={(e) => setForm({ ...form, format: e.target.value as typeof form.format })} data-testid="receiver-format">
+          <select
+            value={form.format}
+            onChange={(e) => setForm({ ...form, format: e.target.value as typeof form.format })}
+            data-testid="receiver-format"
+          >
             <Options of={FORMAT_TEXT} />
           </select>
         </label>
         <label>
-          Signing secret <input value={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.value })} type="password" placeholder={form.editing ? "unchanged" : "optional, 16+ characters"} data-testid="receiver-secret" />
+          Signing secret{" "}
+          <input
+            value={form.secret}
+            onChange={(e) => setForm({ ...form, secret: e.target.value })}
+            type="password"
+            placeholder={form.editing ? "unchanged" : "optional, 16+ characters"}
+            data-testid="receiver-secret"
+          />
         </label>
         <button type="submit" disabled={save.isPending}>
           {form.editing ? "Save" : "Add receiver"}
@@ -258,7 +345,11 @@ function Receivers() {
             Cancel
           </button>
         )}
-        {save.error !== null && <span className="bad-text" role="alert">{save.error.message}</span>}
+        {save.error !== null && (
+          <span className="bad-text" role="alert">
+            {save.error.message}
+          </span>
+        )}
       </form>
       {(deliveries.data ?? []).length > 0 && (
         <details>

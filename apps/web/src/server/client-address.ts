@@ -17,7 +17,10 @@ export function limitKey(addr: string): string {
   const left = head === "" ? [] : head.split(":");
   const right = tail === undefined || tail === "" ? [] : tail.split(":");
   const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
-  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (parseInt(g, 16) || 0).toString(16))
+    .join(":")}::/64`;
 }
 
 /** trustList builds an allow list of addresses and CIDRs; throws naming the entry that is neither. */
@@ -27,7 +30,8 @@ export function trustList(entries: readonly string[]): BlockList {
     const [addr = "", bits] = e.split("/");
     const type = isIPv4(addr) ? "ipv4" : isIPv6(addr) ? "ipv6" : null;
     const prefix = bits === undefined ? (type === "ipv4" ? 32 : 128) : Number(bits);
-    if (type === null || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === "ipv4" ? 32 : 128)) throw new Error(`"${e}" is not an address or CIDR`);
+    if (type === null || !Number.isInteger(prefix) || prefix < 0 || prefix > (type === "ipv4" ? 32 : 128))
+      throw new Error(`"${e}" is not an address or CIDR`);
     list.addSubnet(addr, prefix, type);
   }
   return list;
@@ -66,7 +70,10 @@ export class ClientAddresses {
     const peer = peerAddress(req);
     if (this.#trusted === null || !listed(this.#trusted, peer)) return peer;
     const header = req.headers["x-forwarded-for"];
-    const hops = (Array.isArray(header) ? header.join(",") : (header ?? "")).split(",").map((h) => h.trim()).filter((h) => h !== "");
+    const hops = (Array.isArray(header) ? header.join(",") : (header ?? ""))
+      .split(",")
+      .map((h) => h.trim())
+      .filter((h) => h !== "");
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = normalise(hops[i] ?? "");
       if (hop === null) return peer;

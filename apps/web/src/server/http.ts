@@ -31,7 +31,17 @@ export const TRPC_PREFIX = "/api/trpc/";
 
 /** isHubRoute: a path the hub answers itself, never Next.js. */
 function isHubRoute(p: string): boolean {
-  return p === "/healthz" || p === "/readyz" || p === "/metrics" || p === AGENT_PATH || p.startsWith(TRPC_PREFIX) || p.startsWith(REST_PREFIX) || p.startsWith(AUTH_PREFIX) || p === "/api" || p.startsWith("/api/");
+  return (
+    p === "/healthz" ||
+    p === "/readyz" ||
+    p === "/metrics" ||
+    p === AGENT_PATH ||
+    p.startsWith(TRPC_PREFIX) ||
+    p.startsWith(REST_PREFIX) ||
+    p.startsWith(AUTH_PREFIX) ||
+    p === "/api" ||
+    p.startsWith("/api/")
+  );
 }
 
 /**
@@ -124,20 +134,34 @@ export interface HubServer {
 export function createHubServer(opts: HubServerOptions): HubServer {
   const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
-  const serveMetrics = (res: ServerResponse) => void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+  const serveMetrics = (res: ServerResponse) =>
+    void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
   // The metrics port (metrics.listen): Prometheus and the probes only.
   const metricsListener: RequestListener = (req, res) => {
     apiHeaders(res);
     const t = parseTarget(req.url);
     const path = t.ok ? t.target.path : null;
     if (path === "/metrics") {
-      if (opts.metricsToken != null && !bearerIs(req, opts.metricsToken)) return void res.writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="whohas-metrics"' }).end("send Authorization: Bearer with metrics.tokenFile's token\n");
+      if (opts.metricsToken != null && !bearerIs(req, opts.metricsToken))
+        return void res
+          .writeHead(401, { "content-type": "text/plain", "www-authenticate": 'Bearer realm="whohas-metrics"' })
+          .end("send Authorization: Bearer with metrics.tokenFile's token\n");
       return serveMetrics(res);
     }
     if (path === "/healthz" || path === "/readyz") return void res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     res.writeHead(404, { "content-type": "text/plain" }).end("this port serves /metrics, /healthz and /readyz only\n");
   };
-  const gateway = new AgentGateway({ hub: opts.hub, token: opts.agentToken, logger: opts.logger, metrics, reviewer: opts.agentReviewer, clients: auth.clients, limits: opts.agentLimits, allowProxied: opts.agentsAllowProxied, factsEveryMs: opts.agentFactsEveryMs });
+  const gateway = new AgentGateway({
+    hub: opts.hub,
+    token: opts.agentToken,
+    logger: opts.logger,
+    metrics,
+    reviewer: opts.agentReviewer,
+    clients: auth.clients,
+    limits: opts.agentLimits,
+    allowProxied: opts.agentsAllowProxied,
+    factsEveryMs: opts.agentFactsEveryMs,
+  });
   const actions = opts.actions?.(gateway);
   const alerter = opts.alerter?.(metrics);
   const remediation = opts.remediation?.(actions);
@@ -153,7 +177,17 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     maxBatchSize: MAX_BATCH,
     createContext: ({ req }) => {
       const principal = auth.principal(req);
-      return { hub: opts.hub, actions, settings: opts.settings, alerts, audit: opts.hub.store.audit, remediation, principal, csrfOk: principal !== null && auth.csrfOk(req, principal), streams };
+      return {
+        hub: opts.hub,
+        actions,
+        settings: opts.settings,
+        alerts,
+        audit: opts.hub.store.audit,
+        remediation,
+        principal,
+        csrfOk: principal !== null && auth.csrfOk(req, principal),
+        streams,
+      };
     },
   });
   const base = opts.basePath ?? "";
@@ -184,7 +218,9 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path === "/metrics") {
-      res.writeHead(404, { "content-type": "text/plain" }).end("metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n");
+      res
+        .writeHead(404, { "content-type": "text/plain" })
+        .end("metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n");
       return;
     }
     if (path.startsWith(AUTH_PREFIX)) {
@@ -200,7 +236,9 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path === "/api" || path.startsWith("/api/")) {
-      res.writeHead(404, { "content-type": "application/json; charset=utf-8" }).end(`${JSON.stringify({ error: `no such endpoint: ${path}` })}\n`);
+      res
+        .writeHead(404, { "content-type": "application/json; charset=utf-8" })
+        .end(`${JSON.stringify({ error: `no such endpoint: ${path}` })}\n`);
       return;
     }
     if (path === AGENT_PATH) {
@@ -214,7 +252,12 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     const open = openWithoutSignIn(path, dev);
     const who = open ? null : auth.principal(req);
     if (!open && who === null) {
-      res.writeHead(303, { location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(`${t.target.path}${t.target.search}`)}`, "cache-control": "no-store" }).end();
+      res
+        .writeHead(303, {
+          location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(`${t.target.path}${t.target.search}`)}`,
+          "cache-control": "no-store",
+        })
+        .end();
       return;
     }
     if (who !== null) {
@@ -237,7 +280,9 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const t = parseTarget(req.url);
     if (!t.ok) {
-      socket.end(`HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(t.message) + 1}\r\n\r\n${t.message}\n`);
+      socket.end(
+        `HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(t.message) + 1}\r\n\r\n${t.message}\n`,
+      );
       return;
     }
     const path = unprefixed(req, t.target);
@@ -255,7 +300,10 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     upgrade,
     createServer(tls) {
       const options = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS };
-      const s = tls === undefined || tls === null ? createServer(options, listener) : createTlsServer({ ...options, cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
+      const s =
+        tls === undefined || tls === null
+          ? createServer(options, listener)
+          : createTlsServer({ ...options, cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
       s.on("upgrade", upgrade);
       if (opts.connections !== undefined) limitConnections(s, opts.connections, (addr) => auth.clients.isProxy(addr), opts.logger);
       return s;
@@ -271,7 +319,12 @@ const CONNECTION_LOG_MS = 60_000;
  * address (trusted proxies excepted: every client behind them shares their address); a connection past the cap is
  * closed at once.
  */
-function limitConnections(s: Server, limits: { readonly max: number; readonly perAddress: number }, isProxy: (addr: string) => boolean, logger: Logger): void {
+function limitConnections(
+  s: Server,
+  limits: { readonly max: number; readonly perAddress: number },
+  isProxy: (addr: string) => boolean,
+  logger: Logger,
+): void {
   s.maxConnections = limits.max;
   const open = new Map<string, number>();
   const told = new Map<string, { at: number; refused: number }>();
@@ -287,7 +340,12 @@ function limitConnections(s: Server, limits: { readonly max: number; readonly pe
       const t = told.get(key) ?? { at: -Infinity, refused: 0 };
       t.refused++;
       if (now - t.at >= CONNECTION_LOG_MS) {
-        logger.warn("http.connections_limited", { client: key, refused: t.refused, limit: limits.perAddress, hint: "one address holds limits.connectionsPerAddress connections: a client opening too many, or clients behind a proxy missing from auth.trustedProxies" });
+        logger.warn("http.connections_limited", {
+          client: key,
+          refused: t.refused,
+          limit: limits.perAddress,
+          hint: "one address holds limits.connectionsPerAddress connections: a client opening too many, or clients behind a proxy missing from auth.trustedProxies",
+        });
         t.at = now;
         t.refused = 0;
       }

@@ -2,7 +2,11 @@
 export class TokenBucket {
   #tokens: number;
   #at: number;
-  constructor(readonly rate: number, readonly burst: number, now: number) {
+  constructor(
+    readonly rate: number,
+    readonly burst: number,
+    now: number,
+  ) {
     this.#tokens = burst;
     this.#at = now;
   }
@@ -40,7 +44,10 @@ const MAX_TRACKED_KEYS = 10_000;
 export class AttemptLimiter {
   readonly #buckets = new Map<string, TokenBucket>();
 
-  constructor(readonly rate: number, readonly burst: number) {}
+  constructor(
+    readonly rate: number,
+    readonly burst: number,
+  ) {}
 
   /** take counts an attempt for `key`; false when its allowance is spent (the attempt must be refused). */
   take(key: string, now: number): boolean {
@@ -77,7 +84,10 @@ export class StreamSlots {
   readonly #open = new Map<string, number>();
   #total = 0;
 
-  constructor(readonly perKey: number, readonly total: number) {}
+  constructor(
+    readonly perKey: number,
+    readonly total: number,
+  ) {}
 
   /** open takes a slot for `key` and returns its release (idempotent); throws StreamLimitError when none is free. */
   open(key: string): () => void {

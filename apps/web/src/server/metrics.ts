@@ -10,10 +10,29 @@ const MAX_IP_SERIES = 5000;
 /** HubMetrics are the hub's Prometheus series; the gauges are read from the hub at scrape time. */
 export class HubMetrics {
   readonly registry = new Registry();
-  readonly messages = new Counter({ name: "whohas_hub_agent_messages_total", help: "Agent messages accepted, by type.", labelNames: ["type"], registers: [this.registry] });
-  readonly badMessages = new Counter({ name: "whohas_hub_agent_bad_messages_total", help: "Malformed agent messages dropped (the connection kept), by reason.", labelNames: ["reason"], registers: [this.registry] });
-  readonly newIpsDropped = new Counter({ name: "whohas_hub_agent_new_ips_dropped_total", help: "Entries for IPs the hub did not track dropped because their agent passed limits.newIpsPerAgentPerMinute.", registers: [this.registry] });
-  readonly rejected = new Counter({ name: "whohas_hub_agent_rejected_total", help: "Agent connections refused or closed, by reason.", labelNames: ["reason"], registers: [this.registry] });
+  readonly messages = new Counter({
+    name: "whohas_hub_agent_messages_total",
+    help: "Agent messages accepted, by type.",
+    labelNames: ["type"],
+    registers: [this.registry],
+  });
+  readonly badMessages = new Counter({
+    name: "whohas_hub_agent_bad_messages_total",
+    help: "Malformed agent messages dropped (the connection kept), by reason.",
+    labelNames: ["reason"],
+    registers: [this.registry],
+  });
+  readonly newIpsDropped = new Counter({
+    name: "whohas_hub_agent_new_ips_dropped_total",
+    help: "Entries for IPs the hub did not track dropped because their agent passed limits.newIpsPerAgentPerMinute.",
+    registers: [this.registry],
+  });
+  readonly rejected = new Counter({
+    name: "whohas_hub_agent_rejected_total",
+    help: "Agent connections refused or closed, by reason.",
+    labelNames: ["reason"],
+    registers: [this.registry],
+  });
 
   readonly tickSeconds = new Histogram({
     name: "whohas_hub_tick_seconds",
@@ -154,7 +173,8 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n, svc] of answering(hub, MAX_IP_SERIES)) responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        for (const [ip, n, svc] of answering(hub, MAX_IP_SERIES))
+          responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
       },
     });
   }

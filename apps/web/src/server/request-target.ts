@@ -10,9 +10,11 @@ export interface RequestTarget {
 }
 
 /** Why a request target was refused: each becomes a 400 whose message names it. */
-export type TargetRefusal = "not-a-path" | "control-character" | "backslash" | "undecodable" | "encoded-slash" | "dot-segment" | "empty-segment";
+export type TargetRefusal =
+  "not-a-path" | "control-character" | "backslash" | "undecodable" | "encoded-slash" | "dot-segment" | "empty-segment";
 
-export type TargetResult = { readonly ok: true; readonly target: RequestTarget } | { readonly ok: false; readonly reason: TargetRefusal; readonly message: string };
+export type TargetResult =
+  { readonly ok: true; readonly target: RequestTarget } | { readonly ok: false; readonly reason: TargetRefusal; readonly message: string };
 
 const MESSAGES: Record<TargetRefusal, string> = {
   "not-a-path": "the request target must be a path starting with /",

@@ -64,7 +64,13 @@ export class Settings {
     const before = this.retention();
     this.o.settings.set(RETENTION_KEY, ms, this.o.clock());
     const after = this.retention();
-    this.#audit({ actor, action: "settings.retention", input: { ms }, outcome: "ok", detail: `${before.ms} ms (${before.source}) -> ${after.ms} ms (${after.source})` });
+    this.#audit({
+      actor,
+      action: "settings.retention",
+      input: { ms },
+      outcome: "ok",
+      detail: `${before.ms} ms (${before.source}) -> ${after.ms} ms (${after.source})`,
+    });
     return after;
   }
 

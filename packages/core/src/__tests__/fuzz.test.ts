@@ -4,7 +4,13 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { classifyFrame } from "../packet/classify.js";
 import { decodeArp, newArpReply, newArpRequest, newGratuitousArp } from "../packet/arp.js";
-import { decodeNdp, encodeNdpFrame, newNeighborSolicitation, newSolicitedAdvertisement, newUnsolicitedAdvertisement } from "../packet/ndp.js";
+import {
+  decodeNdp,
+  encodeNdpFrame,
+  newNeighborSolicitation,
+  newSolicitedAdvertisement,
+  newUnsolicitedAdvertisement,
+} from "../packet/ndp.js";
 import { LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, decodeEthernet } from "../packet/link.js";
 import { CaptureError, CaptureReader, pcapFileHeader, pcapRecord } from "../capture/pcap.js";
 import { hex } from "./fixtures.js";
@@ -20,10 +26,26 @@ const SEEDS: Uint8Array[] = [
   newNeighborSolicitation(C, "2001:db8::1", "2001:db8::c8"),
   newSolicitedAdvertisement(A, "fe80::a", "2001:db8::c8", C, "2001:db8::1"),
   newUnsolicitedAdvertisement(A, "fe80::a", "2001:db8::c8"),
-  encodeNdpFrame({ ethDst: C, ethSrc: A, type: "na", src: "fe80::a", dst: "fe80::1", target: "2001:db8::c8", router: true, solicited: true, override: true, options: [{ kind: "raw", type: 14, value: new Uint8Array(14) }, { kind: "target-lla", mac: A }] }),
+  encodeNdpFrame({
+    ethDst: C,
+    ethSrc: A,
+    type: "na",
+    src: "fe80::a",
+    dst: "fe80::1",
+    target: "2001:db8::c8",
+    router: true,
+    solicited: true,
+    override: true,
+    options: [
+      { kind: "raw", type: 14, value: new Uint8Array(14) },
+      { kind: "target-lla", mac: A },
+    ],
+  }),
 ];
 const SLL_SEED = hex("0004 0001 0006 02005e00000a 0000 0806 0001 0800 06 04 0002 02005e00000a c00002c8 02005e000001 c0000201");
-const SLL2_SEED = hex("8100 0000 00000002 0001 04 06 02005e00000a 0000 0064 0806 0001 0800 06 04 0002 02005e00000a c00002c8 02005e000001 c0000201");
+const SLL2_SEED = hex(
+  "8100 0000 00000002 0001 04 06 02005e00000a 0000 0064 0806 0001 0800 06 04 0002 02005e00000a c00002c8 02005e000001 c0000201",
+);
 
 /** REGRESSIONS: inputs that once broke a decoder (none so far beyond these edge shapes), checked on every run. */
 const REGRESSIONS: { link: number; bytes: Uint8Array }[] = [
@@ -39,7 +61,8 @@ const REASONS = new Set(["truncated", "malformed", "unsupported", "ignored"]);
 /** checkAll runs every decoder on one input; plain checks (not expect) keep 200,000 runs within seconds. */
 function checkAll(bytes: Uint8Array, link: number): void {
   const out = classifyFrame(bytes, link);
-  if (!OUTCOMES.has(out.kind) || (out.kind === "dropped" && !REASONS.has(out.reason))) throw new Error(`bad outcome ${JSON.stringify(out)}`);
+  if (!OUTCOMES.has(out.kind) || (out.kind === "dropped" && !REASONS.has(out.reason)))
+    throw new Error(`bad outcome ${JSON.stringify(out)}`);
   // The lower-level decoders on their own, at the offsets a frame may put them.
   for (const off of [0, 14, 18]) {
     if (typeof decodeArp(bytes, off).ok !== "boolean" || typeof decodeNdp(bytes, off).ok !== "boolean") throw new Error("no outcome");
@@ -69,13 +92,20 @@ describe("decoders never throw", { timeout: 120_000 }, () => {
 
   it("on 50,000 random byte strings, under every link type", () => {
     fc.assert(
-      fc.property(fc.uint8Array({ maxLength: 120 }), fc.constantFrom(LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, 0, 105), (b, link) => checkAll(b, link)),
+      fc.property(
+        fc.uint8Array({ maxLength: 120 }),
+        fc.constantFrom(LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2, 0, 105),
+        (b, link) => checkAll(b, link),
+      ),
       { numRuns: 50_000 },
     );
   });
 
   it("on 100,000 mutated Ethernet ARP and NDP frames", () => {
-    fc.assert(fc.property(mutated(SEEDS), (b) => checkAll(b, LINKTYPE_ETHERNET)), { numRuns: 100_000 });
+    fc.assert(
+      fc.property(mutated(SEEDS), (b) => checkAll(b, LINKTYPE_ETHERNET)),
+      { numRuns: 100_000 },
+    );
   });
 
   it("on 50,000 mutated cooked (SLL, SLL2) frames", () => {
@@ -110,7 +140,11 @@ describe("decode after encode is stable", () => {
 });
 
 describe("CaptureReader never throws anything but CaptureError", () => {
-  const file = new Uint8Array([...pcapFileHeader(1), ...pcapRecord(SEEDS[0] ?? new Uint8Array(0), 1), ...pcapRecord(SEEDS[5] ?? new Uint8Array(0), 2)]);
+  const file = new Uint8Array([
+    ...pcapFileHeader(1),
+    ...pcapRecord(SEEDS[0] ?? new Uint8Array(0), 1),
+    ...pcapRecord(SEEDS[5] ?? new Uint8Array(0), 2),
+  ]);
   it("on 5,000 mutated pcap files fed in random chunks", () => {
     fc.assert(
       fc.property(mutated([file]), fc.integer({ min: 1, max: 64 }), (bytes, chunk) => {

@@ -16,12 +16,19 @@ function concat(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-interface Got { data: string; link: number; ts: number; iface: number }
+interface Got {
+  data: string;
+  link: number;
+  ts: number;
+  iface: number;
+}
 
 /** readAll feeds `file` in chunks of `chunk` bytes and collects packets. */
 function readAll(file: Uint8Array, chunk = file.length): { got: Got[]; reader: CaptureReader } {
   const got: Got[] = [];
-  const reader = new CaptureReader((b, s, e, link, ts, iface) => got.push({ data: Buffer.from(b.subarray(s, e)).toString("hex"), link, ts, iface }));
+  const reader = new CaptureReader((b, s, e, link, ts, iface) =>
+    got.push({ data: Buffer.from(b.subarray(s, e)).toString("hex"), link, ts, iface }),
+  );
   for (let i = 0; i < file.length; i += chunk) reader.push(file.subarray(i, i + chunk));
   reader.end();
   return { got, reader };
@@ -152,7 +159,11 @@ describe("CaptureReader: pcap", () => {
 
   it.each([
     { case: "an empty file", file: new Uint8Array(0), msg: /empty file/ },
-    { case: "a text file", file: new TextEncoder().encode("hello, this is not a capture file"), msg: /not a pcap or pcapng file \(magic 0x68656c6c\)/ },
+    {
+      case: "a text file",
+      file: new TextEncoder().encode("hello, this is not a capture file"),
+      msg: /not a pcap or pcapng file \(magic 0x68656c6c\)/,
+    },
   ])("refuses $case", ({ file, msg }) => {
     expect(() => readAll(file)).toThrow(msg);
   });
@@ -170,19 +181,28 @@ describe("CaptureReader: pcapng", () => {
     ]);
     for (const chunk of [3, 64, file.length]) {
       const { got } = readAll(file, chunk);
-      expect(got.map((g) => [g.link, g.iface, g.data.length / 2])).toEqual([[1, 0, 60], [276, 1, 42]]);
+      expect(got.map((g) => [g.link, g.iface, g.data.length / 2])).toEqual([
+        [1, 0, 60],
+        [276, 1, 42],
+      ]);
       expect(got[0]?.ts).toBe(1_700_000_000_000);
       expect(got[1]?.ts).toBeCloseTo(1_700_000_000_500, 0);
     }
   });
 
   it("refuses a packet for an undeclared interface", () => {
-    const file = pcapng(true, [{ type: 0x0a0d0d0a, body: shbBody(true) }, { type: 6, body: epbBody(true, 3, 0n, FRAME_A) }]);
+    const file = pcapng(true, [
+      { type: 0x0a0d0d0a, body: shbBody(true) },
+      { type: 6, body: epbBody(true, 3, 0n, FRAME_A) },
+    ]);
     expect(() => readAll(file)).toThrow(/names interface 3, which no interface block declared at byte offset 28/);
   });
 
   it("refuses blocks whose lengths disagree", () => {
-    const file = pcapng(true, [{ type: 0x0a0d0d0a, body: shbBody(true) }, { type: 1, body: idbBody(true, 1) }]);
+    const file = pcapng(true, [
+      { type: 0x0a0d0d0a, body: shbBody(true) },
+      { type: 1, body: idbBody(true, 1) },
+    ]);
     new DataView(file.buffer).setUint32(file.length - 4, 999, true);
     expect(() => readAll(file)).toThrow(/lengths disagree at byte offset 28/);
   });

@@ -137,8 +137,13 @@ export class CaptureReader {
   /** end checks that the input stopped at a record boundary. Throws CaptureError for a truncated file. */
   end(): void {
     const left = this.#buf.length - this.#pos;
-    if (this.#format === "unknown") throw new CaptureError(this.offset, left === 0 ? "empty file: not a pcap or pcapng capture" : `file too short (${left} bytes) for a capture header`);
-    if (left > 0) throw new CaptureError(this.offset, `file truncated: ${left} bytes of an incomplete ${this.#format === "pcap" ? "record" : "block"}`);
+    if (this.#format === "unknown")
+      throw new CaptureError(
+        this.offset,
+        left === 0 ? "empty file: not a pcap or pcapng capture" : `file too short (${left} bytes) for a capture header`,
+      );
+    if (left > 0)
+      throw new CaptureError(this.offset, `file truncated: ${left} bytes of an incomplete ${this.#format === "pcap" ? "record" : "block"}`);
   }
 
   #u32(at: number): number {
@@ -242,9 +247,11 @@ export class CaptureReader {
     if (len < 32) throw new CaptureError(this.offset, "corrupt pcapng packet block: too short");
     const id = this.#u32(pos + 8);
     const iface = this.#ifaces[id];
-    if (iface === undefined) throw new CaptureError(this.offset, `pcapng packet block names interface ${id}, which no interface block declared`);
+    if (iface === undefined)
+      throw new CaptureError(this.offset, `pcapng packet block names interface ${id}, which no interface block declared`);
     const captured = this.#u32(pos + 20);
-    if (28 + captured > len - 4) throw new CaptureError(this.offset, `corrupt pcapng packet block: captured length ${captured} overruns the block`);
+    if (28 + captured > len - 4)
+      throw new CaptureError(this.offset, `corrupt pcapng packet block: captured length ${captured} overruns the block`);
     const units = this.#u32(pos + 12) * 4294967296 + this.#u32(pos + 16);
     this.#packets++;
     this.onPacket(this.#buf, pos + 28, pos + 28 + captured, iface.linkType, units / iface.unitsPerMs, id);

@@ -63,18 +63,33 @@ export function inventoryByIp(c: ClusterInput, speakers: ReadonlySet<string>): M
     const key = `${svc.namespace}/${svc.name}`;
     const status = c.l2Statuses.find((s) => s.serviceNamespace === svc.namespace && s.serviceName === svc.name);
     const event = c.nodeAssigned.get(key);
-    const election = first === undefined ? null : elect({
-      ingressIPs: svc.ingressIPs,
-      externalTrafficPolicy: svc.externalTrafficPolicy,
-      endpoints: svc.endpoints,
-      nodes: c.nodes,
-      speakers,
-      l2Advertisements: c.metallbInstalled ? c.l2Advertisements : [{ nodeSelectors: [] }],
-    });
-    const owner = status !== undefined ? { node: status.node, source: "servicel2status" as const }
-      : event !== undefined ? { node: event, source: "event" as const }
-      : election?.owner ? { node: election.owner, source: "computed" as const } : null;
-    const endpointNodes = [...new Set(svc.endpoints.filter((e) => e.ready !== false || e.serving === true).map((e) => e.nodeName).filter((n): n is string => n !== null))].sort();
+    const election =
+      first === undefined
+        ? null
+        : elect({
+            ingressIPs: svc.ingressIPs,
+            externalTrafficPolicy: svc.externalTrafficPolicy,
+            endpoints: svc.endpoints,
+            nodes: c.nodes,
+            speakers,
+            l2Advertisements: c.metallbInstalled ? c.l2Advertisements : [{ nodeSelectors: [] }],
+          });
+    const owner =
+      status !== undefined
+        ? { node: status.node, source: "servicel2status" as const }
+        : event !== undefined
+          ? { node: event, source: "event" as const }
+          : election?.owner
+            ? { node: election.owner, source: "computed" as const }
+            : null;
+    const endpointNodes = [
+      ...new Set(
+        svc.endpoints
+          .filter((e) => e.ready !== false || e.serving === true)
+          .map((e) => e.nodeName)
+          .filter((n): n is string => n !== null),
+      ),
+    ].sort();
     for (const raw of svc.ingressIPs) {
       const ip = goIPString(raw) ?? raw;
       const prev = out.get(ip);

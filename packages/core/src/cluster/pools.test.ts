@@ -15,7 +15,10 @@ describe("MetalLB address pools", () => {
   });
 
   it("names the pool an IP belongs to", () => {
-    const pools = [{ name: "a", addresses: ["10.0.0.0/24"] }, { name: "b", addresses: ["192.0.2.200-192.0.2.210"] }];
+    const pools = [
+      { name: "a", addresses: ["10.0.0.0/24"] },
+      { name: "b", addresses: ["192.0.2.200-192.0.2.210"] },
+    ];
     expect(poolOf("192.0.2.201", pools)).toBe("b");
     expect(poolOf("198.51.100.1", pools)).toBeNull();
   });

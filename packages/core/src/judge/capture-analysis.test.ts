@@ -58,7 +58,16 @@ describe("whohas analyze judges a capture as the hub judges the agents", () => {
     const s = c.analyze();
     const ip = s.ips[0];
     expect(ip?.findings).toEqual([]);
-    expect(ip?.handovers).toEqual([{ from: { mac: A, node: null }, to: { mac: B, node: null }, at: T0 + 3500, gapMs: expect.closeTo(600 - 0.2, 1) as number, unanswered: 5, announced: true }]);
+    expect(ip?.handovers).toEqual([
+      {
+        from: { mac: A, node: null },
+        to: { mac: B, node: null },
+        at: T0 + 3500,
+        gapMs: expect.closeTo(600 - 0.2, 1) as number,
+        unanswered: 5,
+        announced: true,
+      },
+    ]);
     expect(analyzeExitCode(s)).toBe(0);
     expect((toJson(s) as { ips: { handovers: unknown[] }[] }).ips[0]?.handovers).toHaveLength(1);
   });

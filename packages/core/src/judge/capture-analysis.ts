@@ -67,7 +67,12 @@ const MAX_HELD = 1_000_000;
  * the order given, judged in capture time.
  */
 export class CaptureAnalysis {
-  readonly counts: FrameCounts = { frames: 0, arpFrames: 0, ndpFrames: 0, dropped: { truncated: 0, malformed: 0, unsupported: 0, ignored: 0 } };
+  readonly counts: FrameCounts = {
+    frames: 0,
+    arpFrames: 0,
+    ndpFrames: 0,
+    dropped: { truncated: 0, malformed: 0, unsupported: 0, ignored: 0 },
+  };
   readonly errors: { file: string; message: string }[] = [];
   readonly #point = new CapturePoint(MAX_HELD);
   readonly #judge = new Judge();
@@ -217,9 +222,24 @@ export function toJson(s: CaptureSummary): unknown {
     dropped: s.counts.dropped,
     ips: s.ips.map((ip) => ({
       ip: ip.ip,
-      responders: ip.responders.map((r) => ({ mac: r.mac, replies: r.replies, gratuitous: r.gratuitous, firstSeen: rfc3339(r.firstSeen), lastSeen: rfc3339(r.lastSeen) })),
+      responders: ip.responders.map((r) => ({
+        mac: r.mac,
+        replies: r.replies,
+        gratuitous: r.gratuitous,
+        firstSeen: rfc3339(r.firstSeen),
+        lastSeen: rfc3339(r.lastSeen),
+      })),
       requests: ip.requests,
-      findings: ip.findings.map((f) => ({ type: f.type, macs: f.macs, firstSeen: rfc3339(f.firstSeen), lastSeen: rfc3339(f.lastSeen), count: f.count, samples: f.samples.map(rfc3339), detail: f.detail, active: f.active })),
+      findings: ip.findings.map((f) => ({
+        type: f.type,
+        macs: f.macs,
+        firstSeen: rfc3339(f.firstSeen),
+        lastSeen: rfc3339(f.lastSeen),
+        count: f.count,
+        samples: f.samples.map(rfc3339),
+        detail: f.detail,
+        active: f.active,
+      })),
       handovers: ip.handovers.map(handoverJson),
     })),
     errors: s.errors,
@@ -230,7 +250,10 @@ export function toJson(s: CaptureSummary): unknown {
 export function toTable(s: CaptureSummary): string {
   const lines: string[] = [];
   const c = s.counts;
-  const dropped = Object.entries(c.dropped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`).join(", ");
+  const dropped = Object.entries(c.dropped)
+    .filter(([, n]) => n > 0)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(", ");
   lines.push(`${c.frames} frames: ${c.arpFrames} ARP, ${c.ndpFrames} NDP${dropped === "" ? "" : `, dropped ${dropped}`}`);
   const severe = s.ips.filter((ip) => ip.findings.some((f) => SEVERE_FINDINGS.includes(f.type)));
   const ordered = [...severe, ...s.ips.filter((ip) => !severe.includes(ip))];
@@ -239,12 +262,17 @@ export function toTable(s: CaptureSummary): string {
     const flag = severe.includes(ip) ? "  <-- SEVERAL RESPONDERS" : "";
     lines.push("", `${ip.ip}  requests ${ip.requests}, responders ${ip.responders.length}${flag}`);
     for (const r of ip.responders) {
-      lines.push(`  ${r.mac}  replies ${String(r.replies).padStart(7)}  gratuitous ${String(r.gratuitous).padStart(5)}  ${rfc3339(r.firstSeen)} .. ${rfc3339(r.lastSeen)}`);
+      lines.push(
+        `  ${r.mac}  replies ${String(r.replies).padStart(7)}  gratuitous ${String(r.gratuitous).padStart(5)}  ${rfc3339(r.firstSeen)} .. ${rfc3339(r.lastSeen)}`,
+      );
     }
     for (const h of [...ip.handovers].reverse()) {
-      lines.push(`  > handover ${rfc3339(h.at)}: ${h.from.mac} -> ${h.to.mac}, gap ${Math.round(h.gapMs)} ms, ${h.unanswered} unanswered${h.announced === false ? ", NOT announced" : ""}`);
+      lines.push(
+        `  > handover ${rfc3339(h.at)}: ${h.from.mac} -> ${h.to.mac}, gap ${Math.round(h.gapMs)} ms, ${h.unanswered} unanswered${h.announced === false ? ", NOT announced" : ""}`,
+      );
     }
-    for (const f of ip.findings) lines.push(`  ! ${f.type} (${f.count}x, first ${rfc3339(f.firstSeen)}${f.active ? "" : ", cleared"}): ${f.detail}`);
+    for (const f of ip.findings)
+      lines.push(`  ! ${f.type} (${f.count}x, first ${rfc3339(f.firstSeen)}${f.active ? "" : ", cleared"}): ${f.detail}`);
   }
   return lines.join("\n") + "\n";
 }

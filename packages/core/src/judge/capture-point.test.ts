@@ -28,7 +28,15 @@ describe("CapturePoint aggregates", () => {
     const { entries, dropped } = p.drain(100, 1500);
     expect(dropped).toBe(0);
     expect(entries).toHaveLength(2);
-    expect(entries.find((e) => e.iface === "eth0")).toMatchObject({ ip: VIP, mac: CLIENT_MAC, count: 2, firstSeen: 1000, lastSeen: 1500, kind: "request", ethSrc: null });
+    expect(entries.find((e) => e.iface === "eth0")).toMatchObject({
+      ip: VIP,
+      mac: CLIENT_MAC,
+      count: 2,
+      firstSeen: 1000,
+      lastSeen: 1500,
+      kind: "request",
+      ethSrc: null,
+    });
     expect(p.size).toBe(0);
   });
 
@@ -41,7 +49,13 @@ describe("CapturePoint aggregates", () => {
 
   it("counts what it cannot hold instead of growing, and still merges known keys", () => {
     const p = new CapturePoint(2);
-    for (const [ip, t] of [["192.0.2.101", 1], ["192.0.2.102", 2], ["192.0.2.103", 3], ["192.0.2.101", 4]] as const) p.addFrame(reply(NODE_A_MAC, CLIENT_IP, CLIENT_MAC, ip), "eth0", t);
+    for (const [ip, t] of [
+      ["192.0.2.101", 1],
+      ["192.0.2.102", 2],
+      ["192.0.2.103", 3],
+      ["192.0.2.101", 4],
+    ] as const)
+      p.addFrame(reply(NODE_A_MAC, CLIENT_IP, CLIENT_MAC, ip), "eth0", t);
     const { entries, dropped } = p.drain(10, 10);
     expect(dropped).toBe(1);
     expect(entries.find((e) => e.ip === "192.0.2.101")?.count).toBe(2);
@@ -62,10 +76,14 @@ describe("CapturePoint requests", () => {
     p.addFrame(request(), "eth0", 1000);
     expect(p.drain(10, 1000).requests).toEqual([]);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1000.25);
-    expect(p.drain(10, 1100).requests).toEqual([{ ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_A_MAC, 0.25]] }]);
+    expect(p.drain(10, 1100).requests).toEqual([
+      { ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_A_MAC, 0.25]] },
+    ]);
     // A reply seen later for the same request comes in a later report, with the request's time again.
     p.addFrame(reply(NODE_B_MAC), "eth0", 1000.5);
-    expect(p.drain(10, 1200).requests).toEqual([{ ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_B_MAC, 0.5]] }]);
+    expect(p.drain(10, 1200).requests).toEqual([
+      { ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_B_MAC, 0.5]] },
+    ]);
     // Nothing more once its window is over.
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([]);
     expect(p.pending).toBe(0);
@@ -75,7 +93,9 @@ describe("CapturePoint requests", () => {
     const p = new CapturePoint(10);
     p.addFrame(request(), "eth0", 1000);
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS).requests).toEqual([]);
-    expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([{ ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [] }]);
+    expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([
+      { ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [] },
+    ]);
   });
 
   it("attaches a reply to its asker's latest request within the window, and never to another asker's", () => {
@@ -96,7 +116,9 @@ describe("CapturePoint requests", () => {
     p.addFrame(request(), "eth0", 1000);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1001);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1002);
-    expect(p.drain(10, 1003, true).requests).toEqual([{ ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_A_MAC, 1]] }]);
+    expect(p.drain(10, 1003, true).requests).toEqual([
+      { ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_A_MAC, 1]] },
+    ]);
   });
 
   it("takes back a batch that could not be sent, requests included, losing nothing", () => {

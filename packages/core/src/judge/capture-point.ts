@@ -4,8 +4,21 @@ import { NO_MAC } from "../packet/link.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
 
-const KINDS: readonly ObservationKind[] = ["request", "reply", "gratuitous-request", "gratuitous-reply", "probe", "ns", "ns-dad", "na-solicited", "na-unsolicited"];
-const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<ObservationKind, number>;
+const KINDS: readonly ObservationKind[] = [
+  "request",
+  "reply",
+  "gratuitous-request",
+  "gratuitous-reply",
+  "probe",
+  "ns",
+  "ns-dad",
+  "na-solicited",
+  "na-unsolicited",
+];
+const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<
+  ObservationKind,
+  number
+>;
 
 /** IpKey is an IPv4 address as a number, or IPv6 text: cheap to hash, formatted only when drained. */
 type IpKey = number | string;
@@ -113,10 +126,32 @@ export class CapturePoint {
   merge(e: ObservationAggregate): void {
     const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
     const src = e.ethSrc === null ? NO_MAC : macToNumber(parseMac(e.ethSrc), 0);
-    this.#fold(e.iface, ipKey(e.ip), macToNumber(parseMac(e.mac), 0), KIND_INDEX[e.kind], e.count, e.firstSeen, e.lastSeen, tm, e.ethernetMismatch, src);
+    this.#fold(
+      e.iface,
+      ipKey(e.ip),
+      macToNumber(parseMac(e.mac), 0),
+      KIND_INDEX[e.kind],
+      e.count,
+      e.firstSeen,
+      e.lastSeen,
+      tm,
+      e.ethernetMismatch,
+      src,
+    );
   }
 
-  #fold(iface: string, ip: IpKey, mac: number, kind: number, count: number, first: number, last: number, targetMac: number, mismatch: number, ethSrc: number): void {
+  #fold(
+    iface: string,
+    ip: IpKey,
+    mac: number,
+    kind: number,
+    count: number,
+    first: number,
+    last: number,
+    targetMac: number,
+    mismatch: number,
+    ethSrc: number,
+  ): void {
     let ips = this.#byIface.get(iface);
     if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
     let macs = ips.get(ip);
@@ -228,7 +263,8 @@ export class CapturePoint {
             if (!fresh && (s.drained || !over)) continue;
             const i = times.length;
             times.push(Math.round(s.t));
-            for (let k = s.sent; k < s.replies.length; k += 2) replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
+            for (let k = s.sent; k < s.replies.length; k += 2)
+              replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
             s.sent = s.replies.length;
             s.drained = true;
           }

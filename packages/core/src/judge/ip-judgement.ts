@@ -64,7 +64,16 @@ interface Evidence {
   detail: string;
 }
 
-const newMac = (): MacState => ({ lastReply: 0, streakStart: 0, lastMissed: 0, delayCount: 0, delaySum: 0, episodes: [], lastAnnounceKind: null, lastAnnounceTha: null });
+const newMac = (): MacState => ({
+  lastReply: 0,
+  streakStart: 0,
+  lastMissed: 0,
+  delayCount: 0,
+  delaySum: 0,
+  episodes: [],
+  lastAnnounceKind: null,
+  lastAnnounceTha: null,
+});
 
 /**
  * An IpJudgement is the judge's memory of one IP: its requests joined across capture points, who owns it now (the
@@ -112,7 +121,9 @@ export class IpJudgement {
     // Past its reply window a capture point has seen every reply it will see to this request: a MAC it would have
     // seen answer and did not has stopped answering (known now, not only once the request is final).
     if (now - t > REPLY_WINDOW_MS) {
-      for (const [mac, m] of this.macs) if (m.lastReply > 0 && m.lastReply < t && !j.request.replies.has(mac) && lens.watches(mac, [point])) m.lastMissed = Math.max(m.lastMissed, t);
+      for (const [mac, m] of this.macs)
+        if (m.lastReply > 0 && m.lastReply < t && !j.request.replies.has(mac) && lens.watches(mac, [point]))
+          m.lastMissed = Math.max(m.lastMissed, t);
     }
     for (const [mac, at] of replies) {
       const m = this.#mac(mac);
@@ -125,7 +136,12 @@ export class IpJudgement {
     if (j.added.length > 0 && r.replies.size >= 2 && !r.ambiguous) {
       this.lastMulti = Math.max(this.lastMulti, r.t);
       const macs = [...r.replies.keys()];
-      this.#evidence("multi-responder", macs, r.t, `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`);
+      this.#evidence(
+        "multi-responder",
+        macs,
+        r.t,
+        `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`,
+      );
     }
   }
 
@@ -149,7 +165,12 @@ export class IpJudgement {
       }
     }
     if (e.ethernetMismatch > 0 && e.ethSrc !== null) {
-      this.#evidence("ethernet-mismatch", [e.mac, e.ethSrc], e.lastSeen, `Ethernet source ${e.ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`);
+      this.#evidence(
+        "ethernet-mismatch",
+        [e.mac, e.ethSrc],
+        e.lastSeen,
+        `Ethernet source ${e.ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`,
+      );
     }
   }
 
@@ -193,7 +214,12 @@ export class IpJudgement {
       if (k >= 0) this.handovers[k] = checked;
       if (!announced) {
         const { from, to } = u.handover;
-        this.#evidence("changed", [from.mac, to.mac], u.handover.at, `${this.ip} moved from ${name(from.mac, lens)} to ${name(to.mac, lens)} without a gratuitous announcement from ${name(to.mac, lens)}: switches and clients that cached ${name(from.mac, lens)} keep sending there until they ask again`);
+        this.#evidence(
+          "changed",
+          [from.mac, to.mac],
+          u.handover.at,
+          `${this.ip} moved from ${name(from.mac, lens)} to ${name(to.mac, lens)} without a gratuitous announcement from ${name(to.mac, lens)}: switches and clients that cached ${name(from.mac, lens)} keep sending there until they ask again`,
+        );
       }
     }
     return out;
@@ -208,7 +234,8 @@ export class IpJudgement {
     const points = r.seen.keys();
     const seen = [...points];
     // Who would have been seen answering and was not: their answers for this IP are older than this request.
-    for (const [mac, m] of this.macs) if (!r.replies.has(mac) && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
+    for (const [mac, m] of this.macs)
+      if (!r.replies.has(mac) && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
     const macs = [...r.replies.keys()];
     if (macs.length === 0) {
       // Unanswered, as far as the capture points can tell: the owner's node saw the request (else it is blind).
@@ -243,9 +270,18 @@ export class IpJudgement {
     const unanswered = this.#unanswered;
     this.#unanswered = 0;
     if (!clean) return null;
-    const announcedAt = (this.macs.get(mac)?.episodes ?? []).filter((e) => e.last >= old.lastReply && e.first <= firstReply).map((e) => Math.max(e.first, old.lastReply));
+    const announcedAt = (this.macs.get(mac)?.episodes ?? [])
+      .filter((e) => e.last >= old.lastReply && e.first <= firstReply)
+      .map((e) => Math.max(e.first, old.lastReply));
     const takeover = Math.min(firstReply, ...announcedAt);
-    const h: Handover = { from: { mac: old.mac, node: lens.nodeOf(old.mac) }, to: { mac, node: lens.nodeOf(mac) }, at: takeover, gapMs: Math.max(0, takeover - old.lastReply), unanswered, announced: null };
+    const h: Handover = {
+      from: { mac: old.mac, node: lens.nodeOf(old.mac) },
+      to: { mac, node: lens.nodeOf(mac) },
+      at: takeover,
+      gapMs: Math.max(0, takeover - old.lastReply),
+      unanswered,
+      announced: null,
+    };
     this.handovers.unshift(h);
     if (this.handovers.length > MAX_HANDOVERS) this.handovers.pop();
     this.#unchecked.push({ handover: h, firstReply, since: old.lastReply });
@@ -286,7 +322,12 @@ export class IpJudgement {
 
   /** idle: nothing left to settle or hand out (the judge may stop looking at it until it hears of it again). */
   idle(now: number): boolean {
-    return !this.requests.pending && this.#unchecked.length === 0 && this.evidence.size === 0 && now - this.lastAsked > ANSWER_WINDOW_MS + FINAL_MS;
+    return (
+      !this.requests.pending &&
+      this.#unchecked.length === 0 &&
+      this.evidence.size === 0 &&
+      now - this.lastAsked > ANSWER_WINDOW_MS + FINAL_MS
+    );
   }
 }
 

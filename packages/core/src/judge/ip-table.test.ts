@@ -7,7 +7,10 @@ import { CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.j
 function agg(kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {
   return { ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, targetMac: CLIENT_MAC, ethernetMismatch: 0, ethSrc: null };
 }
-const nodes = new Map([[NODE_A_MAC, "node-a"], [NODE_B_MAC, "node-b"]]);
+const nodes = new Map([
+  [NODE_A_MAC, "node-a"],
+  [NODE_B_MAC, "node-b"],
+]);
 const nodeOf = (mac: string) => nodes.get(mac) ?? null;
 
 describe("IpTable", () => {
@@ -17,7 +20,10 @@ describe("IpTable", () => {
     t.apply("node-b", [agg("request", CLIENT_MAC, 1000, 3), agg("reply", NODE_B_MAC, 1001, 3)]);
     const v = t.view(VIP, nodeOf);
     expect(v?.requests).toBe(3); // the same broadcasts seen by two capture points count once
-    expect(v?.responders.map((r) => [r.node, r.replies, r.seenBy])).toEqual([["node-a", 3, ["node-a"]], ["node-b", 3, ["node-b"]]]);
+    expect(v?.responders.map((r) => [r.node, r.replies, r.seenBy])).toEqual([
+      ["node-a", 3, ["node-a"]],
+      ["node-b", 3, ["node-b"]],
+    ]);
     expect(t.recentMacs(VIP, 2000).sort()).toEqual([NODE_A_MAC, NODE_B_MAC]);
     expect(t.recentMacs(VIP, 1001 + 5001)).toEqual([]);
   });
@@ -32,7 +38,12 @@ describe("IpTable", () => {
     expect(t.foldedMacs).toBe(6);
     // A folded MAC that comes back is a responder again (no longer counted as folded); the oldest left goes instead.
     t.apply("node-a", [agg("reply", mac(0), 1020)]);
-    expect(t.view(VIP, nodeOf)?.responders.map((r) => r.mac).sort()).toEqual([0, 7, 8, 9].map(mac));
+    expect(
+      t
+        .view(VIP, nodeOf)
+        ?.responders.map((r) => r.mac)
+        .sort(),
+    ).toEqual([0, 7, 8, 9].map(mac));
     expect(t.view(VIP, nodeOf)?.folded?.macs).toBe(6); // 1-6 folded; 0 back
     expect(t.foldedMacs).toBe(7);
     // Three MACs taking turns under a limit of two are three MACs, however often they trade places.
@@ -81,5 +92,4 @@ describe("IpTable", () => {
     expect(v?.responders[0]).toMatchObject({ replies: 12, firstSeen: 500, lastSeen: 1000, seenBy: ["node-a"] });
     expect(v?.capturedBy).toEqual(["node-a", "node-b"]);
   });
-
 });

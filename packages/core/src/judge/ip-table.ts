@@ -92,11 +92,22 @@ class NodeCounters {
   fold(base: Counter | null): Counter | null {
     let out: Counter | null = this.node === "" ? null : { count: this.count, firstSeen: this.firstSeen, lastSeen: this.lastSeen };
     for (const c of this.more?.values() ?? []) {
-      out = out === null ? { ...c } : { count: Math.max(out.count, c.count), firstSeen: Math.min(out.firstSeen, c.firstSeen), lastSeen: Math.max(out.lastSeen, c.lastSeen) };
+      out =
+        out === null
+          ? { ...c }
+          : {
+              count: Math.max(out.count, c.count),
+              firstSeen: Math.min(out.firstSeen, c.firstSeen),
+              lastSeen: Math.max(out.lastSeen, c.lastSeen),
+            };
     }
     if (base === null) return out;
     if (out === null) return { ...base };
-    return { count: out.count + base.count, firstSeen: Math.min(out.firstSeen, base.firstSeen), lastSeen: Math.max(out.lastSeen, base.lastSeen) };
+    return {
+      count: out.count + base.count,
+      firstSeen: Math.min(out.firstSeen, base.firstSeen),
+      lastSeen: Math.max(out.lastSeen, base.lastSeen),
+    };
   }
 
   nodes(): string[] {
@@ -127,8 +138,22 @@ interface IpRecord {
 /** FOLDED_NAMES bounds the MACs an IP remembers as folded (to count them once each); beyond it they are only counted. */
 const FOLDED_NAMES = 1024;
 
-const newResponder = (): Responder => ({ replies: null, gratuitous: null, baseReplies: null, baseGratuitous: null, lastSeen: 0, lastGratuitous: 0 });
-const newRecord = (): IpRecord => ({ requests: new NodeCounters(), baseRequests: null, firstRequest: Infinity, lastRequest: 0, responders: new Map(), folded: null });
+const newResponder = (): Responder => ({
+  replies: null,
+  gratuitous: null,
+  baseReplies: null,
+  baseGratuitous: null,
+  lastSeen: 0,
+  lastGratuitous: 0,
+});
+const newRecord = (): IpRecord => ({
+  requests: new NodeCounters(),
+  baseRequests: null,
+  firstRequest: Infinity,
+  lastRequest: 0,
+  responders: new Map(),
+  folded: null,
+});
 
 function addBase(c: Counter | null, e: ObservationAggregate): Counter {
   if (c === null) return { count: e.count, firstSeen: e.firstSeen, lastSeen: e.lastSeen };
@@ -302,12 +327,18 @@ export class IpTable {
     }
     const req = rec.requests.fold(rec.baseRequests);
     const f = rec.folded;
-    return { ip, requests: req?.count ?? 0, lastRequest: req?.lastSeen ?? null, responders, capturedBy: this.capturePoints(ip), folded: f === null ? null : { macs: f.gone.size + f.more, replies: f.replies, gratuitous: f.gratuitous, lastSeen: f.lastSeen } };
+    return {
+      ip,
+      requests: req?.count ?? 0,
+      lastRequest: req?.lastSeen ?? null,
+      responders,
+      capturedBy: this.capturePoints(ip),
+      folded: f === null ? null : { macs: f.gone.size + f.more, replies: f.replies, gratuitous: f.gratuitous, lastSeen: f.lastSeen },
+    };
   }
 
   /** ips lists every IP seen, unordered. */
   ips(): IterableIterator<string> {
     return this.#ips.keys();
   }
-
 }

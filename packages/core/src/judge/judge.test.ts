@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
-import { CLEAR_AFTER_MS, FINAL_MS, NO_RESPONDER_MS, OWNER_GRACE_MS, STALE_ANNOUNCER_MS, type FindingType, type Handover, type Transition } from "./findings.js";
+import {
+  CLEAR_AFTER_MS,
+  FINAL_MS,
+  NO_RESPONDER_MS,
+  OWNER_GRACE_MS,
+  STALE_ANNOUNCER_MS,
+  type FindingType,
+  type Handover,
+  type Transition,
+} from "./findings.js";
 import type { Lens } from "./ip-judgement.js";
 import { Judge, nodeOfPoint } from "./judge.js";
 import { NO_CONTEXT, type IpContext } from "./rules.js";
@@ -34,14 +43,26 @@ class Cluster {
     for (const node of NODES) {
       if (this.down.has(node)) continue;
       const seen = t + (o.skew?.[node] ?? 0);
-      const r: RequestReport = { ip: VIP, asker: o.asker ?? CLIENT, iface: "eth0", times: [seen], replies: by.includes(node) ? [[0, mac(node), o.delay ?? 0.3]] : [] };
-      this.judge.ingest(node, { entries: by.includes(node) ? [agg("reply", node, seen + (o.delay ?? 0.3))] : [], requests: [r] }, this.now, lens);
+      const r: RequestReport = {
+        ip: VIP,
+        asker: o.asker ?? CLIENT,
+        iface: "eth0",
+        times: [seen],
+        replies: by.includes(node) ? [[0, mac(node), o.delay ?? 0.3]] : [],
+      };
+      this.judge.ingest(
+        node,
+        { entries: by.includes(node) ? [agg("reply", node, seen + (o.delay ?? 0.3))] : [], requests: [r] },
+        this.now,
+        lens,
+      );
     }
   }
 
   /** announce: MetalLB's gratuitous burst from `node` (one frame; the judge groups them into episodes). */
   announce(node: string): void {
-    for (const n of NODES) if (!this.down.has(n)) this.judge.ingest(n, { entries: [agg("gratuitous-reply", node, this.now)], requests: [] }, this.now, lens);
+    for (const n of NODES)
+      if (!this.down.has(n)) this.judge.ingest(n, { entries: [agg("gratuitous-reply", node, this.now)], requests: [] }, this.now, lens);
   }
 
   /** run advances time by `ms` in 100 ms steps, judging the VIP at each, calling `each` (e.g. to ask) first. */
@@ -56,12 +77,25 @@ class Cluster {
   }
 
   opened(type?: FindingType): string[] {
-    return this.transitions.filter((t) => t.kind === "opened" && (type === undefined || t.finding.type === type)).map((t) => t.finding.type);
+    return this.transitions
+      .filter((t) => t.kind === "opened" && (type === undefined || t.finding.type === type))
+      .map((t) => t.finding.type);
   }
 }
 
 function agg(kind: ObservationAggregate["kind"], node: string, t: number): ObservationAggregate {
-  return { ip: VIP, mac: mac(node), kind, iface: "eth0", count: 1, firstSeen: t, lastSeen: t, targetMac: null, ethernetMismatch: 0, ethSrc: null };
+  return {
+    ip: VIP,
+    mac: mac(node),
+    kind,
+    iface: "eth0",
+    count: 1,
+    firstSeen: t,
+    lastSeen: t,
+    targetMac: null,
+    ethernetMismatch: 0,
+    ethSrc: null,
+  };
 }
 
 describe("the judge, per request", () => {
@@ -83,12 +117,22 @@ describe("the judge, per request", () => {
     c.announce("node-b");
     c.run(3000, (s) => (s === 0 ? undefined : c.ask(["node-b"])));
     // node-a's last reply is 3.3 s old, within the answer window, but it let requests it saw go since: not answering.
-    expect(c.judge.view(VIP, c.now, lens)?.responders.filter((r) => r.answering).map((r) => r.node)).toEqual(["node-b"]);
+    expect(
+      c.judge
+        .view(VIP, c.now, lens)
+        ?.responders.filter((r) => r.answering)
+        .map((r) => r.node),
+    ).toEqual(["node-b"]);
     c.run(FINAL_MS + 2000);
     expect(c.opened()).toEqual([]);
     expect(c.handovers).toHaveLength(1);
     const h = c.judge.view(VIP, c.now, lens)?.handovers[0];
-    expect(h).toMatchObject({ from: { mac: mac("node-a"), node: "node-a" }, to: { mac: mac("node-b"), node: "node-b" }, unanswered: 3, announced: true });
+    expect(h).toMatchObject({
+      from: { mac: mac("node-a"), node: "node-a" },
+      to: { mac: mac("node-b"), node: "node-b" },
+      unanswered: 3,
+      announced: true,
+    });
     // From node-a's last reply (at 2.9 s + 0.3 ms) to node-b's announcement (3.3 s).
     expect(h?.gapMs).toBeCloseTo(399.7, 1);
     const v = c.judge.view(VIP, c.now, lens);
@@ -218,7 +262,12 @@ describe("the judge, per request", () => {
 
   it("raises ethernet-mismatch from a frame whose Ethernet source is not its sender", () => {
     const c = new Cluster();
-    c.judge.ingest("node-a", { entries: [{ ...agg("gratuitous-reply", "node-a", c.now), ethernetMismatch: 1, ethSrc: "02:00:5e:00:00:99" }], requests: [] }, c.now, lens);
+    c.judge.ingest(
+      "node-a",
+      { entries: [{ ...agg("gratuitous-reply", "node-a", c.now), ethernetMismatch: 1, ethSrc: "02:00:5e:00:00:99" }], requests: [] },
+      c.now,
+      lens,
+    );
     c.run(100);
     expect(c.opened()).toEqual(["ethernet-mismatch"]);
     expect(c.transitions[0]?.finding.macs).toEqual(["02:00:5e:00:00:0a", "02:00:5e:00:00:99"]);

@@ -125,7 +125,14 @@ export class Judge {
   judge(ip: string, now: number, ctx: IpContext, lens: Lens, end = false): Verdict {
     const j = this.#ips.get(ip);
     const handovers = j?.settle(now, lens, end) ?? [];
-    const present = findingsNow(ip, j, { responders: this.#answeringNow(ip, j, now, lens), capturedBy: this.counts.capturePoints(ip) }, ctx, now, lens);
+    const present = findingsNow(
+      ip,
+      j,
+      { responders: this.#answeringNow(ip, j, now, lens), capturedBy: this.counts.capturePoints(ip) },
+      ctx,
+      now,
+      lens,
+    );
     const transitions = this.#tracker.update(ip, now, present);
     const quiet = (j === undefined || j.idle(now)) && now - this.counts.lastActivity(ip) > QUIET_MS && !this.#tracker.has(ip);
     if (quiet) this.#awake.delete(ip);
@@ -166,13 +173,22 @@ export class Judge {
     const j = this.#ips.get(ip);
     const responders = this.#responders(j, v.responders, now);
     // Stable order for people reading a live table: answering first, then by node, then MAC.
-    responders.sort((a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac));
+    responders.sort(
+      (a, b) => Number(b.answering) - Number(a.answering) || (a.node ?? "~").localeCompare(b.node ?? "~") || a.mac.localeCompare(b.mac),
+    );
     let fastest: { mac: string; ms: number } | null = null;
     for (const r of responders) {
       const ms = r.meanLatencyMs;
       if (r.answering && ms !== null && (fastest === null || ms < fastest.ms)) fastest = { mac: r.mac, ms };
     }
-    return { ...v, state: this.#state(j, responders, now), responders, fastest: fastest?.mac ?? null, unansweredSince: j?.unansweredSince ?? null, handovers: j?.handovers ?? [] };
+    return {
+      ...v,
+      state: this.#state(j, responders, now),
+      responders,
+      fastest: fastest?.mac ?? null,
+      unansweredSince: j?.unansweredSince ?? null,
+      handovers: j?.handovers ?? [],
+    };
   }
 
   /** stateOf is an IP's state at `now`, without building its view (metrics count them). */
@@ -189,7 +205,14 @@ export class Judge {
   verdictKey(ip: string, now: number, lens: Lens): string {
     const j = this.#ips.get(ip);
     const answering = this.#answeringNow(ip, j, now, lens).map((r) => r.mac);
-    const state = j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS ? "m" : answering.length > 0 ? "s" : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS ? "n" : "i";
+    const state =
+      j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS
+        ? "m"
+        : answering.length > 0
+          ? "s"
+          : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS
+            ? "n"
+            : "i";
     return `${state}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
   }
 
@@ -199,7 +222,12 @@ export class Judge {
   }
 
   /** #answeringNow lists the MACs answering `ip` now, without building its view. */
-  #answeringNow(ip: string, j: IpJudgement | undefined, now: number, lens: Lens): { mac: string; node: string | null; answering: boolean }[] {
+  #answeringNow(
+    ip: string,
+    j: IpJudgement | undefined,
+    now: number,
+    lens: Lens,
+  ): { mac: string; node: string | null; answering: boolean }[] {
     const out: { mac: string; node: string | null; answering: boolean }[] = [];
     for (const mac of this.counts.recentMacs(ip, now)) {
       if (j?.macs.has(mac) === true ? j.answering(mac, now) : true) out.push({ mac, node: lens.nodeOf(mac), answering: true });

@@ -6,17 +6,26 @@ export const NODE_SUBJECT_PREFIX = "node/";
 
 /** nodeSubject is the subject of a node's findings; subjectNode reads the node back (null for an IP). */
 export const nodeSubject = (node: string): string => `${NODE_SUBJECT_PREFIX}${node}`;
-export const subjectNode = (subject: string): string | null => (subject.startsWith(NODE_SUBJECT_PREFIX) ? subject.slice(NODE_SUBJECT_PREFIX.length) : null);
+export const subjectNode = (subject: string): string | null =>
+  subject.startsWith(NODE_SUBJECT_PREFIX) ? subject.slice(NODE_SUBJECT_PREFIX.length) : null;
 
 /**
  * nodeFindings judges the nodes: an agent that is down (the hub decides when: silent past its grace), and a node whose
  * ARP behaviour drifted from kube-proxy's configuration. Keyed by subject, for a FindingTracker like the IPs'.
  */
-export function nodeFindings(nodes: readonly { readonly node: string; readonly down: boolean; readonly silentForMs: number }[], drift: readonly Drift[]): Map<string, LiveFinding[]> {
+export function nodeFindings(
+  nodes: readonly { readonly node: string; readonly down: boolean; readonly silentForMs: number }[],
+  drift: readonly Drift[],
+): Map<string, LiveFinding[]> {
   const out = new Map<string, LiveFinding[]>();
   for (const n of nodes) {
     const found: LiveFinding[] = [];
-    if (n.down) found.push({ type: "agent-down", macs: [], detail: `the whohas agent on ${n.node} has been silent for ${Math.round(n.silentForMs / 1000)} s: whohas cannot see what ${n.node} answers` });
+    if (n.down)
+      found.push({
+        type: "agent-down",
+        macs: [],
+        detail: `the whohas agent on ${n.node} has been silent for ${Math.round(n.silentForMs / 1000)} s: whohas cannot see what ${n.node} answers`,
+      });
     const d = drift.find((x) => x.node === n.node);
     if (d !== undefined) found.push({ type: "strictarp-drift", macs: [], detail: `${n.node}: ${d.message}` });
     out.set(nodeSubject(n.node), found);

@@ -1,4 +1,13 @@
-import { ANSWER_WINDOW_MS, FLIP_FLOP_MS, FLIP_FLOP_MOVES, NO_RESPONDER_MS, OWNER_GRACE_MS, SPLIT_BRAIN_MS, STALE_ANNOUNCER_MS, type LiveFinding } from "./findings.js";
+import {
+  ANSWER_WINDOW_MS,
+  FLIP_FLOP_MS,
+  FLIP_FLOP_MOVES,
+  NO_RESPONDER_MS,
+  OWNER_GRACE_MS,
+  SPLIT_BRAIN_MS,
+  STALE_ANNOUNCER_MS,
+  type LiveFinding,
+} from "./findings.js";
 import type { IpJudgement, Lens } from "./ip-judgement.js";
 
 /**
@@ -51,7 +60,11 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
   if (j !== undefined && !blind) {
     const since = j.unansweredSince;
     if (since !== null && now - since >= NO_RESPONDER_MS && now - j.lastAsked <= ANSWER_WINDOW_MS && answering.length === 0) {
-      out.push({ type: "no-responder", macs: [], detail: `${ip} is asked for and nobody has answered for ${Math.round((now - since) / 1000)} s` });
+      out.push({
+        type: "no-responder",
+        macs: [],
+        detail: `${ip} is asked for and nobody has answered for ${Math.round((now - since) / 1000)} s`,
+      });
     }
     if (j.flip !== null && now - j.flip.at <= FLIP_FLOP_MS) {
       const [a, b] = j.flip.macs;
@@ -64,7 +77,11 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     }
     const split = splitBrain(j, now);
     if (split !== null) {
-      out.push({ type: "split-brain", macs: split, detail: `${split.map((m) => lens.nodeOf(m) ?? m).join(" and ")} both announced ${ip} within ${SPLIT_BRAIN_MS / 1000} s and kept claiming it: two speakers think they own it` });
+      out.push({
+        type: "split-brain",
+        macs: split,
+        detail: `${split.map((m) => lens.nodeOf(m) ?? m).join(" and ")} both announced ${ip} within ${SPLIT_BRAIN_MS / 1000} s and kept claiming it: two speakers think they own it`,
+      });
     }
   }
   const owner = ctx.owner;
@@ -78,12 +95,24 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       const last = j?.macs.get(mac)?.lastReply ?? now;
       return (since === null || now - since >= OWNER_GRACE_MS) && !(ownerSince !== Infinity && last < ownerSince);
     };
-    const wrong = answering.filter((r) => !owner.macs.includes(r.mac) && (owner.node === null || (r.node !== null && r.node !== owner.node)) && settled(r.mac));
+    const wrong = answering.filter(
+      (r) => !owner.macs.includes(r.mac) && (owner.node === null || (r.node !== null && r.node !== owner.node)) && settled(r.mac),
+    );
     if (wrong.length > 0) {
-      out.push({ type: "wrong-owner", macs: wrong.map((r) => r.mac), detail: `${wrong.map(nameOf).join(", ")} answer${wrong.length === 1 ? "s" : ""} for ${ip}; the owner should be ${owner.node ?? owner.macs.join(" or ")}` });
+      out.push({
+        type: "wrong-owner",
+        macs: wrong.map((r) => r.mac),
+        detail: `${wrong.map(nameOf).join(", ")} answer${wrong.length === 1 ? "s" : ""} for ${ip}; the owner should be ${owner.node ?? owner.macs.join(" or ")}`,
+      });
     }
     const last = j?.lastAnnouncer ?? null;
-    if (j !== undefined && last !== null && !owner.macs.includes(last.mac) && now - last.at >= STALE_ANNOUNCER_MS && now - last.at <= STALE_RELEVANT_MS) {
+    if (
+      j !== undefined &&
+      last !== null &&
+      !owner.macs.includes(last.mac) &&
+      now - last.at >= STALE_ANNOUNCER_MS &&
+      now - last.at <= STALE_RELEVANT_MS
+    ) {
       const ownerSince = owner.macs.some((m) => (j.macs.get(m)?.episodes ?? []).some((e) => e.last > last.at));
       if (!ownerSince) {
         const who = lens.nodeOf(last.mac) ?? last.mac;
@@ -116,7 +145,9 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
  */
 export function silentDropNodes(answering: RuleView["responders"], local: IpContext["local"]): string[] {
   if (local === null) return [];
-  return [...new Set(answering.filter((r) => r.answering && r.node !== null && !local.endpointNodes.includes(r.node)).map((r) => r.node ?? ""))].sort();
+  return [
+    ...new Set(answering.filter((r) => r.answering && r.node !== null && !local.endpointNodes.includes(r.node)).map((r) => r.node ?? "")),
+  ].sort();
 }
 
 /**

@@ -38,7 +38,16 @@ export class FindingTracker {
       const h = held.get(f.type);
       const at = Math.min(f.at ?? now, now);
       if (h === undefined) {
-        const n: Held = { ip: subject, type: f.type, macs: [...f.macs].sort(), detail: f.detail, firstSeen: at, lastSeen: Math.max(at, now), count: 1, samples: [at] };
+        const n: Held = {
+          ip: subject,
+          type: f.type,
+          macs: [...f.macs].sort(),
+          detail: f.detail,
+          firstSeen: at,
+          lastSeen: Math.max(at, now),
+          count: 1,
+          samples: [at],
+        };
         held.set(f.type, n);
         out.push({ kind: "opened", finding: freeze(n) });
         continue;

@@ -70,7 +70,10 @@ function diff(a: string, b: string): { removed: string[]; added: string[] } {
 
 describe("parseKubeProxyConfig", () => {
   it("reads kubeadm's config", () => {
-    expect(parseKubeProxyConfig(KUBEADM)).toEqual({ ok: true, value: { modeRaw: "ipvs", mode: "ipvs", strictARP: false, strictARPPresent: true } });
+    expect(parseKubeProxyConfig(KUBEADM)).toEqual({
+      ok: true,
+      value: { modeRaw: "ipvs", mode: "ipvs", strictARP: false, strictARPPresent: true },
+    });
   });
   it.each([
     { case: 'mode ""', text: KUBEADM.replace("mode: ipvs", 'mode: ""'), mode: "iptables" },
@@ -80,13 +83,26 @@ describe("parseKubeProxyConfig", () => {
     expect(parseKubeProxyConfig(text)).toMatchObject({ ok: true, value: { mode } });
   });
   it("takes an absent strictARP as false", () => {
-    expect(parseKubeProxyConfig(KUBEADM.replace("  strictARP: false\n", ""))).toMatchObject({ ok: true, value: { strictARP: false, strictARPPresent: false } });
+    expect(parseKubeProxyConfig(KUBEADM.replace("  strictARP: false\n", ""))).toMatchObject({
+      ok: true,
+      value: { strictARP: false, strictARPPresent: false },
+    });
   });
   it.each([
     { case: "broken YAML", text: "kind: [", reason: "not-yaml", msg: /not valid YAML/ },
-    { case: "another kind", text: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n", reason: "not-kube-proxy-config", msg: /not a KubeProxyConfiguration \(kind "KubeletConfiguration"/ },
+    {
+      case: "another kind",
+      text: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+      reason: "not-kube-proxy-config",
+      msg: /not a KubeProxyConfiguration \(kind "KubeletConfiguration"/,
+    },
     { case: "a list", text: "- a\n- b\n", reason: "not-kube-proxy-config", msg: /not a YAML mapping/ },
-    { case: 'strictARP "yes"', text: KUBEADM.replace("strictARP: false", 'strictARP: "yes"'), reason: "unexpected-shape", msg: /ipvs.strictARP is "yes"/ },
+    {
+      case: 'strictARP "yes"',
+      text: KUBEADM.replace("strictARP: false", 'strictARP: "yes"'),
+      reason: "unexpected-shape",
+      msg: /ipvs.strictARP is "yes"/,
+    },
   ])("refuses $case", ({ text, reason, msg }) => {
     const r = parseKubeProxyConfig(text);
     expect(r).toMatchObject({ ok: false, reason });
@@ -123,15 +139,21 @@ clusterCIDR: "10.244.0.0/16"
   });
 
   it("appends strictARP after the last key of ipvs when it sorts last", () => {
-    const text = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n    scheduler: rr\nclusterCIDR: 10.0.0.0/8\n";
+    const text =
+      "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n    scheduler: rr\nclusterCIDR: 10.0.0.0/8\n";
     const r = patchStrictArp(text);
-    expect(r.ok && r.text).toBe("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n    scheduler: rr\n    strictARP: true\nclusterCIDR: 10.0.0.0/8\n");
+    expect(r.ok && r.text).toBe(
+      "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n    scheduler: rr\n    strictARP: true\nclusterCIDR: 10.0.0.0/8\n",
+    );
   });
 
   it("adds an ipvs block when there is none, and handles flow style and an empty ipvs", () => {
     const base = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n";
     expect(patchStrictArp(base)).toMatchObject({ ok: true, text: `${base}ipvs:\n  strictARP: true\n` });
-    expect(patchStrictArp(`${base}ipvs: {scheduler: rr}\n`)).toMatchObject({ ok: true, text: `${base}ipvs: {strictARP: true, scheduler: rr}\n` });
+    expect(patchStrictArp(`${base}ipvs: {scheduler: rr}\n`)).toMatchObject({
+      ok: true,
+      text: `${base}ipvs: {strictARP: true, scheduler: rr}\n`,
+    });
     expect(patchStrictArp(`${base}ipvs: {}\n`)).toMatchObject({ ok: true, text: `${base}ipvs: {strictARP: true}\n` });
     expect(patchStrictArp(`${base}ipvs:\nfoo: bar\n`)).toMatchObject({ ok: true, text: `${base}ipvs: {strictARP: true}\nfoo: bar\n` });
   });

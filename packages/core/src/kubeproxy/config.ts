@@ -41,7 +41,10 @@ function load(text: string): Loaded | ConfigRefusal {
   const kind = js.kind;
   const apiVersion = js.apiVersion;
   if (kind !== KUBE_PROXY_KIND || typeof apiVersion !== "string" || !apiVersion.startsWith(`${KUBE_PROXY_API_GROUP}/`)) {
-    return refuse("not-kube-proxy-config", `config.conf is not a ${KUBE_PROXY_KIND} (kind ${JSON.stringify(kind)}, apiVersion ${JSON.stringify(apiVersion)})`);
+    return refuse(
+      "not-kube-proxy-config",
+      `config.conf is not a ${KUBE_PROXY_KIND} (kind ${JSON.stringify(kind)}, apiVersion ${JSON.stringify(apiVersion)})`,
+    );
   }
   return { ok: true, root, js };
 }
@@ -49,7 +52,8 @@ function load(text: string): Loaded | ConfigRefusal {
 function readConfig(js: Record<string, unknown>): KubeProxyConfig | ConfigRefusal {
   const rawMode = js.mode;
   const modeRaw = typeof rawMode === "string" ? rawMode : rawMode === null || rawMode === undefined ? "" : JSON.stringify(rawMode);
-  const mode = modeRaw === "" || modeRaw === "iptables" ? "iptables" : modeRaw === "ipvs" ? "ipvs" : modeRaw === "nftables" ? "nftables" : "other";
+  const mode =
+    modeRaw === "" || modeRaw === "iptables" ? "iptables" : modeRaw === "ipvs" ? "ipvs" : modeRaw === "nftables" ? "nftables" : "other";
   const ipvs = js.ipvs;
   if (ipvs !== undefined && ipvs !== null && (typeof ipvs !== "object" || Array.isArray(ipvs))) {
     return refuse("unexpected-shape", "ipvs in config.conf is not a mapping");
@@ -86,7 +90,10 @@ export function patchStrictArp(text: string): { ok: true; text: string; changed:
   const before = readConfig(l.js);
   if ("ok" in before) return before;
   if (before.mode !== "ipvs") {
-    return refuse("mode-not-ipvs", `kube-proxy mode is ${before.modeRaw === "" ? '"" (iptables)' : before.modeRaw}: only IPVS mode binds LoadBalancer IPs to kube-ipvs0, so strictARP has nothing to fix`);
+    return refuse(
+      "mode-not-ipvs",
+      `kube-proxy mode is ${before.modeRaw === "" ? '"" (iptables)' : before.modeRaw}: only IPVS mode binds LoadBalancer IPs to kube-ipvs0, so strictARP has nothing to fix`,
+    );
   }
   if (before.strictARP) return { ok: true, text, changed: false, before };
   const patched = splice(text, l.root);
@@ -104,7 +111,7 @@ function splice(text: string, root: YAMLMap): string | ConfigRefusal {
     return `${body}ipvs:\n  strictARP: true\n`;
   }
   if (ipvs === null || (isScalar(ipvs) && ipvs.value === null)) {
-    const keyEnd = (ipvsPair.key).range?.[1];
+    const keyEnd = ipvsPair.key.range?.[1];
     if (keyEnd === undefined) return refuse("unexpected-shape", "cannot locate ipvs in config.conf");
     const colon = text.indexOf(":", keyEnd);
     const eol = text.indexOf("\n", colon);
@@ -160,6 +167,7 @@ function verify(original: string, patched: string): ConfigRefusal | null {
     return JSON.stringify({ ...o, ipvs });
   };
   const ipvsB = (b.ipvs ?? {}) as Record<string, unknown>;
-  if (ipvsB.strictARP !== true || strip(a) !== strip(b)) return refuse("unexpected-shape", "patching config.conf would change more than ipvs.strictARP; patch it by hand");
+  if (ipvsB.strictARP !== true || strip(a) !== strip(b))
+    return refuse("unexpected-shape", "patching config.conf would change more than ipvs.strictARP; patch it by hand");
   return null;
 }

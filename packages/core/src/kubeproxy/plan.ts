@@ -49,16 +49,31 @@ export function strictArpFix(input: FixInput): FixPlan {
     ...(input.antrea ? ["Antrea is installed: Antrea Egress does not work with strictARP (Antrea's documentation)."] : []),
   ];
   const affected = input.nodes.filter((n) => n.facts !== null && !nodeArp(n.facts).strict).map((n) => n.node);
-  return { ok: true, mode, strictARP: parsed.ok && parsed.value.strictARP, patched: p.text, changed: p.changed, affected, warnings, disabledReason };
+  return {
+    ok: true,
+    mode,
+    strictARP: parsed.ok && parsed.value.strictARP,
+    patched: p.text,
+    changed: p.changed,
+    affected,
+    warnings,
+    disabledReason,
+  };
 }
 
 /**
  * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner.
  * Returns what is still wrong, or null.
  */
-export function fixVerdict(ip: string, owner: string | null, rounds: readonly { readonly replies: readonly { readonly node: string | null }[] }[]): string | null {
+export function fixVerdict(
+  ip: string,
+  owner: string | null,
+  rounds: readonly { readonly replies: readonly { readonly node: string | null }[] }[],
+): string | null {
   const several = rounds.filter((r) => r.replies.length > 1).length;
   const wrong = rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
   const none = rounds.filter((r) => r.replies.length === 0).length;
-  return several + wrong + none === 0 ? null : `${ip}: ${several} requests answered by several MACs, ${wrong} by a node other than ${owner ?? "?"}, ${none} unanswered`;
+  return several + wrong + none === 0
+    ? null
+    : `${ip}: ${several} requests answered by several MACs, ${wrong} by a node other than ${owner ?? "?"}, ${none} unanswered`;
 }

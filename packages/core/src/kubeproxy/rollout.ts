@@ -8,9 +8,23 @@ export interface DaemonSetRollout {
 }
 
 /** daemonSetRollout reads a DaemonSet object (as the API returns it) into its rollout counts; absent fields read 0. */
-export function daemonSetRollout(ds: { readonly metadata?: { readonly generation?: number }; readonly status?: { readonly observedGeneration?: number; readonly desiredNumberScheduled?: number; readonly updatedNumberScheduled?: number; readonly numberAvailable?: number } }): DaemonSetRollout {
+export function daemonSetRollout(ds: {
+  readonly metadata?: { readonly generation?: number };
+  readonly status?: {
+    readonly observedGeneration?: number;
+    readonly desiredNumberScheduled?: number;
+    readonly updatedNumberScheduled?: number;
+    readonly numberAvailable?: number;
+  };
+}): DaemonSetRollout {
   const s = ds.status;
-  return { generation: ds.metadata?.generation ?? 0, observedGeneration: s?.observedGeneration ?? -1, desired: s?.desiredNumberScheduled ?? 0, updated: s?.updatedNumberScheduled ?? 0, available: s?.numberAvailable ?? 0 };
+  return {
+    generation: ds.metadata?.generation ?? 0,
+    observedGeneration: s?.observedGeneration ?? -1,
+    desired: s?.desiredNumberScheduled ?? 0,
+    updated: s?.updatedNumberScheduled ?? 0,
+    available: s?.numberAvailable ?? 0,
+  };
 }
 
 /**

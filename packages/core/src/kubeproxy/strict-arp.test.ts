@@ -9,8 +9,26 @@ function facts(node: string, arpIgnore: number, arpAnnounce: number, ipvs = true
     node,
     agentVersion: "test",
     interfaces: [
-      { name: "eth0", mac: "02:00:5e:00:00:0a", up: true, master: null, addresses: ["198.18.0.11/24"], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: pair, captured: true },
-      { name: "kube-ipvs0", mac: "02:00:5e:00:00:0b", up: false, master: null, addresses: [], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: pair, captured: false },
+      {
+        name: "eth0",
+        mac: "02:00:5e:00:00:0a",
+        up: true,
+        master: null,
+        addresses: ["198.18.0.11/24"],
+        own: { arpIgnore: 0, arpAnnounce: 0 },
+        effective: pair,
+        captured: true,
+      },
+      {
+        name: "kube-ipvs0",
+        mac: "02:00:5e:00:00:0b",
+        up: false,
+        master: null,
+        addresses: [],
+        own: { arpIgnore: 0, arpAnnounce: 0 },
+        effective: pair,
+        captured: false,
+      },
     ],
     sysctl: { all: pair, default: { arpIgnore: 0, arpAnnounce: 0 } },
     kubeIpvs0: { present: ipvs, addresses: ipvs ? 2 : 0 },
@@ -18,7 +36,12 @@ function facts(node: string, arpIgnore: number, arpAnnounce: number, ipvs = true
     capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
   };
 }
-const cfg = (strictARP: boolean, mode: KubeProxyConfig["mode"] = "ipvs"): KubeProxyConfig => ({ mode, modeRaw: mode, strictARP, strictARPPresent: true });
+const cfg = (strictARP: boolean, mode: KubeProxyConfig["mode"] = "ipvs"): KubeProxyConfig => ({
+  mode,
+  modeRaw: mode,
+  strictARP,
+  strictARPPresent: true,
+});
 
 describe("strictArpStatus", () => {
   it("is exposed with no drift when strictARP is off and the nodes are loose (the kubeadm default)", () => {

@@ -36,7 +36,8 @@ export interface StrictArpStatus {
 /** nodeArp reduces one agent's facts to the node's ARP behaviour. */
 export function nodeArp(f: NodeFacts): NodeArp {
   const captured = f.interfaces.filter((i) => i.captured);
-  const pairs = captured.length > 0 ? captured.map((i) => i.effective) : [{ arpIgnore: f.sysctl.all.arpIgnore, arpAnnounce: f.sysctl.all.arpAnnounce }];
+  const pairs =
+    captured.length > 0 ? captured.map((i) => i.effective) : [{ arpIgnore: f.sysctl.all.arpIgnore, arpAnnounce: f.sysctl.all.arpAnnounce }];
   const arpIgnore = Math.min(...pairs.map((p) => p.arpIgnore));
   const arpAnnounce = Math.min(...pairs.map((p) => p.arpAnnounce));
   return {

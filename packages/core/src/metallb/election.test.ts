@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { EXCLUDE_LB_LABEL, canServe, elect, orderCandidates, type ElectionInput, type ElectionNode } from "./election.js";
 
-const node = (name: string, labels: Record<string, string> = {}, networkUnavailable = false): ElectionNode => ({ name, labels, networkUnavailable });
+const node = (name: string, labels: Record<string, string> = {}, networkUnavailable = false): ElectionNode => ({
+  name,
+  labels,
+  networkUnavailable,
+});
 const ready = (nodeName: string) => ({ nodeName, ready: true, serving: true });
 
 function input(over: Partial<ElectionInput> = {}): ElectionInput {
@@ -41,7 +45,11 @@ describe("elect", () => {
   it.each([
     { case: "no ingress IP", over: { ingressIPs: [] }, reason: "no-ingress-ip" },
     { case: "no endpoint", over: { endpoints: [] }, reason: "no-serving-endpoint" },
-    { case: "only unready endpoints", over: { endpoints: [{ nodeName: "node-a", ready: false, serving: false }] }, reason: "no-serving-endpoint" },
+    {
+      case: "only unready endpoints",
+      over: { endpoints: [{ nodeName: "node-a", ready: false, serving: false }] },
+      reason: "no-serving-endpoint",
+    },
     { case: "no L2Advertisement", over: { l2Advertisements: [] }, reason: "no-candidate" },
   ])("nobody announces with $case", ({ over, reason }) => {
     expect(elect(input(over))).toMatchObject({ owner: null, reason });
@@ -54,12 +62,23 @@ describe("elect", () => {
   });
 
   it("excludes nodes without a speaker, with NetworkUnavailable, with the exclusion label, or not selected", () => {
-    const nodes = [node("node-a"), node("node-b", {}, true), node("node-c", { [EXCLUDE_LB_LABEL]: "" }), node("node-d", { zone: "b" }), node("node-e", { zone: "a" })];
-    const e = elect(input({
-      nodes,
-      speakers: new Set(["node-b", "node-c", "node-d", "node-e"]),
-      l2Advertisements: [{ nodeSelectors: [{ matchLabels: { zone: "a" } }] }, { nodeSelectors: [{ matchExpressions: [{ key: "zone", operator: "In", values: ["x"] }] }] }],
-    }));
+    const nodes = [
+      node("node-a"),
+      node("node-b", {}, true),
+      node("node-c", { [EXCLUDE_LB_LABEL]: "" }),
+      node("node-d", { zone: "b" }),
+      node("node-e", { zone: "a" }),
+    ];
+    const e = elect(
+      input({
+        nodes,
+        speakers: new Set(["node-b", "node-c", "node-d", "node-e"]),
+        l2Advertisements: [
+          { nodeSelectors: [{ matchLabels: { zone: "a" } }] },
+          { nodeSelectors: [{ matchExpressions: [{ key: "zone", operator: "In", values: ["x"] }] }] },
+        ],
+      }),
+    );
     expect(e.excluded).toEqual([
       { node: "node-a", reason: "no-speaker" },
       { node: "node-b", reason: "network-unavailable" },
@@ -75,7 +94,9 @@ describe("elect", () => {
   });
 
   it("under externalTrafficPolicy Local keeps only nodes with a serving endpoint", () => {
-    const e = elect(input({ externalTrafficPolicy: "Local", endpoints: [ready("node-c"), { nodeName: "node-b", ready: false, serving: false }] }));
+    const e = elect(
+      input({ externalTrafficPolicy: "Local", endpoints: [ready("node-c"), { nodeName: "node-b", ready: false, serving: false }] }),
+    );
     expect(e).toMatchObject({ owner: "node-c", order: ["node-c"] });
     expect(e.excluded).toContainEqual({ node: "node-b", reason: "no-local-endpoint" });
   });

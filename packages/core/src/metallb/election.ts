@@ -96,7 +96,9 @@ function exclusion(node: ElectionNode, input: ElectionInput, localNodes: Readonl
   if (!input.speakers.has(node.name)) return "no-speaker";
   if (node.networkUnavailable) return "network-unavailable";
   if (Object.hasOwn(node.labels, EXCLUDE_LB_LABEL)) return "excluded-by-label";
-  const selected = input.l2Advertisements.some((a) => a.nodeSelectors.length === 0 || a.nodeSelectors.some((s) => selectorMatches(s, node.labels)));
+  const selected = input.l2Advertisements.some(
+    (a) => a.nodeSelectors.length === 0 || a.nodeSelectors.some((s) => selectorMatches(s, node.labels)),
+  );
   if (!selected) return "not-selected";
   if (input.externalTrafficPolicy === "Local" && !localNodes.has(node.name)) return "no-local-endpoint";
   return null;

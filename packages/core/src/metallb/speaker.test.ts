@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { GRATUITOUS_TICK_MS, GratuitousScheduler, arpDecision, gratuitousFrames, ndpDecision, speakerDecision, type SpeakerInterface } from "./speaker.js";
+import {
+  GRATUITOUS_TICK_MS,
+  GratuitousScheduler,
+  arpDecision,
+  gratuitousFrames,
+  ndpDecision,
+  speakerDecision,
+  type SpeakerInterface,
+} from "./speaker.js";
 import { encodeArpFrame, newArpReply, newArpRequest } from "../packet/arp.js";
 import { newNeighborSolicitation, newSolicitedAdvertisement, encodeNdpFrame } from "../packet/ndp.js";
 import { classifyFrame } from "../packet/classify.js";
@@ -18,13 +26,33 @@ describe("arpDecision", () => {
   });
 
   it("answers a request unicast to its own MAC (a client re-checking its cache)", () => {
-    const unicast = encodeArpFrame({ ethDst: IFACE.mac, ethSrc: CLIENT.mac, op: 1, senderMac: CLIENT.mac, senderIp: CLIENT.ip, targetMac: IFACE.mac, targetIp: VIP });
+    const unicast = encodeArpFrame({
+      ethDst: IFACE.mac,
+      ethSrc: CLIENT.mac,
+      op: 1,
+      senderMac: CLIENT.mac,
+      senderIp: CLIENT.ip,
+      targetMac: IFACE.mac,
+      targetIp: VIP,
+    });
     expect(arpDecision(IFACE, owns, unicast).kind).toBe("reply");
   });
 
   it.each([
     { case: "a reply", frame: newArpReply("02:00:5e:00:00:0b", VIP, CLIENT.mac, CLIENT.ip), reason: "arpReply" },
-    { case: "a request unicast to another MAC", frame: encodeArpFrame({ ethDst: "02:00:5e:00:00:0b", ethSrc: CLIENT.mac, op: 1, senderMac: CLIENT.mac, senderIp: CLIENT.ip, targetMac: "00:00:00:00:00:00", targetIp: VIP }), reason: "ethernetDestination" },
+    {
+      case: "a request unicast to another MAC",
+      frame: encodeArpFrame({
+        ethDst: "02:00:5e:00:00:0b",
+        ethSrc: CLIENT.mac,
+        op: 1,
+        senderMac: CLIENT.mac,
+        senderIp: CLIENT.ip,
+        targetMac: "00:00:00:00:00:00",
+        targetIp: VIP,
+      }),
+      reason: "ethernetDestination",
+    },
     { case: "a request for another IP", frame: newArpRequest(CLIENT.mac, CLIENT.ip, "192.0.2.9"), reason: "announceIP" },
     { case: "garbage", frame: new Uint8Array(10), reason: "error" },
   ])("drops $case with reason $reason", ({ frame, reason }) => {
@@ -37,13 +65,34 @@ describe("ndpDecision", () => {
     const d = speakerDecision(IFACE, owns, newNeighborSolicitation(CLIENT.mac, "2001:db8::1", VIP6));
     expect(d.kind).toBe("reply");
     if (d.kind === "reply") {
-      expect(Buffer.from(d.frame).equals(Buffer.from(newSolicitedAdvertisement(IFACE.mac, "fe80::a", VIP6, CLIENT.mac, "2001:db8::1")))).toBe(true);
+      expect(
+        Buffer.from(d.frame).equals(Buffer.from(newSolicitedAdvertisement(IFACE.mac, "fe80::a", VIP6, CLIENT.mac, "2001:db8::1"))),
+      ).toBe(true);
     }
   });
 
   it.each([
-    { case: "a DAD probe (no source LLA)", frame: encodeNdpFrame({ ethDst: "33:33:ff:00:00:c8", ethSrc: CLIENT.mac, type: "ns", src: "::", dst: "ff02::1:ff00:c8", target: VIP6, router: false, solicited: false, override: false, options: [] }), reason: "noSourceLL" },
-    { case: "an advertisement", frame: newSolicitedAdvertisement("02:00:5e:00:00:0b", "fe80::b", VIP6, CLIENT.mac, "2001:db8::1"), reason: "messageType" },
+    {
+      case: "a DAD probe (no source LLA)",
+      frame: encodeNdpFrame({
+        ethDst: "33:33:ff:00:00:c8",
+        ethSrc: CLIENT.mac,
+        type: "ns",
+        src: "::",
+        dst: "ff02::1:ff00:c8",
+        target: VIP6,
+        router: false,
+        solicited: false,
+        override: false,
+        options: [],
+      }),
+      reason: "noSourceLL",
+    },
+    {
+      case: "an advertisement",
+      frame: newSolicitedAdvertisement("02:00:5e:00:00:0b", "fe80::b", VIP6, CLIENT.mac, "2001:db8::1"),
+      reason: "messageType",
+    },
     { case: "an NS for another IP", frame: newNeighborSolicitation(CLIENT.mac, "2001:db8::1", "2001:db8::9"), reason: "announceIP" },
   ])("drops $case", ({ frame, reason }) => {
     expect(ndpDecision(IFACE, owns, frame)).toEqual({ kind: "drop", reason });
@@ -54,13 +103,21 @@ describe("gratuitousFrames", () => {
   it("sends an ARP request then a reply, broadcast, SPA = TPA, THA ff:ff:ff:ff:ff:ff", () => {
     const frames = gratuitousFrames(IFACE, VIP).map((f) => classifyFrame(f));
     expect(frames).toMatchObject([
-      { kind: "observed", obs: { kind: "gratuitous-request", ip: VIP, mac: IFACE.mac, targetMac: "ff:ff:ff:ff:ff:ff", ethDst: "ff:ff:ff:ff:ff:ff" } },
-      { kind: "observed", obs: { kind: "gratuitous-reply", ip: VIP, mac: IFACE.mac, targetMac: "ff:ff:ff:ff:ff:ff", ethDst: "ff:ff:ff:ff:ff:ff" } },
+      {
+        kind: "observed",
+        obs: { kind: "gratuitous-request", ip: VIP, mac: IFACE.mac, targetMac: "ff:ff:ff:ff:ff:ff", ethDst: "ff:ff:ff:ff:ff:ff" },
+      },
+      {
+        kind: "observed",
+        obs: { kind: "gratuitous-reply", ip: VIP, mac: IFACE.mac, targetMac: "ff:ff:ff:ff:ff:ff", ethDst: "ff:ff:ff:ff:ff:ff" },
+      },
     ]);
   });
 
   it("sends one unsolicited NA with O=1 to ff02::1 for IPv6", () => {
-    expect(gratuitousFrames(IFACE, VIP6).map((f) => classifyFrame(f))).toMatchObject([{ kind: "observed", obs: { kind: "na-unsolicited", ip: VIP6, peerIp: "ff02::1" } }]);
+    expect(gratuitousFrames(IFACE, VIP6).map((f) => classifyFrame(f))).toMatchObject([
+      { kind: "observed", obs: { kind: "na-unsolicited", ip: VIP6, peerIp: "ff02::1" } },
+    ]);
   });
 });
 
@@ -69,7 +126,10 @@ describe("GratuitousScheduler (MetalLB PR #736)", () => {
   function run(sets: number[], until: number): number[] {
     const s = new GratuitousScheduler();
     const bursts: number[] = [];
-    const events = [...sets.map((t) => ({ t, set: true })), ...Array.from({ length: Math.floor(until / GRATUITOUS_TICK_MS) }, (_, i) => ({ t: (i + 1) * GRATUITOUS_TICK_MS, set: false }))];
+    const events = [
+      ...sets.map((t) => ({ t, set: true })),
+      ...Array.from({ length: Math.floor(until / GRATUITOUS_TICK_MS) }, (_, i) => ({ t: (i + 1) * GRATUITOUS_TICK_MS, set: false })),
+    ];
     events.sort((a, b) => a.t - b.t || Number(b.set) - Number(a.set));
     for (const e of events) {
       if (e.set) {

@@ -54,7 +54,11 @@ export function ndpDecision(iface: SpeakerInterface, announces: (ip: string) => 
   if (sll === null) return drop("noSourceLL");
   if (!announces(m.value.target)) return drop("announceIP");
   if (iface.linkLocal === null) return drop("error");
-  return { kind: "reply", ip: m.value.target, frame: newSolicitedAdvertisement(iface.mac, iface.linkLocal, m.value.target, sll, m.value.src) };
+  return {
+    kind: "reply",
+    ip: m.value.target,
+    frame: newSolicitedAdvertisement(iface.mac, iface.linkLocal, m.value.target, sll, m.value.src),
+  };
 }
 
 /** decide routes a frame to the ARP or NDP responder by EtherType. */

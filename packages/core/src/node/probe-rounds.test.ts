@@ -9,8 +9,22 @@ describe("ProbeRounds", () => {
   it("joins two probers' requests: each misses its own answer, the round has all three responders", () => {
     const p = new ProbeRounds("192.0.2.10");
     // node-a (MAC A) hears B and C; node-b (MAC B) hears A and C.
-    p.add("node-a", { seq: 1, sentAt: 1000, replies: [{ mac: C, latencyMs: 0.4 }, { mac: B, latencyMs: 0.9 }] });
-    p.add("node-b", { seq: 1, sentAt: 1002, replies: [{ mac: A, latencyMs: 0.2 }, { mac: C, latencyMs: 0.6 }] });
+    p.add("node-a", {
+      seq: 1,
+      sentAt: 1000,
+      replies: [
+        { mac: C, latencyMs: 0.4 },
+        { mac: B, latencyMs: 0.9 },
+      ],
+    });
+    p.add("node-b", {
+      seq: 1,
+      sentAt: 1002,
+      replies: [
+        { mac: A, latencyMs: 0.2 },
+        { mac: C, latencyMs: 0.6 },
+      ],
+    });
     p.add("node-a", { seq: 2, sentAt: 2000, replies: [{ mac: C, latencyMs: 0.5 }] });
     const rounds = p.rounds();
     expect(rounds).toHaveLength(2);
@@ -49,9 +63,20 @@ describe("ProbeRounds", () => {
 });
 
 describe("chooseProbers", () => {
-  const seq = (...xs: number[]) => () => xs.shift() ?? 0;
+  const seq =
+    (...xs: number[]) =>
+    () =>
+      xs.shift() ?? 0;
   it("takes the owner and a node that captured the IP, whatever their names", () => {
-    expect(chooseProbers({ up: ["!0-rogue", "!1-rogue", "node-a", "node-b", "node-c"], owner: "node-b", capturedBy: ["node-a", "node-b", "node-c"], n: 2, random: seq(0.99) })).toEqual(["node-b", "node-c"]);
+    expect(
+      chooseProbers({
+        up: ["!0-rogue", "!1-rogue", "node-a", "node-b", "node-c"],
+        owner: "node-b",
+        capturedBy: ["node-a", "node-b", "node-c"],
+        n: 2,
+        random: seq(0.99),
+      }),
+    ).toEqual(["node-b", "node-c"]);
   });
   it("draws at random among nodes that captured the IP, then among the rest; an owner that is down does not probe", () => {
     expect(chooseProbers({ up: ["a", "b", "c", "d"], owner: "z", capturedBy: ["c", "d"], n: 2, random: seq(0.6, 0) })).toEqual(["d", "c"]);

@@ -20,7 +20,10 @@ export interface ProbeRound {
  * agents report). Repeating a result changes nothing.
  */
 export class ProbeRounds {
-  readonly #rounds = new Map<number, { at: number; probers: Set<string>; replies: Map<string, { latencyMs: number; probers: Set<string> }> }>();
+  readonly #rounds = new Map<
+    number,
+    { at: number; probers: Set<string>; replies: Map<string, { latencyMs: number; probers: Set<string> }> }
+  >();
 
   constructor(readonly ip: string) {}
 
@@ -68,7 +71,13 @@ export class ProbeRounds {
  * expected owner probes (it hears every other answer) with nodes that captured the IP (they hear the owner's), the
  * rest drawn at random: never by name, which a rogue agent could choose to be first. `random` returns [0, 1).
  */
-export function chooseProbers(o: { readonly up: readonly string[]; readonly owner: string | null; readonly capturedBy: readonly string[]; readonly n: number; readonly random: () => number }): string[] {
+export function chooseProbers(o: {
+  readonly up: readonly string[];
+  readonly owner: string | null;
+  readonly capturedBy: readonly string[];
+  readonly n: number;
+  readonly random: () => number;
+}): string[] {
   const up = new Set(o.up);
   const out: string[] = o.owner !== null && up.has(o.owner) ? [o.owner] : [];
   const draw = (pool: string[]) => {

@@ -19,9 +19,15 @@ describe("ProbeSession", () => {
       requests: 3,
       unanswered: 1,
       multiAnswered: 1,
-      macs: [{ mac: A, replies: 2, first: 2 }, { mac: B, replies: 1, first: 0 }],
+      macs: [
+        { mac: A, replies: 2, first: 2 },
+        { mac: B, replies: 1, first: 0 },
+      ],
     });
-    expect(p.result(1)?.replies.map((r) => [r.mac, r.latencyMs])).toEqual([[A, 0.2], [B, expect.closeTo(0.3, 6)]]);
+    expect(p.result(1)?.replies.map((r) => [r.mac, r.latencyMs])).toEqual([
+      [A, 0.2],
+      [B, expect.closeTo(0.3, 6)],
+    ]);
   });
 
   it("ignores replies before any request, after the window, and repeats of one MAC", () => {
@@ -46,7 +52,9 @@ describe("kernel ARP settings", () => {
     { ignore: 1, announce: 0, strict: false },
     { ignore: 1, announce: 2, strict: true },
     { ignore: 2, announce: 2, strict: true },
-  ])("arp_ignore $ignore, arp_announce $announce -> strict $strict", ({ ignore, announce, strict }) => expect(isStrict(ignore, announce)).toBe(strict));
+  ])("arp_ignore $ignore, arp_announce $announce -> strict $strict", ({ ignore, announce, strict }) =>
+    expect(isStrict(ignore, announce)).toBe(strict),
+  );
   it("reads IPVS mode off kube-ipvs0", () => {
     expect([impliedProxyMode(true), impliedProxyMode(false)]).toEqual(["ipvs", "not-ipvs"]);
   });

@@ -70,7 +70,9 @@ export function formatMacNumber(n: number): string {
 
 /** ipv4ToNumber reads four bytes at `offset` as an unsigned 32-bit number. */
 export function ipv4ToNumber(bytes: Uint8Array, offset: number): number {
-  return ((((bytes[offset] ?? 0) << 24) >>> 0) + (((bytes[offset + 1] ?? 0) << 16) | ((bytes[offset + 2] ?? 0) << 8) | (bytes[offset + 3] ?? 0)));
+  return (
+    (((bytes[offset] ?? 0) << 24) >>> 0) + (((bytes[offset + 1] ?? 0) << 16) | ((bytes[offset + 2] ?? 0) << 8) | (bytes[offset + 3] ?? 0))
+  );
 }
 
 /** formatIPv4Number renders an ipv4ToNumber value as a dotted quad. */
@@ -93,7 +95,7 @@ export function formatIPv6(bytes: Uint8Array, offset: number): string {
   }
   let bestStart = -1;
   let bestLen = 0;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
       i++;
       continue;
@@ -107,8 +109,14 @@ export function formatIPv6(bytes: Uint8Array, offset: number): string {
     i = j;
   }
   if (bestLen < 2) return g.map((x) => x.toString(16)).join(":");
-  const head = g.slice(0, bestStart).map((x) => x.toString(16)).join(":");
-  const tail = g.slice(bestStart + bestLen).map((x) => x.toString(16)).join(":");
+  const head = g
+    .slice(0, bestStart)
+    .map((x) => x.toString(16))
+    .join(":");
+  const tail = g
+    .slice(bestStart + bestLen)
+    .map((x) => x.toString(16))
+    .join(":");
   return `${head}::${tail}`;
 }
 
@@ -193,7 +201,11 @@ export function compareIP(a: string, b: string): number {
  * it sorts thousands of them with plain string comparisons (the dashboard's lists).
  */
 export function ipOrderKey(ip: string): string {
-  if (!ip.includes(":")) return `4${ip.split(".").map((o) => o.padStart(3, "0")).join("")}`;
+  if (!ip.includes(":"))
+    return `4${ip
+      .split(".")
+      .map((o) => o.padStart(3, "0"))
+      .join("")}`;
   const b = parseIPv6(ip);
   return `6${b === null ? ip : [...b].map((x) => x.toString(16).padStart(2, "0")).join("")}`;
 }

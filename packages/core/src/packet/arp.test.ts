@@ -22,8 +22,13 @@ describe("newArpRequest", () => {
 describe("encodeArpFrame / decodeArp", () => {
   it("round-trips a reply through the classifier", () => {
     const frame = encodeArpFrame({
-      ethDst: CLIENT_MAC, ethSrc: NODE_A_MAC, op: ARP_OP_REPLY,
-      senderMac: NODE_A_MAC, senderIp: VIP, targetMac: CLIENT_MAC, targetIp: CLIENT_IP,
+      ethDst: CLIENT_MAC,
+      ethSrc: NODE_A_MAC,
+      op: ARP_OP_REPLY,
+      senderMac: NODE_A_MAC,
+      senderIp: VIP,
+      targetMac: CLIENT_MAC,
+      targetIp: CLIENT_IP,
     });
     expect(classifyFrame(frame)).toMatchObject({ kind: "observed", obs: { kind: "reply", ip: VIP, mac: NODE_A_MAC, peerIp: CLIENT_IP } });
   });

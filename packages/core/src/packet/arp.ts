@@ -1,5 +1,15 @@
 import { type DecodeFailure, type DecodeResult, ok, truncated, malformed, unsupported } from "./decode.js";
-import { BROADCAST_MAC, MAC_LEN, ZERO_MAC, formatIPv4Number, formatMacNumber, ipv4ToNumber, macToNumber, parseIPv4, parseMac } from "./addr.js";
+import {
+  BROADCAST_MAC,
+  MAC_LEN,
+  ZERO_MAC,
+  formatIPv4Number,
+  formatMacNumber,
+  ipv4ToNumber,
+  macToNumber,
+  parseIPv4,
+  parseMac,
+} from "./addr.js";
 import { ETHERNET_HEADER_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4 } from "./ethernet.js";
 import { u16, u8 } from "./read.js";
 
@@ -157,5 +167,13 @@ export function newArpReply(ownMac: string, vip: string, requesterMac: string, r
  * SHA = own MAC, SPA = TPA = the VIP and THA = ff:ff:ff:ff:ff:ff, as a request (`op` 1) or a reply (`op` 2).
  */
 export function newGratuitousArp(op: typeof ARP_OP_REQUEST | typeof ARP_OP_REPLY, ownMac: string, vip: string): Uint8Array {
-  return encodeArpFrame({ ethDst: BROADCAST_MAC, ethSrc: ownMac, op, senderMac: ownMac, senderIp: vip, targetMac: BROADCAST_MAC, targetIp: vip });
+  return encodeArpFrame({
+    ethDst: BROADCAST_MAC,
+    ethSrc: ownMac,
+    op,
+    senderMac: ownMac,
+    senderIp: vip,
+    targetMac: BROADCAST_MAC,
+    targetIp: vip,
+  });
 }

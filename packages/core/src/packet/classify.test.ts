@@ -63,8 +63,22 @@ describe("classifyFrame", () => {
   it.each([
     { case: "request", frame: REQUEST, kind: "request", ip: "192.0.2.200", mac: "02:00:5e:00:00:01", peerIp: "192.0.2.1" },
     { case: "reply", frame: REPLY, kind: "reply", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", peerIp: "192.0.2.1" },
-    { case: "gratuitous request", frame: GRATUITOUS_REQUEST, kind: "gratuitous-request", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", peerIp: "192.0.2.200" },
-    { case: "gratuitous reply", frame: GRATUITOUS_REPLY, kind: "gratuitous-reply", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", peerIp: "192.0.2.200" },
+    {
+      case: "gratuitous request",
+      frame: GRATUITOUS_REQUEST,
+      kind: "gratuitous-request",
+      ip: "192.0.2.200",
+      mac: "02:00:5e:00:00:0a",
+      peerIp: "192.0.2.200",
+    },
+    {
+      case: "gratuitous reply",
+      frame: GRATUITOUS_REPLY,
+      kind: "gratuitous-reply",
+      ip: "192.0.2.200",
+      mac: "02:00:5e:00:00:0a",
+      peerIp: "192.0.2.200",
+    },
     { case: "probe", frame: PROBE, kind: "probe", ip: "192.0.2.200", mac: "02:00:5e:00:00:01", peerIp: "0.0.0.0" },
   ])("classifies a $case", ({ frame, kind, ip, mac, peerIp }) => {
     const out = classifyFrame(frame);
@@ -90,7 +104,10 @@ describe("classifyFrame", () => {
 
   it("flags an ethernet mismatch and keeps the frame", () => {
     const out = classifyFrame(MISMATCH_REPLY);
-    expect(out).toMatchObject({ kind: "observed", obs: { kind: "reply", ethernetMismatch: true, mac: "02:00:5e:00:00:0a", ethSrc: "02:00:5e:00:00:ff" } });
+    expect(out).toMatchObject({
+      kind: "observed",
+      obs: { kind: "reply", ethernetMismatch: true, mac: "02:00:5e:00:00:0a", ethSrc: "02:00:5e:00:00:ff" },
+    });
   });
 });
 
@@ -108,7 +125,12 @@ describe("classifyFrame on bad input", () => {
     { case: "cut inside a VLAN tag", frame: VLAN_REPLY.subarray(0, 16), reason: "truncated", msg: /^ethernet: VLAN tag/ },
     { case: "not ARP", frame: ipv4Frame, reason: "ignored", msg: /neither ARP nor an NDP/ },
     { case: "ARP header cut", frame: REQUEST.subarray(0, 20), reason: "truncated", msg: /^arp: header needs 8 bytes, only 6/ },
-    { case: "ARP addresses cut", frame: REQUEST.subarray(0, 41), reason: "truncated", msg: /^arp: Ethernet\/IPv4 packet needs 28 bytes, only 27/ },
+    {
+      case: "ARP addresses cut",
+      frame: REQUEST.subarray(0, 41),
+      reason: "truncated",
+      msg: /^arp: Ethernet\/IPv4 packet needs 28 bytes, only 27/,
+    },
     { case: "hardware type 6", frame: ipxArp, reason: "unsupported", msg: /hardware type 6 is not Ethernet/ },
     { case: "protocol IPv6", frame: arpOverIpv6, reason: "unsupported", msg: /protocol type 0x86dd is not IPv4/ },
     { case: "lengths disagree", frame: badLengths, reason: "malformed", msg: /hardware length 8/ },

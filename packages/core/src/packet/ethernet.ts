@@ -14,4 +14,3 @@ export const TPID_8021Q = 0x8100;
 export const TPID_8021AD = 0x88a8;
 /** TPID_QINQ_LEGACY is the pre-standard Q-in-Q TPID still emitted by some switches. */
 export const TPID_QINQ_LEGACY = 0x9100;
-

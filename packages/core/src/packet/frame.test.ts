@@ -17,15 +17,27 @@ describe("decodeFrame on a window of a larger buffer", () => {
 
   it("never reads past end, even when the buffer goes on", () => {
     const f = newFrameFields();
-    expect(decodeFrame(buf, LINKTYPE_ETHERNET, f, 10, 10 + 30)).toMatchObject({ reason: "truncated", message: "arp: Ethernet/IPv4 packet needs 28 bytes, only 16 present" });
-    expect(decodeFrame(buf, LINKTYPE_ETHERNET, f, 10, 10 + 13)).toMatchObject({ reason: "truncated", message: "ethernet: header needs 14 bytes, only 13 present" });
+    expect(decodeFrame(buf, LINKTYPE_ETHERNET, f, 10, 10 + 30)).toMatchObject({
+      reason: "truncated",
+      message: "arp: Ethernet/IPv4 packet needs 28 bytes, only 16 present",
+    });
+    expect(decodeFrame(buf, LINKTYPE_ETHERNET, f, 10, 10 + 13)).toMatchObject({
+      reason: "truncated",
+      message: "ethernet: header needs 14 bytes, only 13 present",
+    });
   });
 });
 
 describe("roleOf", () => {
   it.each([
-    ["request", "ask"], ["probe", "ask"], ["ns", "ask"], ["ns-dad", "ask"],
-    ["reply", "answer"], ["na-solicited", "answer"],
-    ["gratuitous-request", "announce"], ["gratuitous-reply", "announce"], ["na-unsolicited", "announce"],
+    ["request", "ask"],
+    ["probe", "ask"],
+    ["ns", "ask"],
+    ["ns-dad", "ask"],
+    ["reply", "answer"],
+    ["na-solicited", "answer"],
+    ["gratuitous-request", "announce"],
+    ["gratuitous-reply", "announce"],
+    ["na-unsolicited", "announce"],
   ] as const)("%s is %s", (kind, role) => expect(roleOf(kind)).toBe(role));
 });

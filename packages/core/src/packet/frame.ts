@@ -13,15 +13,7 @@ import { macToNumber, parseMac } from "./addr.js";
  *   answer), `na-unsolicited` (S=0, an announcement).
  */
 export type ObservationKind =
-  | "request"
-  | "reply"
-  | "gratuitous-request"
-  | "gratuitous-reply"
-  | "probe"
-  | "ns"
-  | "ns-dad"
-  | "na-solicited"
-  | "na-unsolicited";
+  "request" | "reply" | "gratuitous-request" | "gratuitous-reply" | "probe" | "ns" | "ns-dad" | "na-solicited" | "na-unsolicited";
 
 /** ObservationRole groups kinds by what they say about who owns the IP. */
 export type ObservationRole = "ask" | "answer" | "announce";
@@ -71,7 +63,18 @@ export interface FrameFields extends LinkFields {
 
 /** newFrameFields returns a FrameFields to reuse across frames. */
 export function newFrameFields(): FrameFields {
-  return { ...newLinkFields(), kind: "request", family: 4, ip4: 0, ip6: "", mac: NO_MAC, peer4: 0, peer6: "", targetMac: NO_MAC, override: false };
+  return {
+    ...newLinkFields(),
+    kind: "request",
+    family: 4,
+    ip4: 0,
+    ip6: "",
+    mac: NO_MAC,
+    peer4: 0,
+    peer6: "",
+    targetMac: NO_MAC,
+    override: false,
+  };
 }
 
 const arp = newArpFields();

@@ -26,17 +26,37 @@ describe("cooked captures", () => {
   ])("classifies ARP in $case", ({ frame, link, vlan }) => {
     expect(classifyFrame(frame, link)).toMatchObject({
       kind: "observed",
-      obs: { kind: "reply", ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", ethSrc: "02:00:5e:00:00:0a", ethDst: null, vlan, ethernetMismatch: false },
+      obs: {
+        kind: "reply",
+        ip: "192.0.2.200",
+        mac: "02:00:5e:00:00:0a",
+        ethSrc: "02:00:5e:00:00:0a",
+        ethDst: null,
+        vlan,
+        ethernetMismatch: false,
+      },
     });
   });
 
   it("refuses a cooked header of a non-Ethernet device and unknown link types", () => {
-    expect(classifyFrame(SLL_NOT_ETHER, LINKTYPE_LINUX_SLL)).toMatchObject({ kind: "dropped", reason: "unsupported", message: "sll: hardware type 774 is not Ethernet" });
-    expect(classifyFrame(SLL, 105)).toMatchObject({ kind: "dropped", reason: "unsupported", message: "link: link type 105 is not Ethernet, SLL or SLL2" });
+    expect(classifyFrame(SLL_NOT_ETHER, LINKTYPE_LINUX_SLL)).toMatchObject({
+      kind: "dropped",
+      reason: "unsupported",
+      message: "sll: hardware type 774 is not Ethernet",
+    });
+    expect(classifyFrame(SLL, 105)).toMatchObject({
+      kind: "dropped",
+      reason: "unsupported",
+      message: "link: link type 105 is not Ethernet, SLL or SLL2",
+    });
   });
 
   it("reports a truncated cooked header", () => {
-    expect(classifyFrame(SLL2.subarray(0, 19), LINKTYPE_LINUX_SLL2)).toMatchObject({ kind: "dropped", reason: "truncated", message: "sll2: header needs 20 bytes, only 19 present" });
+    expect(classifyFrame(SLL2.subarray(0, 19), LINKTYPE_LINUX_SLL2)).toMatchObject({
+      kind: "dropped",
+      reason: "truncated",
+      message: "sll2: header needs 20 bytes, only 19 present",
+    });
   });
 });
 

@@ -120,5 +120,11 @@ export function decodeEthernet(bytes: Uint8Array): DecodeResult<EthernetFrame> {
   const f = newLinkFields();
   const err = decodeLink(bytes, LINKTYPE_ETHERNET, f);
   if (err !== null) return err;
-  return ok({ dst: formatMacNumber(f.dst), src: formatMacNumber(f.src), vlan: f.vlan === -1 ? null : f.vlan, etherType: f.etherType, payloadOffset: f.payload });
+  return ok({
+    dst: formatMacNumber(f.dst),
+    src: formatMacNumber(f.src),
+    vlan: f.vlan === -1 ? null : f.vlan,
+    etherType: f.etherType,
+    payloadOffset: f.payload,
+  });
 }

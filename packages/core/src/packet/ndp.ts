@@ -86,7 +86,8 @@ export function decodeNdp(bytes: Uint8Array, offset: number): DecodeResult<NdpMe
   if (ip.hopLimit !== NDP_HOP_LIMIT) return malformed("ndp", `hop limit ${ip.hopLimit}, NDP requires 255`);
   const want = icmpv6Checksum(bytes, ip.src, ip.dst, m, ip.payloadLength);
   const got = u16(bytes, m + 2);
-  if (want !== got) return malformed("icmpv6", `checksum 0x${got.toString(16).padStart(4, "0")}, computed 0x${want.toString(16).padStart(4, "0")}`);
+  if (want !== got)
+    return malformed("icmpv6", `checksum 0x${got.toString(16).padStart(4, "0")}, computed 0x${want.toString(16).padStart(4, "0")}`);
   const options = readOptions(bytes, m + NDP_BODY_LEN, m + ip.payloadLength);
   if ("ok" in options) return options;
   const flags = type === ICMPV6_NEIGHBOR_ADVERTISEMENT ? u8(bytes, m + 4) : 0;
@@ -139,7 +140,8 @@ export function encodeNdpFrame(f: NdpFrame): Uint8Array {
   out.set(parseIPv6Strict(f.dst), ip + 24);
   const m = ip + IPV6_HEADER_LEN;
   out[m] = f.type === "ns" ? ICMPV6_NEIGHBOR_SOLICITATION : ICMPV6_NEIGHBOR_ADVERTISEMENT;
-  if (f.type === "na") out[m + 4] = (f.router ? NA_FLAG_ROUTER : 0) | (f.solicited ? NA_FLAG_SOLICITED : 0) | (f.override ? NA_FLAG_OVERRIDE : 0);
+  if (f.type === "na")
+    out[m + 4] = (f.router ? NA_FLAG_ROUTER : 0) | (f.solicited ? NA_FLAG_SOLICITED : 0) | (f.override ? NA_FLAG_OVERRIDE : 0);
   out.set(parseIPv6Strict(f.target), m + 8);
   let pos = m + NDP_BODY_LEN;
   for (const o of f.options) {
@@ -177,8 +179,16 @@ export const ALL_NODES = { ip: "ff02::1", mac: "33:33:00:00:00:01" } as const;
 export function newNeighborSolicitation(ownMac: string, ownIp: string, target: string): Uint8Array {
   const group = solicitedNodeMulticast(target);
   return encodeNdpFrame({
-    ethDst: group.mac, ethSrc: ownMac, type: "ns", src: ownIp, dst: group.ip, target,
-    router: false, solicited: false, override: false, options: [{ kind: "source-lla", mac: ownMac }],
+    ethDst: group.mac,
+    ethSrc: ownMac,
+    type: "ns",
+    src: ownIp,
+    dst: group.ip,
+    target,
+    router: false,
+    solicited: false,
+    override: false,
+    options: [{ kind: "source-lla", mac: ownMac }],
   });
 }
 
@@ -189,16 +199,31 @@ export function newNeighborSolicitation(ownMac: string, ownIp: string, target: s
  */
 export function newSolicitedAdvertisement(ownMac: string, ownLinkLocal: string, vip: string, toMac: string, toIp: string): Uint8Array {
   return encodeNdpFrame({
-    ethDst: toMac, ethSrc: ownMac, type: "na", src: ownLinkLocal, dst: toIp, target: vip,
-    router: false, solicited: true, override: false, options: [{ kind: "target-lla", mac: ownMac }],
+    ethDst: toMac,
+    ethSrc: ownMac,
+    type: "na",
+    src: ownLinkLocal,
+    dst: toIp,
+    target: vip,
+    router: false,
+    solicited: true,
+    override: false,
+    options: [{ kind: "target-lla", mac: ownMac }],
   });
 }
 
 /** newUnsolicitedAdvertisement builds MetalLB's gratuitous NA: from the link-local address to ff02::1, S=0, O=1. */
 export function newUnsolicitedAdvertisement(ownMac: string, ownLinkLocal: string, vip: string): Uint8Array {
   return encodeNdpFrame({
-    ethDst: ALL_NODES.mac, ethSrc: ownMac, type: "na", src: ownLinkLocal, dst: ALL_NODES.ip, target: vip,
-    router: false, solicited: false, override: true, options: [{ kind: "target-lla", mac: ownMac }],
+    ethDst: ALL_NODES.mac,
+    ethSrc: ownMac,
+    type: "na",
+    src: ownLinkLocal,
+    dst: ALL_NODES.ip,
+    target: vip,
+    router: false,
+    solicited: false,
+    override: true,
+    options: [{ kind: "target-lla", mac: ownMac }],
   });
 }
-

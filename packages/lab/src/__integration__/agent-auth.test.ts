@@ -4,7 +4,10 @@ import { startStack, type Stack } from "../stack.js";
 import { eventually, query } from "./hub-client.js";
 import { unixWsUrl } from "../naming.js";
 
-interface AgentRow { node: string; up: boolean }
+interface AgentRow {
+  node: string;
+  up: boolean;
+}
 
 /** upgrade tries the agent endpoint with a token and returns the HTTP status the hub answered (101: accepted). */
 function upgrade(stack: Stack, token: string): Promise<number> {
@@ -59,11 +62,19 @@ describe("agents authenticate with their ServiceAccount", () => {
     // The same node's token takes the place of the live connection (the agent's Pod was replaced); the real agent
     // then reconnects and takes it back.
     expect(await hello(stack, t.agents.get(b) ?? "", b)).toBe("welcome");
-    await eventually(() => query<AgentRow[]>(stack, "agents.list"), (rows) => rows.filter((x) => x.up).length === 2, 30_000);
+    await eventually(
+      () => query<AgentRow[]>(stack, "agents.list"),
+      (rows) => rows.filter((x) => x.up).length === 2,
+      30_000,
+    );
   });
 
   it("accepts the agents' token by TokenReview, refuses another audience or account, and throttles guessing", async () => {
-    const agents = await eventually(() => query<AgentRow[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length === 2, 20_000);
+    const agents = await eventually(
+      () => query<AgentRow[]>(stack, "agents.list"),
+      (a) => a.filter((x) => x.up).length === 2,
+      20_000,
+    );
     expect(agents.map((a) => a.node).sort()).toEqual(stack.lab.nodes.map((n) => n.name).sort());
     const t = stack.saTokens;
     if (t === null) throw new Error("no ServiceAccount tokens");

@@ -14,8 +14,15 @@ interface Facts {
   kubeProxyMode: string;
   capture: { frames: number; kernelDropped: number };
 }
-interface AgentRow { node: string; up: boolean; facts: Facts | null }
-interface IpRow { ip: string; requests: number }
+interface AgentRow {
+  node: string;
+  up: boolean;
+  facts: Facts | null;
+}
+interface IpRow {
+  ip: string;
+  requests: number;
+}
 
 const dir = mkdtempSync(join(tmpdir(), "whohas-agent-it-"));
 
@@ -35,7 +42,11 @@ describe("the agent in the lab", () => {
   });
 
   it("reports its node's facts: kube-ipvs0 and its addresses, IPVS mode, arp_ignore 0 on eth0", async () => {
-    const f = await eventually(() => factsOf("node-1"), (x) => x !== null, 20_000);
+    const f = await eventually(
+      () => factsOf("node-1"),
+      (x) => x !== null,
+      20_000,
+    );
     expect(f?.kubeIpvs0).toEqual({ present: true, addresses: 2 });
     expect(f?.kubeProxyMode).toBe("ipvs");
     expect(f?.interfaces.find((i) => i.name === "eth0")).toMatchObject({ captured: true, effective: { arpIgnore: 0, arpAnnounce: 0 } });
@@ -47,7 +58,11 @@ describe("the agent in the lab", () => {
     await stack.lab.setStrictArp(node, true);
     try {
       // The two sysctls are written one after the other: a report may fall between them, the next one has both.
-      const f = await eventually(() => factsOf(node.name), (x) => x?.interfaces.find((i) => i.name === "eth0")?.effective.arpAnnounce === 2, 15_000);
+      const f = await eventually(
+        () => factsOf(node.name),
+        (x) => x?.interfaces.find((i) => i.name === "eth0")?.effective.arpAnnounce === 2,
+        15_000,
+      );
       expect(f?.interfaces.find((i) => i.name === "eth0")?.effective).toEqual({ arpIgnore: 1, arpAnnounce: 2 });
     } finally {
       // Put the node back whatever happened: the tests after this one need all three nodes answering.
@@ -61,14 +76,19 @@ describe("the agent in the lab", () => {
     await ip("-n", node.ns, "link", "add", "eth9", "type", "veth", "peer", "name", "peer9");
     await ip("-n", node.ns, "link", "set", "eth9", "up");
     await ip("-n", node.ns, "link", "set", "peer9", "up");
-    const f = await eventually(() => factsOf(node.name), (x) => x?.interfaces.find((i) => i.name === "eth9")?.captured === true, 25_000);
+    const f = await eventually(
+      () => factsOf(node.name),
+      (x) => x?.interfaces.find((i) => i.name === "eth9")?.captured === true,
+      25_000,
+    );
     expect(f?.interfaces.find((i) => i.name === "peer9")?.captured).toBe(false); // up, but --interfaces ^eth leaves it out
   });
 
   it("serves Prometheus metrics and health inside its namespace", async () => {
     const node = stack.lab.nodes[0];
     if (node === undefined) throw new Error("no node");
-    const get = (path: string) => inNs(node.ns, process.execPath, "-e", `fetch("http://127.0.0.1:9472${path}").then(async r => console.log(r.status, await r.text()))`);
+    const get = (path: string) =>
+      inNs(node.ns, process.execPath, "-e", `fetch("http://127.0.0.1:9472${path}").then(async r => console.log(r.status, await r.text()))`);
     const metrics = await get("/metrics");
     expect(metrics).toMatch(/^200 /);
     expect(metrics).toMatch(/whohas_agent_frames_total\{kind="request"\} \d+/);
@@ -94,7 +114,23 @@ describe("the agent in the lab", () => {
     const vip = stack.lab.vips[1] ?? "";
     if (node === undefined) throw new Error("no node");
     const file = join(dir, "announce.pcap");
-    const dump = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`], { stdio: ["ignore", "ignore", "pipe"] });
+    const dump = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        stack.lab.client.ns,
+        "tcpdump",
+        "--immediate-mode",
+        "-i",
+        "eth0",
+        "-U",
+        "-w",
+        file,
+        `arp and ether src ${node.mac}`,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
     // Start announcing only once tcpdump says it listens (a loaded machine can take seconds).
     await new Promise<void>((resolve) => {
       const t = setTimeout(resolve, 10_000);
@@ -130,14 +166,43 @@ describe("the agent in the lab", () => {
     if (node === undefined) throw new Error("no node");
     const tokenFile = join(dir, "token");
     writeFileSync(tokenFile, stack.token);
-    const extra = spawn("ip", ["netns", "exec", node.ns, process.execPath, AGENT_MAIN, "agent", "--hub", `ws+unix://${stack.lab.names.hubSocket}:/agent`, "--node", "extra-agent", "--interfaces", "^eth0$", "--token-file", tokenFile, "--metrics-address", ""], { stdio: "ignore" });
-    await eventually(async () => (await query<AgentRow[]>(stack, "agents.list")).find((a) => a.node === "extra-agent")?.up, (up) => up === true, 15_000);
+    const extra = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        node.ns,
+        process.execPath,
+        AGENT_MAIN,
+        "agent",
+        "--hub",
+        `ws+unix://${stack.lab.names.hubSocket}:/agent`,
+        "--node",
+        "extra-agent",
+        "--interfaces",
+        "^eth0$",
+        "--token-file",
+        tokenFile,
+        "--metrics-address",
+        "",
+      ],
+      { stdio: "ignore" },
+    );
+    await eventually(
+      async () => (await query<AgentRow[]>(stack, "agents.list")).find((a) => a.node === "extra-agent")?.up,
+      (up) => up === true,
+      15_000,
+    );
     const t0 = Date.now();
     extra.kill("SIGTERM");
     const code = await new Promise<number | null>((r) => extra.once("exit", (c) => r(c)));
     expect(code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
-    await eventually(async () => (await query<AgentRow[]>(stack, "agents.list")).find((a) => a.node === "extra-agent")?.up, (up) => up === false, 5000);
+    await eventually(
+      async () => (await query<AgentRow[]>(stack, "agents.list")).find((a) => a.node === "extra-agent")?.up,
+      (up) => up === false,
+      5000,
+    );
   });
 
   it("keeps what it captured while the hub was away and delivers it after the restart", async () => {
@@ -149,7 +214,11 @@ describe("the agent in the lab", () => {
     await stack.startHub();
     // The restarted hub restores what it stored; as soon as the agents are back, the requests of the outage (4 s and
     // the restart, one every 500 ms) are there too: the agents buffered them. Live traffic alone would add 1 or 2.
-    await eventually(() => query<AgentRow[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length >= 3, 20_000);
+    await eventually(
+      () => query<AgentRow[]>(stack, "agents.list"),
+      (a) => a.filter((x) => x.up).length >= 3,
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 300));
     expect((await requests()) - before).toBeGreaterThanOrEqual(7);
   });

@@ -29,7 +29,11 @@ async function capture(ns: string, cmd: string[], seconds: number): Promise<void
   await new Promise((r) => child.once("exit", r));
 }
 
-interface Report { frames: number; arpFrames: number; ips: { ip: string; requests: number; responders: { mac: string }[]; findings: { type: string }[] }[] }
+interface Report {
+  frames: number;
+  arpFrames: number;
+  ips: { ip: string; requests: number; responders: { mac: string }[]; findings: { type: string }[] }[];
+}
 
 function analyze(...files: string[]): { code: number | null; report: Report; stderr: string } {
   const r = spawnSync(process.execPath, [AGENT_MAIN, "analyze", "--json", ...files], { encoding: "utf8" });
@@ -82,7 +86,10 @@ describe("whohas analyze on real captures of the lab", () => {
       expect(report.ips.map((i) => i.ip)).toEqual(stack.lab.vips);
       for (const ip of report.ips) {
         expect(ip.responders.map((r) => r.mac).sort(), file).toEqual(macs);
-        expect(ip.findings.map((f) => f.type), file).toContain("multi-responder");
+        expect(
+          ip.findings.map((f) => f.type),
+          file,
+        ).toContain("multi-responder");
       }
     }
     // On a node, tcpdump -i any sees the requests and only that node's own replies: one responder, no finding.

@@ -3,7 +3,11 @@ import { startStack, type Stack } from "../stack.js";
 import { eventually, query, signIn } from "./hub-client.js";
 import { record } from "./reliability.js";
 
-interface AgentRow { node: string; up: boolean; connected: boolean }
+interface AgentRow {
+  node: string;
+  up: boolean;
+  connected: boolean;
+}
 
 // Probes open and close a capture of their own on the agent. Before the cap patch made the binding end its async
 // resource in Close(), V8 collected closed captures in a GC callback that dereferenced a missing Environment: every
@@ -26,7 +30,10 @@ describe("captures opened and closed by actions", () => {
       const answers = await Promise.all(stack.lab.vips.map((ip) => op.mutate("actions.probe", { ip })));
       expect(answers.map((a) => a.status)).toEqual([200, 200]);
       await new Promise((r) => setTimeout(r, 2600));
-      expect((await agents()).every((a) => a.connected), `round ${round}`).toBe(true);
+      expect(
+        (await agents()).every((a) => a.connected),
+        `round ${round}`,
+      ).toBe(true);
     }
     record({
       fault: "Captures opened and closed in quick succession",

@@ -35,15 +35,25 @@ describe("the hub joins traffic with the cluster", () => {
   });
 
   it("reads kube-proxy's mode and strictARP from the ConfigMap, and sees MetalLB", async () => {
-    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => x.kubeProxy !== null, 20_000);
+    const s = await eventually(
+      () => query<Summary>(stack, "cluster.summary"),
+      (x) => x.kubeProxy !== null,
+      20_000,
+    );
     expect(s).toMatchObject({ kubernetes: "connected", metallb: true, kubeProxy: { mode: "ipvs", strictARP: false } });
   });
 
   it("shows each VIP's Service and the owner MetalLB's election gives, labelled computed", async () => {
     const [vip0, vip1] = stack.lab.vips;
-    const rows = await eventually(ips, (r) => r.filter((x) => x.expectedOwner !== null).length === 2 && r.every((x) => x.responders.length === 3), 20_000);
+    const rows = await eventually(
+      ips,
+      (r) => r.filter((x) => x.expectedOwner !== null).length === 2 && r.every((x) => x.responders.length === 3),
+      20_000,
+    );
     const r0 = rows.find((r) => r.ip === vip0);
-    expect(r0?.services).toEqual([{ namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster", ports: [{ port: 80, protocol: "TCP" }] }]);
+    expect(r0?.services).toEqual([
+      { namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster", ports: [{ port: 80, protocol: "TCP" }] },
+    ]);
     expect(r0?.pool).toBe("lab-pool");
     expect(r0?.expectedOwner).toEqual({ node: orderCandidates(["node-1", "node-2", "node-3"], vip0 ?? "")[0], source: "computed" });
     // ETP Local: only the node with the endpoint (node-3) may own the IP...
@@ -54,8 +64,15 @@ describe("the hub joins traffic with the cluster", () => {
   });
 
   it("prefers MetalLB's ServiceL2Status when there is one", async () => {
-    api().store.create(resourceNamed("servicel2statuses"), "metallb-system", { metadata: { name: "l2-web-0" }, status: { node: "node-1", serviceName: "web-0", serviceNamespace: "demo" } });
-    const rows = await eventually(ips, (r) => r.find((x) => x.ip === stack.lab.vips[0])?.expectedOwner?.source === "servicel2status", 15_000);
+    api().store.create(resourceNamed("servicel2statuses"), "metallb-system", {
+      metadata: { name: "l2-web-0" },
+      status: { node: "node-1", serviceName: "web-0", serviceNamespace: "demo" },
+    });
+    const rows = await eventually(
+      ips,
+      (r) => r.find((x) => x.ip === stack.lab.vips[0])?.expectedOwner?.source === "servicel2status",
+      15_000,
+    );
     expect(rows.find((r) => r.ip === stack.lab.vips[0])?.expectedOwner).toEqual({ node: "node-1", source: "servicel2status" });
   });
 
@@ -75,11 +92,22 @@ describe("the hub joins traffic with the cluster", () => {
   it("follows the ConfigMap through the watch when strictARP is switched on", async () => {
     const cm = resourceNamed("configmaps");
     const cur = api().store.get(cm, "kube-system", "kube-proxy");
-    api().store.update(cm, "kube-system", "kube-proxy", { ...cur, data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") } });
-    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => x.kubeProxy?.strictARP === true, 15_000);
+    api().store.update(cm, "kube-system", "kube-proxy", {
+      ...cur,
+      data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") },
+    });
+    const s = await eventually(
+      () => query<Summary>(stack, "cluster.summary"),
+      (x) => x.kubeProxy?.strictARP === true,
+      15_000,
+    );
     expect(s.kubeProxy).toMatchObject({ mode: "ipvs", strictARP: true });
     // The nodes have not restarted kube-proxy: every one of them drifts from the configuration.
-    expect(s.strictArp.drift.map((d) => [d.node, d.reason])).toEqual([["node-1", "not-restarted"], ["node-2", "not-restarted"], ["node-3", "not-restarted"]]);
+    expect(s.strictArp.drift.map((d) => [d.node, d.reason])).toEqual([
+      ["node-1", "not-restarted"],
+      ["node-2", "not-restarted"],
+      ["node-3", "not-restarted"],
+    ]);
     expect(s.strictArp.verdict).toBe("exposed");
     expect(s.kubeProxyRollout).toMatchObject({ desired: 3 });
   });
@@ -88,7 +116,11 @@ describe("the hub joins traffic with the cluster", () => {
     const node = stack.lab.nodes[0];
     if (node === undefined) throw new Error("no node");
     await stack.lab.setStrictArp(node, true);
-    const s = await eventually(() => query<Summary>(stack, "cluster.summary"), (x) => !x.strictArp.drift.some((d) => d.node === "node-1"), 15_000);
+    const s = await eventually(
+      () => query<Summary>(stack, "cluster.summary"),
+      (x) => !x.strictArp.drift.some((d) => d.node === "node-1"),
+      15_000,
+    );
     expect(s.strictArp.looseIpvsNodes).toEqual(["node-2", "node-3"]);
     await stack.lab.setStrictArp(node, false);
   });

@@ -19,7 +19,8 @@ interface IpRow {
 // kubectl against the test API server, leaves exactly one responder per IP: the elected one.
 describe("the complete lab cluster: speakers and kube-proxy", () => {
   let stack: Stack;
-  const kubectl = (...args: string[]) => exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, ...args], { timeout: 90_000 });
+  const kubectl = (...args: string[]) =>
+    exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, ...args], { timeout: 90_000 });
   const ips = () => readApi<IpRow[]>(stack.url, stack.viewerToken, "ips");
 
   beforeAll(async () => {
@@ -35,10 +36,22 @@ describe("the complete lab cluster: speakers and kube-proxy", () => {
     for (const vip of stack.lab.vips) expect((await ips()).find((i) => i.ip === vip)?.expectedOwner?.node).toBe(stack.owners.get(vip));
 
     // The fix by hand: patch config.conf, restart kube-proxy's DaemonSet, wait for the rollout.
-    const cm = JSON.parse((await kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "json")).stdout) as { data: { "config.conf": string } };
+    const cm = JSON.parse((await kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "json")).stdout) as {
+      data: { "config.conf": string };
+    };
     const patched = patchStrictArp(cm.data["config.conf"]);
     if (!patched.ok) throw new Error(patched.message);
-    await kubectl("-n", "kube-system", "patch", "configmap", "kube-proxy", "--type", "merge", "-p", JSON.stringify({ data: { "config.conf": patched.text } }));
+    await kubectl(
+      "-n",
+      "kube-system",
+      "patch",
+      "configmap",
+      "kube-proxy",
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({ data: { "config.conf": patched.text } }),
+    );
     await kubectl("-n", "kube-system", "rollout", "restart", "daemonset/kube-proxy");
     const status = await kubectl("-n", "kube-system", "rollout", "status", "daemonset/kube-proxy", "--timeout", "60s");
     expect(status.stdout).toMatch(/successfully rolled out/);
@@ -50,7 +63,19 @@ describe("the complete lab cluster: speakers and kube-proxy", () => {
     for (const i of after) expect(i.responders.filter((r) => r.answering).map((r) => r.node)).toEqual([stack.owners.get(i.ip)]);
     // Seen from the client: one reply per request.
     const vip = stack.lab.vips[0] ?? "";
-    const probe = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, `${process.cwd()}/../../apps/agent/dist/main.js`, "probe", vip, "--duration", "3s", "--interval", "500ms"]).catch((e: { stdout: string; code: number }) => e);
+    const probe = await exec("ip", [
+      "netns",
+      "exec",
+      stack.lab.client.ns,
+      process.execPath,
+      `${process.cwd()}/../../apps/agent/dist/main.js`,
+      "probe",
+      vip,
+      "--duration",
+      "3s",
+      "--interval",
+      "500ms",
+    ]).catch((e: { stdout: string; code: number }) => e);
     expect(probe.stdout).toMatch(/0 answered by more than one MAC/);
     expect(probe.stdout).not.toMatch(/0 requests/);
   });

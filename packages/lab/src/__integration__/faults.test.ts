@@ -20,11 +20,32 @@ interface ApiIp {
   responders: { mac: string; node: string | null; replies: number; answering: boolean }[];
   timeline?: { minute: number; mac: string; kind: string; count: number }[];
 }
-interface Incident { id: number; ip: string; type: string; resolvedAt: number | null; acknowledgedBy?: string | null }
-interface NodeRow { node: string; agent: { up: boolean }; capture: { rejected: Record<string, number>; kernelDropped: number; bufferDropped: number } | null }
-interface Cluster { inventoryStale: { since: number; message: string } | null }
-interface Delivery { id: number; status: string; attempts: number }
-interface Audit { t: number; actor: string; action: string; outcome: string }
+interface Incident {
+  id: number;
+  ip: string;
+  type: string;
+  resolvedAt: number | null;
+  acknowledgedBy?: string | null;
+}
+interface NodeRow {
+  node: string;
+  agent: { up: boolean };
+  capture: { rejected: Record<string, number>; kernelDropped: number; bufferDropped: number } | null;
+}
+interface Cluster {
+  inventoryStale: { since: number; message: string } | null;
+}
+interface Delivery {
+  id: number;
+  status: string;
+  attempts: number;
+}
+interface Audit {
+  t: number;
+  actor: string;
+  action: string;
+  outcome: string;
+}
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const n = (x: number) => x.toLocaleString("en-US");
@@ -44,7 +65,22 @@ describe("faults: nothing is lost", () => {
     for (const n of stack.lab.nodes) await exec("ip", ["-n", n.ns, "addr", "add", `${addr}/32`, "dev", "kube-ipvs0"]);
   };
   const ask = async (addr: string, count: number, intervalMs: number) => {
-    const { stdout } = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, REQUESTER, `--count=${count}`, "eth0", stack.lab.client.ip, String(intervalMs), addr], { timeout: count * intervalMs + 30_000 });
+    const { stdout } = await exec(
+      "ip",
+      [
+        "netns",
+        "exec",
+        stack.lab.client.ns,
+        process.execPath,
+        REQUESTER,
+        `--count=${count}`,
+        "eth0",
+        stack.lab.client.ip,
+        String(intervalMs),
+        addr,
+      ],
+      { timeout: count * intervalMs + 30_000 },
+    );
     return Number(/sent (\d+)/.exec(stdout)?.[1] ?? 0);
   };
 
@@ -54,7 +90,13 @@ describe("faults: nothing is lost", () => {
     receiver.listen(0, "127.0.0.1");
     await new Promise((r) => receiver.once("listening", r));
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    stack = await startStack({ nodes: 3, vips: 2, kube: true, requestIntervalMs: 500, hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "down", url, format: "generic" }] } });
+    stack = await startStack({
+      nodes: 3,
+      vips: 2,
+      kube: true,
+      requestIntervalMs: 500,
+      hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "down", url, format: "generic" }] },
+    });
     await eventually(allUp, (ok) => ok, 20_000);
   });
   afterAll(async () => {
@@ -73,7 +115,11 @@ describe("faults: nothing is lost", () => {
     const outage = Date.now() - t0;
     await stack.startHub();
     await eventually(allUp, (ok) => ok, 30_000);
-    const v = await eventually(() => ip(fresh), (x) => x.requests >= sent && x.responders.length === 3 && x.responders.every((r) => r.replies >= sent), 30_000);
+    const v = await eventually(
+      () => ip(fresh),
+      (x) => x.requests >= sent && x.responders.length === 3 && x.responders.every((r) => r.replies >= sent),
+      30_000,
+    );
     expect(sent).toBe(240);
     expect(outage).toBeGreaterThanOrEqual(119_000);
     expect(v.requests).toBe(sent);
@@ -91,17 +137,35 @@ describe("faults: nothing is lost", () => {
     const vip = stack.lab.vips[0] ?? "";
     const op = await signIn(stack, "operator");
     const admin = await signIn(stack, "admin");
-    const open = await eventually(() => api<Incident[]>(`incidents?state=open&ip=${vip}`), (i) => i.length > 0, 30_000);
+    const open = await eventually(
+      () => api<Incident[]>(`incidents?state=open&ip=${vip}`),
+      (i) => i.length > 0,
+      30_000,
+    );
     const ack = await op.mutate("incidents.acknowledge", { id: open[0]?.id });
     expect(ack.status).toBe(200);
-    await eventually(() => admin.query<Delivery[]>("alerts.deliveries"), (d) => d.some((x) => x.status === "pending" && x.attempts >= 1), 30_000);
-    const before = { ip: await ip(vip), open: await api<Incident[]>("incidents?state=open"), audit: await admin.query<Audit[]>("settings.audit"), outbox: await admin.query<Delivery[]>("alerts.deliveries") };
+    await eventually(
+      () => admin.query<Delivery[]>("alerts.deliveries"),
+      (d) => d.some((x) => x.status === "pending" && x.attempts >= 1),
+      30_000,
+    );
+    const before = {
+      ip: await ip(vip),
+      open: await api<Incident[]>("incidents?state=open"),
+      audit: await admin.query<Audit[]>("settings.audit"),
+      outbox: await admin.query<Delivery[]>("alerts.deliveries"),
+    };
     // Incidents, audit and outbox are written as they happen; traffic every second: what the hub showed a second and
     // a half before the crash must all be there after it.
     await new Promise((r) => setTimeout(r, 1500));
     await stack.killHub();
     await stack.startHub();
-    const after = { ip: await ip(vip), open: await api<Incident[]>("incidents?state=open"), audit: await (await signIn(stack, "admin")).query<Audit[]>("settings.audit"), outbox: await (await signIn(stack, "admin")).query<Delivery[]>("alerts.deliveries") };
+    const after = {
+      ip: await ip(vip),
+      open: await api<Incident[]>("incidents?state=open"),
+      audit: await (await signIn(stack, "admin")).query<Audit[]>("settings.audit"),
+      outbox: await (await signIn(stack, "admin")).query<Delivery[]>("alerts.deliveries"),
+    };
     const key = (p: { minute: number; mac: string; kind: string }) => `${p.minute}|${p.mac}|${p.kind}`;
     const later = new Map((after.ip.timeline ?? []).map((p) => [key(p), p.count]));
     const lostRows = (before.ip.timeline ?? []).filter((p) => (later.get(key(p)) ?? 0) < p.count);
@@ -115,7 +179,8 @@ describe("faults: nothing is lost", () => {
     for (const d of before.outbox) expect(after.outbox.find((x) => x.id === d.id)?.attempts).toBeGreaterThanOrEqual(d.attempts);
     record({
       fault: "Hub killed with SIGKILL",
-      checked: "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
+      checked:
+        "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
       result: `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (pending ones still retried). Traffic reaches the database every second: the last second before a crash is what a kill can lose`,
     });
   });
@@ -133,7 +198,11 @@ describe("faults: nothing is lost", () => {
       downAfter = Date.now() - t0;
       expect(downAfter).toBeLessThan(30_000);
       // The incident opens after 30 s of silence (AGENT_SILENCE_MS), not at the first missed heartbeat.
-      downIncident = await eventually(() => api<Incident[]>("incidents?state=open"), (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"), 45_000);
+      downIncident = await eventually(
+        () => api<Incident[]>("incidents?state=open"),
+        (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"),
+        45_000,
+      );
     } catch (e) {
       stack.startAgent(node);
       throw e;
@@ -156,7 +225,11 @@ describe("faults: nothing is lost", () => {
     const kube = stack.api;
     if (kube === null) throw new Error("the stack has no test API server");
     const vips = stack.lab.vips;
-    await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale === null, 20_000);
+    await eventually(
+      () => api<Cluster>("cluster"),
+      (c) => c.inventoryStale === null,
+      20_000,
+    );
     const openOf = async () => (await api<Incident[]>("incidents?state=open")).filter((i) => vips.includes(i.ip));
     const allOf = async () => (await api<Incident[]>("incidents?limit=500")).filter((i) => vips.includes(i.ip));
     const openBefore = await openOf();
@@ -165,7 +238,11 @@ describe("faults: nothing is lost", () => {
     const listsBefore = kube.lists.get("services") ?? 0;
     const t0 = Date.now();
     await kube.down();
-    const stale = await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale !== null, 30_000);
+    const stale = await eventually(
+      () => api<Cluster>("cluster"),
+      (c) => c.inventoryStale !== null,
+      30_000,
+    );
     const noticed = Date.now() - t0;
     // While it is down: a new LoadBalancer Service, and the history a watch could resume from is compacted away.
     const added = vipAt(41);
@@ -185,9 +262,17 @@ describe("faults: nothing is lost", () => {
     expect((await openOf()).map((i) => i.id).sort()).toEqual(openBefore.map((i) => i.id).sort());
     await kube.up();
     const t1 = Date.now();
-    await eventually(() => api<Cluster>("cluster"), (c) => c.inventoryStale === null, 60_000);
+    await eventually(
+      () => api<Cluster>("cluster"),
+      (c) => c.inventoryStale === null,
+      60_000,
+    );
     const recovered = Date.now() - t1;
-    const shown = await eventually(() => ip(added).catch(() => null), (v) => v?.services.some((s) => s.name === "added-while-down") === true, 30_000);
+    const shown = await eventually(
+      () => ip(added).catch(() => null),
+      (v) => v?.services.some((s) => s.name === "added-while-down") === true,
+      30_000,
+    );
     expect(shown?.ip).toBe(added);
     expect((kube.lists.get("services") ?? 0) - listsBefore).toBeGreaterThanOrEqual(1);
     await new Promise((r) => setTimeout(r, 3000));
@@ -197,7 +282,8 @@ describe("faults: nothing is lost", () => {
     expect((await allOf()).length).toBe(allBefore.length);
     record({
       fault: "Test API server down for a minute",
-      checked: "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
+      checked:
+        "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
       result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned (retries back off from 1 s to 30 s), by relisting (410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
     });
   }, 240_000);
@@ -205,21 +291,35 @@ describe("faults: nothing is lost", () => {
   it("100,000 malformed frames on the wire: no crash, every one counted, the rest keeps working", async () => {
     await eventually(allUp, (ok) => ok, 30_000);
     const vip = stack.lab.vips[0] ?? "";
-    const bad = (n: NodeRow) => (n.capture?.rejected.truncated ?? 0) + (n.capture?.rejected.malformed ?? 0) + (n.capture?.rejected.unsupported ?? 0);
+    const bad = (n: NodeRow) =>
+      (n.capture?.rejected.truncated ?? 0) + (n.capture?.rejected.malformed ?? 0) + (n.capture?.rejected.unsupported ?? 0);
     const before = new Map((await nodes()).map((n) => [n.node, { bad: bad(n), kernel: n.capture?.kernelDropped ?? 0 }]));
     const r0 = (await ip(vip)).requests;
     const t0 = Date.now();
-    const { stdout } = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, FLOOD, "eth0", "100000", "20000"], { timeout: 60_000 });
+    const { stdout } = await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, FLOOD, "eth0", "100000", "20000"], {
+      timeout: 60_000,
+    });
     const took = Date.now() - t0;
     const sent = JSON.parse(stdout) as { sent: number; truncated: number; malformed: number; unsupported: number };
     expect(sent.sent).toBe(100_000);
     // Facts (with the counts) come every 10 s.
-    const after = await eventually(nodes, (ns) => ns.every((n) => bad(n) + (n.capture?.kernelDropped ?? 0) - (before.get(n.node)?.bad ?? 0) - (before.get(n.node)?.kernel ?? 0) >= sent.sent), 40_000);
+    const after = await eventually(
+      nodes,
+      (ns) =>
+        ns.every(
+          (n) => bad(n) + (n.capture?.kernelDropped ?? 0) - (before.get(n.node)?.bad ?? 0) - (before.get(n.node)?.kernel ?? 0) >= sent.sent,
+        ),
+      40_000,
+    );
     const counted = after.map((n) => bad(n) - (before.get(n.node)?.bad ?? 0));
     const kernel = after.map((n) => (n.capture?.kernelDropped ?? 0) - (before.get(n.node)?.kernel ?? 0));
     for (let i = 0; i < after.length; i++) expect((counted[i] ?? 0) + (kernel[i] ?? 0)).toBe(sent.sent);
     expect(after.every((n) => n.agent.up)).toBe(true);
-    await eventually(async () => (await ip(vip)).requests, (r) => r >= r0 + 4, 15_000);
+    await eventually(
+      async () => (await ip(vip)).requests,
+      (r) => r >= r0 + 4,
+      15_000,
+    );
     record({
       fault: "100,000 malformed frames on the wire",
       checked: `${n(sent.sent)} broadcast ARP frames (${n(sent.truncated)} truncated, ${n(sent.malformed)} with impossible lengths, ${n(sent.unsupported)} unknown operations) in ${seconds(took)}; each agent's counters through the hub`,
@@ -235,7 +335,13 @@ describe("faults: nothing is lost", () => {
     const m0 = await metric();
     const vip = stack.lab.vips[0] ?? "";
     const r0 = (await ip(vip)).requests;
-    const junk: (string | Buffer)[] = ["{", "null", JSON.stringify({ v: 2, type: "observations", entries: [{ ip: "x" }], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" }), Buffer.from([0xde, 0xad, 0xbe, 0xef])];
+    const junk: (string | Buffer)[] = [
+      "{",
+      "null",
+      JSON.stringify({ v: 2, type: "observations", entries: [{ ip: "x" }], dropped: 0 }),
+      JSON.stringify({ v: 9, type: "telemetry" }),
+      Buffer.from([0xde, 0xad, 0xbe, 0xef]),
+    ];
     const t0 = Date.now();
     // Five fuzzing clients with the agents' token, 2,000 bad messages each, under the per-agent rate (200/s). The hub
     // lets in only agents of the cluster's Nodes: the fuzzers get Nodes of their own.
@@ -274,7 +380,11 @@ describe("faults: nothing is lost", () => {
     expect(counted).toBe(10_000);
     expect(closed.every((c) => c === 1005 || c === 1000)).toBe(true);
     expect(await allUp()).toBe(true);
-    await eventually(async () => (await ip(vip)).requests, (r) => r >= r0 + 4, 15_000);
+    await eventually(
+      async () => (await ip(vip)).requests,
+      (r) => r >= r0 + 4,
+      15_000,
+    );
     record({
       fault: "10,000 malformed WebSocket messages",
       checked: `5 authenticated clients sending 2,000 each (not JSON, null, a bad observation, an unknown type, binary) in ${seconds(took)}; whohas_hub_agent_bad_messages_total`,

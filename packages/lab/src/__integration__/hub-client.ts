@@ -1,9 +1,24 @@
 // A minimal reader of the hub's API for tests: plain HTTP GET on tRPC queries with the read token, as any client may do.
 import { request } from "node:http";
 
-export interface ResponderView { mac: string; node: string | null; replies: number; answering: boolean; lastSeen: number }
-export interface IpView { ip: string; state: string; requests: number; responders: ResponderView[] }
-export interface AgentView { node: string; up: boolean; interfaces: { name: string; mac: string }[] }
+export interface ResponderView {
+  mac: string;
+  node: string | null;
+  replies: number;
+  answering: boolean;
+  lastSeen: number;
+}
+export interface IpView {
+  ip: string;
+  state: string;
+  requests: number;
+  responders: ResponderView[];
+}
+export interface AgentView {
+  node: string;
+  up: boolean;
+  interfaces: { name: string; mac: string }[];
+}
 
 export async function query<T>(stack: { readonly url: string; readonly viewerToken: string }, path: string): Promise<T> {
   const res = await fetch(`${stack.url}/api/trpc/${path}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
@@ -34,9 +49,19 @@ export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boole
  * signIn signs in as one of the stack's users and returns an HTTP client of the dashboard's API with its session
  * cookie and CSRF token, as the browser sends them.
  */
-export async function signIn(stack: { readonly url: string; readonly users: Record<"viewer" | "operator" | "admin", { readonly name: string; readonly password: string }> }, role: "viewer" | "operator" | "admin") {
+export async function signIn(
+  stack: {
+    readonly url: string;
+    readonly users: Record<"viewer" | "operator" | "admin", { readonly name: string; readonly password: string }>;
+  },
+  role: "viewer" | "operator" | "admin",
+) {
   const user = stack.users[role];
-  const login = await fetch(`${stack.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: user.name, password: user.password }) });
+  const login = await fetch(`${stack.url}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: user.name, password: user.password }),
+  });
   if (!login.ok) throw new Error(`sign-in as ${user.name}: HTTP ${login.status}`);
   const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
   const { csrf } = (await (await fetch(`${stack.url}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string };
@@ -51,13 +76,20 @@ export async function signIn(stack: { readonly url: string; readonly users: Reco
     },
     mutate: async (path: string, input: unknown) => {
       const res = await fetch(`${stack.url}/api/trpc/${path}`, { method: "POST", headers, body: JSON.stringify(input) });
-      return { status: res.status, body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } } };
+      return {
+        status: res.status,
+        body: (await res.json()) as { result?: { data: unknown }; error?: { message: string; data: { code: string } } },
+      };
     },
   };
 }
 
 /** raw sends one request with its target exactly as written (no URL normalisation, as `curl --path-as-is`). */
-export function raw(base: string, target: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+export function raw(
+  base: string,
+  target: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, path: target, headers }, (res) => {

@@ -4,7 +4,11 @@ import WebSocket from "ws";
 import { startStack, type Stack } from "../stack.js";
 import { eventually, query } from "./hub-client.js";
 
-interface Finding { type: string; macs: string[]; incidentId: number }
+interface Finding {
+  type: string;
+  macs: string[];
+  incidentId: number;
+}
 interface ApiIp {
   ip: string;
   state: string;
@@ -15,9 +19,21 @@ interface ApiIp {
   findings: Finding[];
   requests: number;
 }
-interface ApiIpDetail extends ApiIp { timeline: { minute: number; mac: string; kind: string; count: number }[]; incidents: { id: number; type: string }[] }
-interface Incident { id: number; ip: string; type: string; resolvedAt: number | null }
-interface AgentRow { node: string; up: boolean; connected: boolean }
+interface ApiIpDetail extends ApiIp {
+  timeline: { minute: number; mac: string; kind: string; count: number }[];
+  incidents: { id: number; type: string }[];
+}
+interface Incident {
+  id: number;
+  ip: string;
+  type: string;
+  resolvedAt: number | null;
+}
+interface AgentRow {
+  node: string;
+  up: boolean;
+  connected: boolean;
+}
 
 // The hub as a deployment runs it (`whohas-hub --config`), with real agents, the lab's kernels and the test API server.
 describe("the hub: findings, the read API, storage and liveness", () => {
@@ -42,7 +58,20 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     // Agents connect one after the other: wait until all three answer, so every finding has had its tick.
     const rows = await eventually(
       ips,
-      (r) => has(r.find((x) => x.ip === vip0), "multi-responder") && has(r.find((x) => x.ip === vip0), "wrong-owner") && has(r.find((x) => x.ip === vip1), "silent-drop") && r.find((x) => x.ip === vip0)?.findings.find((f) => f.type === "wrong-owner")?.macs.length === 2,
+      (r) =>
+        has(
+          r.find((x) => x.ip === vip0),
+          "multi-responder",
+        ) &&
+        has(
+          r.find((x) => x.ip === vip0),
+          "wrong-owner",
+        ) &&
+        has(
+          r.find((x) => x.ip === vip1),
+          "silent-drop",
+        ) &&
+        r.find((x) => x.ip === vip0)?.findings.find((f) => f.type === "wrong-owner")?.macs.length === 2,
       20_000,
     );
     const r0 = rows.find((r) => r.ip === vip0);
@@ -50,18 +79,33 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     expect(r0?.findings.map((f) => f.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
     // wrong-owner carries the two MACs of the nodes that are not the expected owner.
     const owner = r0?.expectedOwner?.node;
-    const wrongMacs = stack.lab.nodes.filter((n) => n.name !== owner).map((n) => n.mac).sort();
+    const wrongMacs = stack.lab.nodes
+      .filter((n) => n.name !== owner)
+      .map((n) => n.mac)
+      .sort();
     expect(r0?.findings.find((f) => f.type === "wrong-owner")?.macs).toEqual(wrongMacs);
     // Each node times its own replies against the broadcast request it saw: one of them is the usual winner.
     expect(r0?.responders.every((r) => typeof r.meanLatencyMs === "number")).toBe(true);
     expect(stack.lab.nodes.map((n) => n.mac)).toContain(r0?.fastest);
     const r1 = rows.find((r) => r.ip === vip1);
-    expect(r1?.services).toEqual([{ namespace: "demo", name: "web-1", externalTrafficPolicy: "Local", ports: [{ port: 80, protocol: "TCP" }] }]);
+    expect(r1?.services).toEqual([
+      { namespace: "demo", name: "web-1", externalTrafficPolicy: "Local", ports: [{ port: 80, protocol: "TCP" }] },
+    ]);
     const open = (await api<Incident[]>("/incidents?state=open")).body;
-    expect(open.filter((i) => i.ip === vip0).map((i) => i.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
+    expect(
+      open
+        .filter((i) => i.ip === vip0)
+        .map((i) => i.type)
+        .sort(),
+    ).toEqual(["multi-responder", "wrong-owner"]);
     expect(open.some((i) => i.ip === vip1 && i.type === "silent-drop")).toBe(true);
-    const nodes = (await api<{ node: string; agent: { up: boolean }; arp: { arpIgnore: number; strict: boolean } | null }[]>("/nodes")).body;
-    expect(nodes.map((n) => [n.node, n.agent.up, n.arp?.arpIgnore, n.arp?.strict])).toEqual([["node-1", true, 0, false], ["node-2", true, 0, false], ["node-3", true, 0, false]]);
+    const nodes = (await api<{ node: string; agent: { up: boolean }; arp: { arpIgnore: number; strict: boolean } | null }[]>("/nodes"))
+      .body;
+    expect(nodes.map((n) => [n.node, n.agent.up, n.arp?.arpIgnore, n.arp?.strict])).toEqual([
+      ["node-1", true, 0, false],
+      ["node-2", true, 0, false],
+      ["node-3", true, 0, false],
+    ]);
   });
 
   it("refuses the read API without the viewer token", async () => {
@@ -122,7 +166,11 @@ describe("the hub: findings, the read API, storage and liveness", () => {
 
     const vip0 = stack.lab.vips[0] ?? "";
     const r0 = (await api<ApiIpDetail>(`/ips/${vip0}`)).body.requests;
-    await eventually(async () => (await api<ApiIpDetail>(`/ips/${vip0}`)).body.requests, (n) => n >= r0 + 3, 10_000);
+    await eventually(
+      async () => (await api<ApiIpDetail>(`/ips/${vip0}`)).body.requests,
+      (n) => n >= r0 + 3,
+      10_000,
+    );
     expect((await agents()).every((a) => a.up)).toBe(true);
   });
 });

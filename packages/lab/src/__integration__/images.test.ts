@@ -68,7 +68,9 @@ describe("container images", () => {
 
   it("the hub's `pnpm deploy` output starts alone, as UID 10001 on a read-only copy, and serves its pages", async () => {
     const out = join(dir, "hub");
-    await exec("pnpm", ["--filter", "@whohas/web", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(restoreLockfile);
+    await exec("pnpm", ["--filter", "@whohas/web", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(
+      restoreLockfile,
+    );
     await exec("sh", [join(REPO_ROOT, "deploy/images/prune-hub.sh"), out]);
     // As the image runs it (deploy/base/hub/deployment.yaml): not root, the application read-only, data on a volume.
     const app = join(dir, "app");
@@ -84,7 +86,14 @@ describe("container images", () => {
       cwd: data,
       uid: 10001,
       gid: 10001,
-      env: { PATH: process.env.PATH, HOME: data, WHOHAS_AGENT_TOKEN: "image-test-token-0123456789", WHOHAS_STORAGE_PATH: join(data, "hub.db"), WHOHAS_LISTEN: `127.0.0.1:${port}`, WHOHAS_KUBECONFIG: "off" },
+      env: {
+        PATH: process.env.PATH,
+        HOME: data,
+        WHOHAS_AGENT_TOKEN: "image-test-token-0123456789",
+        WHOHAS_STORAGE_PATH: join(data, "hub.db"),
+        WHOHAS_LISTEN: `127.0.0.1:${port}`,
+        WHOHAS_KUBECONFIG: "off",
+      },
       stdio: ["ignore", "ignore", "pipe"],
     });
     children.push(hub);
@@ -94,30 +103,45 @@ describe("container images", () => {
     let login = 0;
     for (let i = 0; i < 100 && login !== 200; i++) {
       await new Promise((r) => setTimeout(r, 200));
-      login = await fetch(`${base}/login`).then((r) => r.status, () => 0);
+      login = await fetch(`${base}/login`).then(
+        (r) => r.status,
+        () => 0,
+      );
     }
     expect(login, stderr).toBe(200);
     // The bootstrap admin signs in and every page renders from the read-only application.
     const password = readFileSync(join(data, "initial-admin-password"), "utf8").trim();
-    const signin = await fetch(`${base}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ username: "admin", password }) });
+    const signin = await fetch(`${base}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "admin", password }),
+    });
     expect(signin.status).toBe(200);
     const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"]) expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
+    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"])
+      expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
   });
 
   it("the agent's `pnpm deploy` output opens a capture and runs `whohas analyze` on a capture file", async () => {
     const out = join(dir, "agent");
-    await exec("pnpm", ["--filter", "@whohas/agent", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(restoreLockfile);
+    await exec("pnpm", ["--filter", "@whohas/agent", "deploy", "--prod", "--legacy", out], { cwd: REPO_ROOT, timeout: 120_000 }).finally(
+      restoreLockfile,
+    );
     const help = await exec(process.execPath, [join(out, "dist/main.js"), "--help"], { cwd: dir });
     expect(help.stdout).toMatch(/^Usage: whohas <command>/);
     // Its captures load from the output alone: @whohas/capture and the cap binding with patches/cap@0.2.1.patch
     // (stats() is the patch's, an unpatched binding has none).
-    const opened = 'import { PcapSource } from "@whohas/capture"; const s = new PcapSource("lo", "ether proto 0x88b5"); s.start(() => {}); console.log(JSON.stringify(s.stats())); s.close();';
+    const opened =
+      'import { PcapSource } from "@whohas/capture"; const s = new PcapSource("lo", "ether proto 0x88b5"); s.start(() => {}); console.log(JSON.stringify(s.stats())); s.close();';
     const capture = await exec(process.execPath, ["--input-type=module", "--eval", opened], { cwd: out });
     expect(JSON.parse(capture.stdout)).toEqual({ received: expect.any(Number), dropped: 0 });
     // A capture in which two MACs answer one request for 192.0.2.10: the analysis must say so (and exit 1).
     const client = "02:00:00:00:00:01";
-    const frames = [newArpRequest(client, "192.0.2.1", "192.0.2.10"), newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"), newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1")];
+    const frames = [
+      newArpRequest(client, "192.0.2.1", "192.0.2.10"),
+      newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"),
+      newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1"),
+    ];
     const file = join(dir, "two.pcap");
     writeFileSync(file, Buffer.concat([pcapFileHeader(1), ...frames.map((f, i) => pcapRecord(f, 1_700_000_000_000 + i))]));
     const r = await exec(process.execPath, [join(out, "dist/main.js"), "analyze", "--json", file], { cwd: dir }).then(

@@ -22,7 +22,10 @@ async function operator(stack: Stack) {
     ...op,
     run: async (): Promise<Run | null> => {
       const ac = new AbortController();
-      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, { headers: { ...op.headers, accept: "text/event-stream" }, signal: ac.signal });
+      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, {
+        headers: { ...op.headers, accept: "text/event-stream" },
+        signal: ac.signal,
+      });
       const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
       let text = "";
       for (;;) {
@@ -44,7 +47,19 @@ async function operator(stack: Stack) {
 }
 
 const configText = async (stack: Stack) =>
-  (await exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, "-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "jsonpath={.data.config\\.conf}"])).stdout;
+  (
+    await exec("kubectl", [
+      "--kubeconfig",
+      `${stack.lab.names.stateDir}/kubeconfig`,
+      "-n",
+      "kube-system",
+      "get",
+      "configmap",
+      "kube-proxy",
+      "-o",
+      "jsonpath={.data.config\\.conf}",
+    ])
+  ).stdout;
 
 // The strictARP fix against the test API server, through the hub's API as an operator: what must stop it, and how.
 describe("remediation refuses to do harm", () => {
@@ -61,22 +76,45 @@ describe("remediation refuses to do harm", () => {
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     // Someone edits kube-proxy's ConfigMap between the preview and Apply.
     const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited by hand");
-    await exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, "-n", "kube-system", "patch", "configmap", "kube-proxy", "--type", "merge", "-p", JSON.stringify({ data: { "config.conf": edited } })]);
+    await exec("kubectl", [
+      "--kubeconfig",
+      `${stack.lab.names.stateDir}/kubeconfig`,
+      "-n",
+      "kube-system",
+      "patch",
+      "configmap",
+      "kube-proxy",
+      "--type",
+      "merge",
+      "-p",
+      JSON.stringify({ data: { "config.conf": edited } }),
+    ]);
     const first = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     expect(first.status).toBe(200);
-    const run = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    const run = await eventually(
+      () => op.run(),
+      (r) => r !== null && r.result !== "running",
+      20_000,
+    );
     expect(run?.result).toBe("failed");
     expect(run?.message).toMatch(/changed since the preview .*Nothing was written: preview again/);
     expect(await configText(stack)).toBe(edited);
 
     // Two operators at once: while one run goes, another is refused with the reason.
     const fresh = await op.query<{ resourceVersion: string }>("remediation.preview");
-    const [a, b] = await Promise.all([op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true }), op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true })]);
+    const [a, b] = await Promise.all([
+      op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true }),
+      op.mutate("remediation.apply", { resourceVersion: fresh.resourceVersion, dryRun: true }),
+    ]);
     const refused = [a, b].filter((x) => x.status === 409);
     expect(refused).toHaveLength(1);
     expect(refused[0]?.body.error?.message).toMatch(/is already running the fix \(since/);
     // The dry run wrote nothing.
-    const dry = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    const dry = await eventually(
+      () => op.run(),
+      (r) => r !== null && r.result !== "running",
+      20_000,
+    );
     expect(dry?.result).toBe("done");
     expect(await configText(stack)).toBe(edited);
     record({
@@ -90,7 +128,13 @@ describe("remediation refuses to do harm", () => {
 describe("remediation without the permission to patch", () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ nodes: 2, vips: 1, kube: true, cluster: true, forbidden: [{ user: "system:serviceaccount:whohas:hub", verb: "patch", resource: "configmaps", name: "kube-proxy" }] });
+    stack = await startStack({
+      nodes: 2,
+      vips: 1,
+      kube: true,
+      cluster: true,
+      forbidden: [{ user: "system:serviceaccount:whohas:hub", verb: "patch", resource: "configmaps", name: "kube-proxy" }],
+    });
   });
   afterAll(async () => {
     await stack.stop();
@@ -101,9 +145,16 @@ describe("remediation without the permission to patch", () => {
     const before = await configText(stack);
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
-    const run = await eventually(() => op.run(), (r) => r !== null && r.result !== "running", 20_000);
+    const run = await eventually(
+      () => op.run(),
+      (r) => r !== null && r.result !== "running",
+      20_000,
+    );
     expect(run?.result).toBe("failed");
-    expect(run?.steps.find((s) => s.name === "patch")).toMatchObject({ state: "failed", detail: expect.stringMatching(/forbidden .*cannot patch resource "configmaps".*Grant whohas's ServiceAccount/) });
+    expect(run?.steps.find((s) => s.name === "patch")).toMatchObject({
+      state: "failed",
+      detail: expect.stringMatching(/forbidden .*cannot patch resource "configmaps".*Grant whohas's ServiceAccount/),
+    });
     expect(run?.steps.find((s) => s.name === "restart")?.state).toBe("skipped");
     expect(await configText(stack)).toBe(before);
   });

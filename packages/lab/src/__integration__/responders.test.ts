@@ -18,7 +18,11 @@ describe("three nodes holding one VIP", () => {
   });
 
   it("every agent connects and reports its node's MAC", async () => {
-    const agents = await eventually(() => query<AgentView[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 20_000);
+    const agents = await eventually(
+      () => query<AgentView[]>(stack, "agents.list"),
+      (a) => a.filter((x) => x.up).length === 3,
+      20_000,
+    );
     for (const n of stack.lab.nodes) {
       expect(agents.find((a) => a.node === n.name)?.interfaces).toContainEqual(expect.objectContaining({ name: "eth0", mac: n.mac }));
     }
@@ -50,8 +54,17 @@ describe("three nodes holding one VIP", () => {
       30_000,
     );
     expect(view?.state).toBe("multi-responder");
-    const agents = await eventually(() => query<AgentView[]>(stack, "agents.list"), (a) => a.filter((x) => x.up).length === 3, 10_000);
-    expect(agents.filter((a) => a.up).map((a) => a.node).sort()).toEqual(stack.lab.nodes.map((n) => n.name));
+    const agents = await eventually(
+      () => query<AgentView[]>(stack, "agents.list"),
+      (a) => a.filter((x) => x.up).length === 3,
+      10_000,
+    );
+    expect(
+      agents
+        .filter((a) => a.up)
+        .map((a) => a.node)
+        .sort(),
+    ).toEqual(stack.lab.nodes.map((n) => n.name));
   });
 
   it("after arp_ignore=1 and arp_announce=2 on every node, nobody answers and the hub says so", async () => {
@@ -65,7 +78,11 @@ describe("three nodes holding one VIP", () => {
     expect(view?.responders.filter((r) => r.answering)).toEqual([]);
     const requestsThen = view?.requests ?? 0;
     // Requests keep coming and still nobody answers.
-    const later = await eventually(async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip), (v) => (v?.requests ?? 0) > requestsThen + 2, 10_000);
+    const later = await eventually(
+      async () => (await api<IpView[]>(stack.url, stack.viewerToken, "ips")).find((i) => i.ip === vip),
+      (v) => (v?.requests ?? 0) > requestsThen + 2,
+      10_000,
+    );
     expect(later?.state).toBe("no-responder");
     expect(Date.now() - changedAt).toBeLessThan(20_000);
   });

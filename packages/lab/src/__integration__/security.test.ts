@@ -6,18 +6,42 @@ import { raw } from "./hub-client.js";
 
 /** PAGES: every page of the dashboard, as Next.js serves it from the production build. */
 const PAGES = ["/", "/ips", "/ips/198.51.100.7", "/nodes", "/incidents", "/incidents/1", "/fix", "/settings"];
-const API = ["/api/v1/ips", "/api/v1/nodes", "/api/v1/cluster", "/api/v1/incidents", "/api/trpc/ips.list", "/api/trpc/settings.audit", "/api/auth/me"];
+const API = [
+  "/api/v1/ips",
+  "/api/v1/nodes",
+  "/api/v1/cluster",
+  "/api/v1/incidents",
+  "/api/trpc/ips.list",
+  "/api/trpc/settings.audit",
+  "/api/auth/me",
+];
 
 /** traversals: a target written behind the paths open without sign-in, raw and percent-encoded. */
 const traversals = (target: string): string[] => {
   const t = target.slice(1);
-  return [`/_next/../${t}`, `/_next/%2e%2e/${t}`, `/_next/static/../../${t}`, `/_next/static/%2E%2E/%2e%2e/${t}`, `/_next/static/..%2f..%2f${t}`, `/_next/static/..%5c..%5c${t}`, `/login/../${t}`, `/favicon.ico/%2e%2e/${t}`, `/./${t}`, `//${t}`];
+  return [
+    `/_next/../${t}`,
+    `/_next/%2e%2e/${t}`,
+    `/_next/static/../../${t}`,
+    `/_next/static/%2E%2E/%2e%2e/${t}`,
+    `/_next/static/..%2f..%2f${t}`,
+    `/_next/static/..%5c..%5c${t}`,
+    `/login/../${t}`,
+    `/favicon.ico/%2e%2e/${t}`,
+    `/./${t}`,
+    `//${t}`,
+  ];
 };
 
 /** session signs in through the form and returns the cookie header a browser would send. */
 async function session(hub: LoneHub, role: "viewer" | "operator" | "admin"): Promise<string> {
   const u = hub.users[role];
-  const res = await fetch(`${hub.url}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin: hub.url }, body: new URLSearchParams({ username: u.name, password: u.password }) });
+  const res = await fetch(`${hub.url}/api/auth/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin: hub.url },
+    body: new URLSearchParams({ username: u.name, password: u.password }),
+  });
   return (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
 }
 
@@ -54,7 +78,8 @@ describe("the production hub's HTTP surface", () => {
     // A name Next.js would decode into a dot segment is a file name to the static server: not found, never a page.
     const doubled = await raw(hub.url, "/_next/static/%252e%252e/ips");
     expect(doubled.status).toBe(404);
-    for (const p of ["/_next/data/x/ips.json", "/_next/image?url=%2Fips&w=64&q=75", "/_next/ips"]) expect([p, (await raw(hub.url, p)).status]).toEqual([p, 303]);
+    for (const p of ["/_next/data/x/ips.json", "/_next/image?url=%2Fips&w=64&q=75", "/_next/ips"])
+      expect([p, (await raw(hub.url, p)).status]).toEqual([p, 303]);
   });
 
   it("gives every role its pages and the agent token none, with scripts that run only with the page's nonce", async () => {

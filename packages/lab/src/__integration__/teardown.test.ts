@@ -5,7 +5,10 @@ import { collectGarbage, createLab } from "../lab.js";
 import { ip } from "../sh.js";
 
 async function labNamespaces(id: string): Promise<string[]> {
-  return (await ip("netns", "list")).split("\n").map((l) => l.split(" ")[0] ?? "").filter((ns) => ns.includes(`-${id}-`));
+  return (await ip("netns", "list"))
+    .split("\n")
+    .map((l) => l.split(" ")[0] ?? "")
+    .filter((ns) => ns.includes(`-${id}-`));
 }
 
 describe("lab teardown", () => {

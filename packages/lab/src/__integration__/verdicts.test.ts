@@ -79,7 +79,11 @@ describe("one judge: verdicts the same live and offline", () => {
     // strictARP's sysctls on every node: only the speakers answer, as in a fixed cluster.
     for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, true);
     for (const n of stack.lab.nodes) owned.set(n.name, new Set(stack.lab.vips.filter((v) => stack.owners.get(v) === n.name)));
-    await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${vip(0)}`), (v) => v.state === "single", 20_000);
+    await eventually(
+      () => api<IpJson>(stack.url, stack.viewerToken, `ips/${vip(0)}`),
+      (v) => v.state === "single",
+      20_000,
+    );
   });
   afterAll(async () => {
     await stack.stop();
@@ -104,8 +108,12 @@ describe("one judge: verdicts the same live and offline", () => {
     if (kube === null) throw new Error("no API server");
     const r = resourceNamed("servicel2statuses");
     const name = `l2-web-${i}`;
-    const body = { metadata: { name, labels: { "metallb.io/node": node } }, status: { node, serviceName: `web-${i}`, serviceNamespace: "demo" } };
-    if (kube.store.list(r, "metallb-system").some((o) => o.metadata.name === name)) kube.store.update(r, "metallb-system", name, body, { status: true });
+    const body = {
+      metadata: { name, labels: { "metallb.io/node": node } },
+      status: { node, serviceName: `web-${i}`, serviceNamespace: "demo" },
+    };
+    if (kube.store.list(r, "metallb-system").some((o) => o.metadata.name === name))
+      kube.store.update(r, "metallb-system", name, body, { status: true });
     else kube.store.create(r, "metallb-system", body);
   };
   /** The captures still running (a failed test leaves its own: afterEach stops them). */
@@ -121,7 +129,11 @@ describe("one judge: verdicts the same live and offline", () => {
    */
   const capture = async (name: string) => {
     const file = `${stack.logDir}/${name}.pcap`;
-    const child: ChildProcess = spawn("ip", ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, "arp"], { stdio: ["ignore", "ignore", "pipe"] });
+    const child: ChildProcess = spawn(
+      "ip",
+      ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, "arp"],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
     running.add(child);
     await new Promise<void>((resolve) => child.stderr?.on("data", (d: Buffer) => d.toString().includes("listening on") && resolve()));
     await sleep(1000);
@@ -138,7 +150,8 @@ describe("one judge: verdicts the same live and offline", () => {
     const out = await exec(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout: string }) => e);
     return (JSON.parse(out.stdout) as { ips: AnalyzedIp[] }).ips;
   };
-  const incidentsSince = async (ip: string, t: number) => (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?ip=${ip}`)).filter((i) => i.firstSeen >= t);
+  const incidentsSince = async (ip: string, t: number) =>
+    (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?ip=${ip}`)).filter((i) => i.firstSeen >= t);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it("records 20 clean handovers with their gaps, and raises no finding, incident or notification; analyze agrees", async () => {
@@ -160,7 +173,11 @@ describe("one judge: verdicts the same live and offline", () => {
     }
     await sleep(3000);
     const file = await stop();
-    const v = await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`), (x) => x.handovers.length >= 20, 10_000);
+    const v = await eventually(
+      () => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`),
+      (x) => x.handovers.length >= 20,
+      10_000,
+    );
     expect(v.handovers).toHaveLength(20);
     for (const h of v.handovers) {
       expect(h.from.node).not.toBe(h.to.node);
@@ -194,7 +211,9 @@ describe("one judge: verdicts the same live and offline", () => {
     await sleep(5000);
     give(ip, owner);
     const types = async () => [...new Set((await incidentsSince(ip, t0)).map((i) => i.type))].sort();
-    expect(await eventually(types, (t) => t.includes("split-brain"), 10_000)).toEqual(expect.arrayContaining(["multi-responder", "split-brain"]));
+    expect(await eventually(types, (t) => t.includes("split-brain"), 10_000)).toEqual(
+      expect.arrayContaining(["multi-responder", "split-brain"]),
+    );
     const file = await stop();
     const offline = (await analyze(file)).find((x) => x.ip === ip);
     expect([...new Set(offline?.findings.map((f) => f.type))].sort()).toEqual(expect.arrayContaining(["multi-responder", "split-brain"]));
@@ -227,7 +246,11 @@ describe("one judge: verdicts the same live and offline", () => {
     // The suggested action: Force re-announce from the owner; its announcement is the last one now.
     const operator = await signIn(stack, "operator");
     await operator.mutate("actions.reannounce", { ip });
-    await eventually(() => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`), (v) => v.responders.find((r) => r.node === to)?.lastAnnouncement !== null, 15_000);
+    await eventually(
+      () => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`),
+      (v) => v.responders.find((r) => r.node === to)?.lastAnnouncement !== null,
+      15_000,
+    );
     const file = await stop();
     const offline = (await analyze(file, { [ip]: macOf(to) })).find((x) => x.ip === ip);
     expect([...new Set(offline?.findings.map((f) => f.type))].sort()).toEqual(["changed", "stale-announcer"]);
@@ -240,7 +263,11 @@ describe("one judge: verdicts the same live and offline", () => {
     const frame = newGratuitousArp(ARP_OP_REPLY, "02:00:5e:00:99:01", ip);
     frame.set([0x02, 0x00, 0x5e, 0x00, 0x99, 0x02], 6); // the Ethernet source lies (Microsoft NLB's way)
     await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, INJECT, "eth0", Buffer.from(frame).toString("hex")]);
-    const found = await eventually(() => incidentsSince(ip, t0), (list) => list.some((i) => i.type === "ethernet-mismatch"), 10_000);
+    const found = await eventually(
+      () => incidentsSince(ip, t0),
+      (list) => list.some((i) => i.type === "ethernet-mismatch"),
+      10_000,
+    );
     expect(found.find((i) => i.type === "ethernet-mismatch")?.macs).toEqual(["02:00:5e:00:99:01", "02:00:5e:00:99:02"]);
     await sleep(500);
     const file = await stop();
@@ -254,7 +281,11 @@ describe("one judge: verdicts the same live and offline", () => {
     const t0 = Date.now();
     const stop = await capture("strictarp-false");
     for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, false);
-    const seen = await eventually(() => incidentsSince(ip, t0), (list) => list.some((i) => i.type === "multi-responder"), 10_000);
+    const seen = await eventually(
+      () => incidentsSince(ip, t0),
+      (list) => list.some((i) => i.type === "multi-responder"),
+      10_000,
+    );
     const opened = seen.find((i) => i.type === "multi-responder");
     expect((opened?.firstSeen ?? Infinity) - t0).toBeLessThan(2000);
     expect(opened?.macs.map(nodeOfMac).sort()).toEqual(stack.lab.nodes.map((n) => n.name).sort());

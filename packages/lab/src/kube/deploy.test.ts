@@ -39,7 +39,12 @@ beforeAll(async () => {
   for (const o of OVERLAYS) {
     const r = await run("kubectl", ["kustomize", join(dir, "deploy", o)]);
     if (r.status !== 0) throw new Error(`kubectl kustomize deploy/${o}: ${r.stderr}`);
-    rendered.set(o, { text: r.stdout, objects: parseAllDocuments(r.stdout).map((d) => d.toJS() as Obj | null).filter((x): x is Obj => x !== null) });
+    rendered.set(o, {
+      text: r.stdout,
+      objects: parseAllDocuments(r.stdout)
+        .map((d) => d.toJS() as Obj | null)
+        .filter((x): x is Obj => x !== null),
+    });
   }
   api = await startTestApiServer({ tokens: new Map([[ADMIN, "admin"]]) });
   kubeconfig = join(dir, "kubeconfig");
@@ -54,12 +59,23 @@ const find = (objs: Obj[], kind: string, name: string) => {
   if (o === undefined) throw new Error(`no ${kind} ${name}`);
   return o;
 };
-const podSpecs = (objs: Obj[]) => objs.filter((o) => ["Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob", "Pod"].includes(o.kind)).map((o) => ({ name: `${o.kind}/${o.metadata.name}`, spec: (o.kind === "Pod" ? o.spec : o.spec.template.spec) as Obj }));
+const podSpecs = (objs: Obj[]) =>
+  objs
+    .filter((o) => ["Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob", "Pod"].includes(o.kind))
+    .map((o) => ({ name: `${o.kind}/${o.metadata.name}`, spec: (o.kind === "Pod" ? o.spec : o.spec.template.spec) as Obj }));
 
 /** rules flattens RBAC rules to "group/resource[/name]:verb" lines, so that a test states them exactly. */
 const rules = (o: Obj) =>
   (o.rules as Obj[])
-    .flatMap((r) => (r.apiGroups as string[]).flatMap((g) => (r.resources as string[]).flatMap((res) => ((r.resourceNames as string[] | undefined) ?? [""]).flatMap((n) => (r.verbs as string[]).map((v) => `${g}/${res}${n === "" ? "" : `/${n}`}:${v}`)))))
+    .flatMap((r) =>
+      (r.apiGroups as string[]).flatMap((g) =>
+        (r.resources as string[]).flatMap((res) =>
+          ((r.resourceNames as string[] | undefined) ?? [""]).flatMap((n) =>
+            (r.verbs as string[]).map((v) => `${g}/${res}${n === "" ? "" : `/${n}`}:${v}`),
+          ),
+        ),
+      ),
+    )
     .sort();
 
 describe.each(OVERLAYS)("deploy/%s", (overlay) => {
@@ -78,7 +94,12 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect((spec.volumes as Obj[]).some((v) => v.hostPath !== undefined)).toBe(false);
     const [c, ...more] = spec.containers as Obj[];
     expect(more).toEqual([]);
-    expect(c?.securityContext).toMatchObject({ privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+    expect(c?.securityContext).toMatchObject({
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
     expect([...(c?.securityContext.capabilities.add as string[])].sort()).toEqual(["NET_ADMIN", "NET_RAW"]);
     expect(c?.env).toContainEqual({ name: "NODE_NAME", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } });
     expect(c?.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
@@ -98,7 +119,12 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect(spec.securityContext.runAsUser).toBeGreaterThan(0);
     expect(spec.hostNetwork ?? false).toBe(false);
     const c = (spec.containers as Obj[])[0];
-    expect(c?.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ["ALL"] } });
+    expect(c?.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      privileged: false,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(c?.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "http" });
     expect(c?.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
     expect(c?.resources.limits.memory).toBeDefined();
@@ -113,7 +139,10 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
       for (const c of [...(spec.containers as Obj[]), ...((spec.initContainers as Obj[] | undefined) ?? [])]) {
         expect(c.securityContext?.privileged ?? false, name).toBe(false);
         const add = (c.securityContext?.capabilities?.add as string[] | undefined) ?? [];
-        expect(add.every((x) => ["NET_RAW", "NET_ADMIN"].includes(x)) && (add.length === 0 || name === "DaemonSet/whohas-agent"), `${name} adds ${add.join(",")}`).toBe(true);
+        expect(
+          add.every((x) => ["NET_RAW", "NET_ADMIN"].includes(x)) && (add.length === 0 || name === "DaemonSet/whohas-agent"),
+          `${name} adds ${add.join(",")}`,
+        ).toBe(true);
       }
     }
   });
@@ -122,22 +151,44 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     const cr = find(objs(), "ClusterRole", "whohas-hub");
     expect(rules(cr)).toEqual(
       [
-        "/events:get", "/events:list", "/events:watch", "/nodes:get", "/nodes:list", "/nodes:watch", "/services:get", "/services:list", "/services:watch",
+        "/events:get",
+        "/events:list",
+        "/events:watch",
+        "/nodes:get",
+        "/nodes:list",
+        "/nodes:watch",
+        "/services:get",
+        "/services:list",
+        "/services:watch",
         "authentication.k8s.io/tokenreviews:create",
-        "discovery.k8s.io/endpointslices:get", "discovery.k8s.io/endpointslices:list", "discovery.k8s.io/endpointslices:watch",
-        "metallb.io/ipaddresspools:get", "metallb.io/ipaddresspools:list", "metallb.io/ipaddresspools:watch",
-        "metallb.io/l2advertisements:get", "metallb.io/l2advertisements:list", "metallb.io/l2advertisements:watch",
-        "metallb.io/servicel2statuses:get", "metallb.io/servicel2statuses:list", "metallb.io/servicel2statuses:watch",
+        "discovery.k8s.io/endpointslices:get",
+        "discovery.k8s.io/endpointslices:list",
+        "discovery.k8s.io/endpointslices:watch",
+        "metallb.io/ipaddresspools:get",
+        "metallb.io/ipaddresspools:list",
+        "metallb.io/ipaddresspools:watch",
+        "metallb.io/l2advertisements:get",
+        "metallb.io/l2advertisements:list",
+        "metallb.io/l2advertisements:watch",
+        "metallb.io/servicel2statuses:get",
+        "metallb.io/servicel2statuses:list",
+        "metallb.io/servicel2statuses:watch",
       ].sort(),
     );
     const role = find(objs(), "Role", "whohas-hub");
     expect(role.metadata.namespace).toBe("kube-system");
     expect(rules(role)).toEqual(
       [
-        "/configmaps/kube-proxy:get", "/configmaps/kube-proxy:list", "/configmaps/kube-proxy:watch", "/configmaps/kube-proxy:patch",
+        "/configmaps/kube-proxy:get",
+        "/configmaps/kube-proxy:list",
+        "/configmaps/kube-proxy:watch",
+        "/configmaps/kube-proxy:patch",
         "/configmaps:create", // the backup ConfigMap (create cannot name its object)
         "/configmaps/kubeadm-config:get",
-        "apps/daemonsets/kube-proxy:get", "apps/daemonsets/kube-proxy:list", "apps/daemonsets/kube-proxy:watch", "apps/daemonsets/kube-proxy:patch",
+        "apps/daemonsets/kube-proxy:get",
+        "apps/daemonsets/kube-proxy:list",
+        "apps/daemonsets/kube-proxy:watch",
+        "apps/daemonsets/kube-proxy:patch",
         "apps/daemonsets/antrea-agent:get",
       ].sort(),
     );
@@ -145,15 +196,21 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     const pods = find(objs(), "Role", "whohas-hub-agent-pods");
     expect(pods.metadata.namespace).toBe("whohas");
     expect(rules(pods)).toEqual(["/pods:get"]);
-    expect(find(objs(), "RoleBinding", "whohas-hub-agent-pods").subjects).toEqual([{ kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" }]);
+    expect(find(objs(), "RoleBinding", "whohas-hub-agent-pods").subjects).toEqual([
+      { kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" },
+    ]);
     // Nothing anywhere may touch Secrets, use wildcards, or escalate.
     for (const o of objs().filter((x) => x.kind === "ClusterRole" || x.kind === "Role")) {
       for (const line of rules(o)) {
         expect(line).not.toMatch(/\*|secrets|escalate|bind|impersonate/);
       }
     }
-    expect(find(objs(), "ClusterRoleBinding", "whohas-hub").subjects).toEqual([{ kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" }]);
-    expect(find(objs(), "RoleBinding", "whohas-hub").subjects).toEqual([{ kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" }]);
+    expect(find(objs(), "ClusterRoleBinding", "whohas-hub").subjects).toEqual([
+      { kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" },
+    ]);
+    expect(find(objs(), "RoleBinding", "whohas-hub").subjects).toEqual([
+      { kind: "ServiceAccount", name: "whohas-hub", namespace: "whohas" },
+    ]);
     // The agents' ServiceAccount is bound to nothing: it is only an identity toward the hub.
     expect(objs().filter((o) => o.kind.endsWith("Binding") && (o.subjects as Obj[]).some((s) => s.name === "whohas-agent"))).toEqual([]);
   });
@@ -163,7 +220,10 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect(np.spec.policyTypes).toEqual(["Ingress"]);
     expect(np.spec.ingress).toEqual([
       { ports: [{ protocol: "TCP", port: 3000 }] },
-      { ports: [{ protocol: "TCP", port: 9473 }], from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }] },
+      {
+        ports: [{ protocol: "TCP", port: 9473 }],
+        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }],
+      },
     ]);
     const text = rendered.get(overlay)?.text ?? "";
     const apply = await run("kubectl", ["--kubeconfig", kubeconfig, "apply", "--validate=false", "-f", "-"], text);
@@ -189,7 +249,11 @@ describe("the overlays", () => {
   it("shared-token mounts the generated Secret in the hub and the agents instead of the projected token", () => {
     const objs = rendered.get("overlays/shared-token")?.objects ?? [];
     const secret = find(objs, "Secret", "whohas-agent-token");
-    expect(Buffer.from(secret.data.token as string, "base64").toString().trim()).toHaveLength(32);
+    expect(
+      Buffer.from(secret.data.token as string, "base64")
+        .toString()
+        .trim(),
+    ).toHaveLength(32);
     const agent = find(objs, "DaemonSet", "whohas-agent").spec.template.spec as Obj;
     expect((agent.volumes as Obj[])[0]).toEqual({ name: "hub-token", secret: { secretName: "whohas-agent-token", defaultMode: 0o400 } });
     const hub = find(objs, "Deployment", "whohas-hub").spec.template.spec as Obj;
@@ -209,7 +273,10 @@ describe("the overlays", () => {
     // /metrics has a port of its own (metrics.listen), which the Ingress does not route.
     const conf = find(objs, "ConfigMap", "whohas-hub").data["config.yaml"] as string;
     expect(conf).toMatch(/metrics:\n\s+listen: 0\.0\.0\.0:9473/);
-    expect(find(objs, "Service", "whohas-hub").spec.ports).toEqual([{ name: "http", port: 3000, targetPort: "http" }, { name: "metrics", port: 9473, targetPort: "metrics" }]);
+    expect(find(objs, "Service", "whohas-hub").spec.ports).toEqual([
+      { name: "http", port: 3000, targetPort: "http" },
+      { name: "metrics", port: 9473, targetPort: "metrics" },
+    ]);
     expect(ing.spec.tls[0].secretName).toBe("whohas-tls");
     expect(ing.spec.rules[0].http.paths[0].backend.service).toEqual({ name: "whohas-hub", port: { name: "http" } });
   });

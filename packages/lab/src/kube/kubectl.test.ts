@@ -42,7 +42,10 @@ function kubectl(args: string[], config = kubeconfig, input?: string): Promise<{
 
 beforeAll(async () => {
   api = await startTestApiServer({
-    tokens: new Map([[ADMIN, "admin"], [VIEWER, "viewer"]]),
+    tokens: new Map([
+      [ADMIN, "admin"],
+      [VIEWER, "viewer"],
+    ]),
     forbidden: [{ user: "viewer", verb: "patch", resource: "configmaps" }],
     rolloutDelayMs: 500,
     serviceAccountTokens: new Map([["sa-token-0123456789", { user: "system:serviceaccount:whohas:whohas-agent", audiences: ["whohas"] }]]),
@@ -53,7 +56,9 @@ kind: ConfigMap
 metadata: { name: kube-proxy, namespace: kube-system }
 data:
   config.conf: |
-${CONFIG_CONF.split("\n").map((l) => `    ${l}`).join("\n")}
+${CONFIG_CONF.split("\n")
+  .map((l) => `    ${l}`)
+  .join("\n")}
 ---
 apiVersion: apps/v1
 kind: DaemonSet
@@ -84,22 +89,56 @@ describe("the test API server, driven by kubectl", () => {
   });
 
   it("applies merge and JSON patches", async () => {
-    expect((await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"a"}}'])).status).toBe(0);
-    expect((await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "json", "-p", '[{"op":"replace","path":"/data/note","value":"b"}]'])).status).toBe(0);
+    expect(
+      (await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"a"}}'])).status,
+    ).toBe(0);
+    expect(
+      (
+        await kubectl([
+          "patch",
+          "cm",
+          "kube-proxy",
+          "-n",
+          "kube-system",
+          "--type",
+          "json",
+          "-p",
+          '[{"op":"replace","path":"/data/note","value":"b"}]',
+        ])
+      ).status,
+    ).toBe(0);
     expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
   });
 
   it("keeps the object unchanged on a server-side dry run", async () => {
-    const r = await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"dry"}}', "--dry-run=server", "-o", "jsonpath={.data.note}"]);
+    const r = await kubectl([
+      "patch",
+      "cm",
+      "kube-proxy",
+      "-n",
+      "kube-system",
+      "--type",
+      "merge",
+      "-p",
+      '{"data":{"note":"dry"}}',
+      "--dry-run=server",
+      "-o",
+      "jsonpath={.data.note}",
+    ]);
     expect(r.stdout).toBe("dry");
     expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
   });
 
   it("rolls a DaemonSet: rollout restart bumps generation, rollout status waits for the controller", async () => {
-    const before = Number((await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.metadata.generation}"])).stdout);
+    const before = Number(
+      (await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.metadata.generation}"])).stdout,
+    );
     const restart = await kubectl(["rollout", "restart", "ds/kube-proxy", "-n", "kube-system"]);
     expect(restart.stdout).toContain("daemonset.apps/kube-proxy restarted");
-    const ds = JSON.parse((await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as { metadata: { generation: number }; spec: { template: { metadata: { annotations: Record<string, string> } } } };
+    const ds = JSON.parse((await kubectl(["get", "ds", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as {
+      metadata: { generation: number };
+      spec: { template: { metadata: { annotations: Record<string, string> } } };
+    };
     expect(ds.metadata.generation).toBe(before + 1);
     expect(ds.spec.template.metadata.annotations["kubectl.kubernetes.io/restartedAt"]).toMatch(/^\d{4}-\d\d-\d\dT/);
     const st = await kubectl(["rollout", "status", "ds/kube-proxy", "-n", "kube-system", "--timeout=20s"]);
@@ -108,7 +147,9 @@ describe("the test API server, driven by kubectl", () => {
   });
 
   it("answers a stale resourceVersion with 409 Conflict", async () => {
-    const cm = JSON.parse((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as { metadata: { resourceVersion: string } };
+    const cm = JSON.parse((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as {
+      metadata: { resourceVersion: string };
+    };
     await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"c"}}']);
     const stale = JSON.stringify({ ...cm, data: { "config.conf": "changed" } });
     const r = await kubectl(["replace", "--validate=false", "-f", "-"], kubeconfig, stale);
@@ -132,18 +173,22 @@ describe("the test API server, driven by kubectl", () => {
 /** request talks to the server with its CA trusted; `lines` resolves with the first `n` lines of the body. */
 function request(method: string, path: string, body?: unknown, n = Infinity): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${api.url}${path}`, { method, ca: api.ca, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" } }, (res) => {
-      let buf = "";
-      res.on("data", (d: Buffer) => {
-        buf += d.toString();
-        const lines = buf.split("\n").filter(Boolean);
-        if (lines.length >= n) {
-          res.destroy();
-          resolve(lines.slice(0, n));
-        }
-      });
-      res.on("end", () => resolve(buf.split("\n").filter(Boolean)));
-    });
+    const req = httpsRequest(
+      `${api.url}${path}`,
+      { method, ca: api.ca, headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" } },
+      (res) => {
+        let buf = "";
+        res.on("data", (d: Buffer) => {
+          buf += d.toString();
+          const lines = buf.split("\n").filter(Boolean);
+          if (lines.length >= n) {
+            res.destroy();
+            resolve(lines.slice(0, n));
+          }
+        });
+        res.on("end", () => resolve(buf.split("\n").filter(Boolean)));
+      },
+    );
     req.on("error", reject);
     req.end(body === undefined ? undefined : JSON.stringify(body));
   });
@@ -158,7 +203,10 @@ describe("watch", () => {
     await request("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: "w1" } });
     const [event] = await first;
     expect(JSON.parse(event ?? "")).toMatchObject({ type: "ADDED", object: { kind: "ConfigMap", metadata: { name: "w1" } } });
-    for (let i = 0; i < 1001; i++) api.store.create({ group: "", version: "v1", resource: "events", kind: "Event", namespaced: true }, "default", { metadata: { name: `e${i}` } });
+    for (let i = 0; i < 1001; i++)
+      api.store.create({ group: "", version: "v1", resource: "events", kind: "Event", namespaced: true }, "default", {
+        metadata: { name: `e${i}` },
+      });
     const [gone] = await request("GET", `/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=${rv}`);
     expect(JSON.parse(gone ?? "")).toMatchObject({ type: "ERROR", object: { kind: "Status", code: 410, reason: "Expired" } });
   });
@@ -166,12 +214,18 @@ describe("watch", () => {
 
 describe("TokenReview", () => {
   it("answers kubectl create as kube-apiserver does: authenticated for a known token and audience, not otherwise", async () => {
-    const review = (token: string, audience: string) => JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } });
+    const review = (token: string, audience: string) =>
+      JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences: [audience] } });
     const ok = await kubectl(["create", "--validate=false", "-f", "-", "-o", "json"], kubeconfig, review("sa-token-0123456789", "whohas"));
     expect(ok.stderr).toBe("");
     expect(ok.status).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({ kind: "TokenReview", status: { authenticated: true, user: { username: "system:serviceaccount:whohas:whohas-agent" }, audiences: ["whohas"] } });
-    const other = JSON.parse((await kubectl(["create", "--validate=false", "-f", "-", "-o", "json"], kubeconfig, review("sa-token-0123456789", "vault"))).stdout) as { status: { authenticated?: boolean; error: string } };
+    expect(JSON.parse(ok.stdout)).toMatchObject({
+      kind: "TokenReview",
+      status: { authenticated: true, user: { username: "system:serviceaccount:whohas:whohas-agent" }, audiences: ["whohas"] },
+    });
+    const other = JSON.parse(
+      (await kubectl(["create", "--validate=false", "-f", "-", "-o", "json"], kubeconfig, review("sa-token-0123456789", "vault"))).stdout,
+    ) as { status: { authenticated?: boolean; error: string } };
     expect(other.status.authenticated).toBeUndefined();
     expect(other.status.error).toBe("token audiences do not match");
   });

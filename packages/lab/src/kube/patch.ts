@@ -17,7 +17,16 @@ export function mergePatch(target: Json, patch: Json): Json {
 }
 
 /** MERGE_KEYS are the list fields strategic merge patch merges by key instead of replacing (by their patchMergeKey). */
-const MERGE_KEYS: Readonly<Record<string, string>> = { containers: "name", initContainers: "name", env: "name", volumes: "name", volumeMounts: "mountPath", ports: "containerPort", tolerations: "key", conditions: "type" };
+const MERGE_KEYS: Readonly<Record<string, string>> = {
+  containers: "name",
+  initContainers: "name",
+  env: "name",
+  volumes: "name",
+  volumeMounts: "mountPath",
+  ports: "containerPort",
+  tolerations: "key",
+  conditions: "type",
+};
 
 /** strategicMergePatch applies a strategic merge patch as the API server does for the built-in types used here. */
 export function strategicMergePatch(target: Json, patch: Json, field = ""): Json {
@@ -55,7 +64,10 @@ export class PatchError extends Error {}
 function pointer(path: string): string[] {
   if (path === "") return [];
   if (!path.startsWith("/")) throw new PatchError(`bad JSON pointer ${path}`);
-  return path.slice(1).split("/").map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
+  return path
+    .slice(1)
+    .split("/")
+    .map((s) => s.replaceAll("~1", "/").replaceAll("~0", "~"));
 }
 
 function parentOf(doc: Json, parts: string[]): { parent: Json; last: string } {

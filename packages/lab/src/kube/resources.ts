@@ -8,7 +8,7 @@ export interface ResourceType {
   readonly shortNames?: readonly string[];
   /** Whether spec changes bump metadata.generation (workloads and CRDs with a status subresource do). */
   readonly generation?: boolean;
-  readonly subresources?: readonly ("status")[];
+  readonly subresources?: readonly "status"[];
 }
 
 const VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"];
@@ -23,16 +23,73 @@ export const RESOURCES: readonly ResourceType[] = [
   { group: "", version: "v1", resource: "secrets", kind: "Secret", namespaced: true },
   { group: "", version: "v1", resource: "serviceaccounts", kind: "ServiceAccount", namespaced: true, shortNames: ["sa"] },
   { group: "", version: "v1", resource: "pods", kind: "Pod", namespaced: true, shortNames: ["po"], subresources: ["status"] },
-  { group: "", version: "v1", resource: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, shortNames: ["pvc"], subresources: ["status"] },
-  { group: "apps", version: "v1", resource: "daemonsets", kind: "DaemonSet", namespaced: true, shortNames: ["ds"], generation: true, subresources: ["status"] },
-  { group: "apps", version: "v1", resource: "deployments", kind: "Deployment", namespaced: true, shortNames: ["deploy"], generation: true, subresources: ["status"] },
+  {
+    group: "",
+    version: "v1",
+    resource: "persistentvolumeclaims",
+    kind: "PersistentVolumeClaim",
+    namespaced: true,
+    shortNames: ["pvc"],
+    subresources: ["status"],
+  },
+  {
+    group: "apps",
+    version: "v1",
+    resource: "daemonsets",
+    kind: "DaemonSet",
+    namespaced: true,
+    shortNames: ["ds"],
+    generation: true,
+    subresources: ["status"],
+  },
+  {
+    group: "apps",
+    version: "v1",
+    resource: "deployments",
+    kind: "Deployment",
+    namespaced: true,
+    shortNames: ["deploy"],
+    generation: true,
+    subresources: ["status"],
+  },
   { group: "discovery.k8s.io", version: "v1", resource: "endpointslices", kind: "EndpointSlice", namespaced: true },
-  { group: "networking.k8s.io", version: "v1", resource: "networkpolicies", kind: "NetworkPolicy", namespaced: true, shortNames: ["netpol"], generation: true },
-  { group: "networking.k8s.io", version: "v1", resource: "ingresses", kind: "Ingress", namespaced: true, shortNames: ["ing"], generation: true, subresources: ["status"] },
+  {
+    group: "networking.k8s.io",
+    version: "v1",
+    resource: "networkpolicies",
+    kind: "NetworkPolicy",
+    namespaced: true,
+    shortNames: ["netpol"],
+    generation: true,
+  },
+  {
+    group: "networking.k8s.io",
+    version: "v1",
+    resource: "ingresses",
+    kind: "Ingress",
+    namespaced: true,
+    shortNames: ["ing"],
+    generation: true,
+    subresources: ["status"],
+  },
   // Prometheus Operator's CRDs, for deploy/overlays/monitoring.
-  { group: "monitoring.coreos.com", version: "v1", resource: "servicemonitors", kind: "ServiceMonitor", namespaced: true, generation: true },
+  {
+    group: "monitoring.coreos.com",
+    version: "v1",
+    resource: "servicemonitors",
+    kind: "ServiceMonitor",
+    namespaced: true,
+    generation: true,
+  },
   { group: "monitoring.coreos.com", version: "v1", resource: "podmonitors", kind: "PodMonitor", namespaced: true, generation: true },
-  { group: "monitoring.coreos.com", version: "v1", resource: "prometheusrules", kind: "PrometheusRule", namespaced: true, generation: true },
+  {
+    group: "monitoring.coreos.com",
+    version: "v1",
+    resource: "prometheusrules",
+    kind: "PrometheusRule",
+    namespaced: true,
+    generation: true,
+  },
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "clusterroles", kind: "ClusterRole", namespaced: false },
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "clusterrolebindings", kind: "ClusterRoleBinding", namespaced: false },
   { group: "rbac.authorization.k8s.io", version: "v1", resource: "roles", kind: "Role", namespaced: true },
@@ -40,7 +97,14 @@ export const RESOURCES: readonly ResourceType[] = [
   { group: "authentication.k8s.io", version: "v1", resource: "tokenreviews", kind: "TokenReview", namespaced: false },
   { group: "metallb.io", version: "v1beta1", resource: "ipaddresspools", kind: "IPAddressPool", namespaced: true },
   { group: "metallb.io", version: "v1beta1", resource: "l2advertisements", kind: "L2Advertisement", namespaced: true },
-  { group: "metallb.io", version: "v1beta1", resource: "servicel2statuses", kind: "ServiceL2Status", namespaced: true, subresources: ["status"] },
+  {
+    group: "metallb.io",
+    version: "v1beta1",
+    resource: "servicel2statuses",
+    kind: "ServiceL2Status",
+    namespaced: true,
+    subresources: ["status"],
+  },
 ];
 
 /** apiVersionOf is "v1" for the core group, "group/version" otherwise. */
@@ -56,8 +120,21 @@ export function resourceList(group: string, version: string, omit: ReadonlySet<s
     apiVersion: "v1",
     groupVersion: group === "" ? version : `${group}/${version}`,
     resources: rs.flatMap((r) => [
-      { name: r.resource, singularName: r.kind.toLowerCase(), namespaced: r.namespaced, kind: r.kind, verbs: VERBS, ...(r.shortNames ? { shortNames: r.shortNames } : {}) },
-      ...(r.subresources ?? []).map((sub) => ({ name: `${r.resource}/${sub}`, singularName: "", namespaced: r.namespaced, kind: r.kind, verbs: ["get", "patch", "update"] })),
+      {
+        name: r.resource,
+        singularName: r.kind.toLowerCase(),
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: VERBS,
+        ...(r.shortNames ? { shortNames: r.shortNames } : {}),
+      },
+      ...(r.subresources ?? []).map((sub) => ({
+        name: `${r.resource}/${sub}`,
+        singularName: "",
+        namespaced: r.namespaced,
+        kind: r.kind,
+        verbs: ["get", "patch", "update"],
+      })),
     ]),
   };
 }

@@ -34,7 +34,10 @@ export interface TestApiServerOptions {
    * the user's extra info (a token bound to a Pod carries authentication.kubernetes.io/pod-name and, since 1.30,
    * node-name).
    */
-  readonly serviceAccountTokens?: ReadonlyMap<string, { readonly user: string; readonly audiences: readonly string[]; readonly extra?: Readonly<Record<string, readonly string[]>> }>;
+  readonly serviceAccountTokens?: ReadonlyMap<
+    string,
+    { readonly user: string; readonly audiences: readonly string[]; readonly extra?: Readonly<Record<string, readonly string[]>> }
+  >;
 }
 
 /** TEMPLATE_GENERATION: the DaemonSet generation a Pod runs (the lab's stand-in for pod-template-generation). */
@@ -143,13 +146,36 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     const nodes = store.list(resourceNamed("nodes"), null).length;
     for (const ds of store.list(resourceNamed("daemonsets"), null)) {
       const gen = Number(ds.metadata.generation ?? 1);
-      const sel = (((ds.spec ?? {}) as Record<string, Json>).selector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
-      const pods = store.list(resourceNamed("pods"), str(ds.metadata.namespace)).filter((p) => Object.entries(sel).every(([k, v]) => (p.metadata.labels as Record<string, Json> | undefined)?.[k] === v));
-      const updated = pods.filter((p) => (p.metadata.annotations as Record<string, Json> | undefined)?.[TEMPLATE_GENERATION] === String(gen));
-      const ready = updated.filter((p) => ((((p.status ?? {}) as Record<string, Json>).conditions ?? []) as { type: string; status: string }[]).some((c) => c.type === "Ready" && c.status === "True"));
-      const next = { observedGeneration: gen, desiredNumberScheduled: nodes, currentNumberScheduled: pods.length, updatedNumberScheduled: updated.length, numberAvailable: ready.length, numberReady: ready.length, numberMisscheduled: 0 };
+      const sel =
+        (((ds.spec ?? {}) as Record<string, Json>).selector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
+      const pods = store
+        .list(resourceNamed("pods"), str(ds.metadata.namespace))
+        .filter((p) => Object.entries(sel).every(([k, v]) => (p.metadata.labels as Record<string, Json> | undefined)?.[k] === v));
+      const updated = pods.filter(
+        (p) => (p.metadata.annotations as Record<string, Json> | undefined)?.[TEMPLATE_GENERATION] === String(gen),
+      );
+      const ready = updated.filter((p) =>
+        ((((p.status ?? {}) as Record<string, Json>).conditions ?? []) as { type: string; status: string }[]).some(
+          (c) => c.type === "Ready" && c.status === "True",
+        ),
+      );
+      const next = {
+        observedGeneration: gen,
+        desiredNumberScheduled: nodes,
+        currentNumberScheduled: pods.length,
+        updatedNumberScheduled: updated.length,
+        numberAvailable: ready.length,
+        numberReady: ready.length,
+        numberMisscheduled: 0,
+      };
       if (JSON.stringify(ds.status ?? {}) === JSON.stringify(next)) continue;
-      store.update(resourceNamed("daemonsets"), str(ds.metadata.namespace), str(ds.metadata.name), { ...ds, status: next }, { status: true });
+      store.update(
+        resourceNamed("daemonsets"),
+        str(ds.metadata.namespace),
+        str(ds.metadata.name),
+        { ...ds, status: next },
+        { status: true },
+      );
     }
   };
   store.subscribe((e) => {
@@ -167,7 +193,24 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
         const nodes = Math.max(1, store.list(resourceNamed("nodes"), null).length);
         const cur = store.get(e.r, str(o.metadata.namespace), str(o.metadata.name));
         if (Number(cur.metadata.generation ?? 1) !== gen) return;
-        store.update(e.r, str(o.metadata.namespace), str(o.metadata.name), { ...cur, status: { observedGeneration: gen, desiredNumberScheduled: nodes, currentNumberScheduled: nodes, updatedNumberScheduled: nodes, numberAvailable: nodes, numberReady: nodes, numberMisscheduled: 0 } }, { status: true });
+        store.update(
+          e.r,
+          str(o.metadata.namespace),
+          str(o.metadata.name),
+          {
+            ...cur,
+            status: {
+              observedGeneration: gen,
+              desiredNumberScheduled: nodes,
+              currentNumberScheduled: nodes,
+              updatedNumberScheduled: nodes,
+              numberAvailable: nodes,
+              numberReady: nodes,
+              numberMisscheduled: 0,
+            },
+          },
+          { status: true },
+        );
       } catch {
         // deleted meanwhile
       }
@@ -179,14 +222,25 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     const spec = (body.spec ?? {}) as { token?: string; audiences?: string[] };
     const known = spec.token === undefined ? undefined : opts.serviceAccountTokens?.get(spec.token);
     const wanted = spec.audiences ?? [];
-    const audiences = known === undefined ? [] : wanted.length === 0 ? [...known.audiences] : wanted.filter((a) => known.audiences.includes(a));
+    const audiences =
+      known === undefined ? [] : wanted.length === 0 ? [...known.audiences] : wanted.filter((a) => known.audiences.includes(a));
     const ok = known !== undefined && (wanted.length === 0 || audiences.length > 0);
     return {
       kind: "TokenReview",
       apiVersion: "authentication.k8s.io/v1",
       metadata: { creationTimestamp: null },
       spec,
-      status: ok ? { authenticated: true, user: { username: known.user, groups: ["system:serviceaccounts"], ...(known.extra === undefined ? {} : { extra: known.extra }) }, audiences } : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
+      status: ok
+        ? {
+            authenticated: true,
+            user: {
+              username: known.user,
+              groups: ["system:serviceaccounts"],
+              ...(known.extra === undefined ? {} : { extra: known.extra }),
+            },
+            audiences,
+          }
+        : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
     };
   };
 
@@ -201,19 +255,43 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     const gv = /^\/api\/(v1)$|^\/apis\/([^/]+)\/([^/]+)$/.exec(path);
     if (gv) {
       const [group, version] = gv[1] !== undefined ? ["", "v1"] : [gv[2] ?? "", gv[3] ?? ""];
-      if (omit.has(group) || !RESOURCES.some((r) => r.group === group && r.version === version)) return send(res, 404, status(404, "NotFound", "the server could not find the requested resource"));
+      if (omit.has(group) || !RESOURCES.some((r) => r.group === group && r.version === version))
+        return send(res, 404, status(404, "NotFound", "the server could not find the requested resource"));
       return send(res, 200, resourceList(group, version, omit));
     }
     const rt = route(path, omit);
     if (rt === null) return send(res, 404, status(404, "NotFound", "the server could not find the requested resource"));
     const watch = url.searchParams.get("watch");
     const verb =
-      req.method === "GET" ? (rt.name === null ? (watch === "true" || watch === "1" ? "watch" : "list") : "get")
-      : req.method === "POST" ? "create" : req.method === "PUT" ? "update" : req.method === "PATCH" ? "patch" : req.method === "DELETE" ? "delete" : "";
-    const denied = opts.forbidden?.find((f) => f.user === user && f.verb === verb && f.resource === rt.r.resource && (f.name === undefined || f.name === rt.name));
+      req.method === "GET"
+        ? rt.name === null
+          ? watch === "true" || watch === "1"
+            ? "watch"
+            : "list"
+          : "get"
+        : req.method === "POST"
+          ? "create"
+          : req.method === "PUT"
+            ? "update"
+            : req.method === "PATCH"
+              ? "patch"
+              : req.method === "DELETE"
+                ? "delete"
+                : "";
+    const denied = opts.forbidden?.find(
+      (f) => f.user === user && f.verb === verb && f.resource === rt.r.resource && (f.name === undefined || f.name === rt.name),
+    );
     if (denied) {
       const where = rt.ns === null ? "at the cluster scope" : `in the namespace "${rt.ns}"`;
-      return send(res, 403, status(403, "Forbidden", `${rt.r.resource}${rt.r.group === "" ? "" : `.${rt.r.group}`}${rt.name === null ? "" : ` "${rt.name}"`} is forbidden: User "${user}" cannot ${verb} resource "${rt.r.resource}" in API group "${rt.r.group}" ${where}`));
+      return send(
+        res,
+        403,
+        status(
+          403,
+          "Forbidden",
+          `${rt.r.resource}${rt.r.group === "" ? "" : `.${rt.r.group}`}${rt.name === null ? "" : ` "${rt.name}"`} is forbidden: User "${user}" cannot ${verb} resource "${rt.r.resource}" in API group "${rt.r.group}" ${where}`,
+        ),
+      );
     }
     const dryRun = url.searchParams.get("dryRun") === "All";
     const isStatus = rt.sub === "status";
@@ -223,8 +301,15 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
           lists.set(rt.r.resource, (lists.get(rt.r.resource) ?? 0) + 1);
           const labelSel = url.searchParams.get("labelSelector") ?? "";
           const fieldSel = url.searchParams.get("fieldSelector") ?? "";
-          const items = store.list(rt.r, rt.ns).filter((o) => labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>) && fieldMatches(fieldSel, o));
-          return send(res, 200, { kind: `${rt.r.kind}List`, apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`, metadata: { resourceVersion: String(store.resourceVersion) }, items });
+          const items = store
+            .list(rt.r, rt.ns)
+            .filter((o) => labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>) && fieldMatches(fieldSel, o));
+          return send(res, 200, {
+            kind: `${rt.r.kind}List`,
+            apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`,
+            metadata: { resourceVersion: String(store.resourceVersion) },
+            items,
+          });
         }
         case "watch":
           return startWatch(req, res, rt, url);
@@ -232,10 +317,18 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
           return send(res, 200, store.get(rt.r, rt.ns, rt.name ?? ""));
         case "create":
           // TokenReview is not stored: the API server answers whether the token authenticates, for which audiences.
-          if (rt.r.resource === "tokenreviews") return send(res, 201, tokenReview(parseBody(await readBody(req), req.headers["content-type"])));
+          if (rt.r.resource === "tokenreviews")
+            return send(res, 201, tokenReview(parseBody(await readBody(req), req.headers["content-type"])));
           return send(res, 201, store.create(rt.r, rt.ns, parseBody(await readBody(req), req.headers["content-type"]), dryRun));
         case "update":
-          return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", parseBody(await readBody(req), req.headers["content-type"]), { status: isStatus, dryRun }));
+          return send(
+            res,
+            200,
+            store.update(rt.r, rt.ns, rt.name ?? "", parseBody(await readBody(req), req.headers["content-type"]), {
+              status: isStatus,
+              dryRun,
+            }),
+          );
         case "patch": {
           const cur = store.get(rt.r, rt.ns, rt.name ?? "");
           const type = (req.headers["content-type"] ?? "").split(";")[0];
@@ -244,7 +337,16 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
           if (type === "application/merge-patch+json") next = mergePatch(cur, body);
           else if (type === "application/strategic-merge-patch+json") next = strategicMergePatch(cur, body);
           else if (type === "application/json-patch+json") next = jsonPatch(cur, body);
-          else return send(res, 415, status(415, "UnsupportedMediaType", `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`));
+          else
+            return send(
+              res,
+              415,
+              status(
+                415,
+                "UnsupportedMediaType",
+                `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`,
+              ),
+            );
           const obj = next as KubeObject;
           // A patch that names a resourceVersion is a precondition; one that does not applies to the latest.
           const sentRv = (body as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion;
@@ -270,14 +372,18 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     const rvParam = url.searchParams.get("resourceVersion") ?? "";
     const timeout = Number(url.searchParams.get("timeoutSeconds") ?? 0);
     const matches = (e: WatchEvent) =>
-      e.r === rt.r && (rt.ns === null || e.object.metadata.namespace === rt.ns) && fieldMatches(fieldSel, e.object) && labelMatches(labelSel, (e.object.metadata.labels ?? {}) as Record<string, Json>);
+      e.r === rt.r &&
+      (rt.ns === null || e.object.metadata.namespace === rt.ns) &&
+      fieldMatches(fieldSel, e.object) &&
+      labelMatches(labelSel, (e.object.metadata.labels ?? {}) as Record<string, Json>);
     res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
     const write = (type: string, object: unknown) => res.write(JSON.stringify({ type, object }) + "\n");
     let backlog: WatchEvent[];
     if (rvParam === "" || rvParam === "0") {
       // "Any": start with the current state as ADDED events, as the API server does.
       backlog = [];
-      for (const o of store.list(rt.r, rt.ns)) if (fieldMatches(fieldSel, o) && labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>)) write("ADDED", o);
+      for (const o of store.list(rt.r, rt.ns))
+        if (fieldMatches(fieldSel, o) && labelMatches(labelSel, (o.metadata.labels ?? {}) as Record<string, Json>)) write("ADDED", o);
     } else {
       try {
         backlog = store.eventsSince(Number(rvParam));
@@ -294,9 +400,18 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
       if (matches(e)) write(e.type, e.object);
     });
     watches.add(res);
-    const bookmarks = url.searchParams.get("allowWatchBookmarks") === "true"
-      ? setInterval(() => write("BOOKMARK", { kind: rt.r.kind, apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`, metadata: { resourceVersion: String(store.resourceVersion) } }), 1000)
-      : null;
+    const bookmarks =
+      url.searchParams.get("allowWatchBookmarks") === "true"
+        ? setInterval(
+            () =>
+              write("BOOKMARK", {
+                kind: rt.r.kind,
+                apiVersion: rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`,
+                metadata: { resourceVersion: String(store.resourceVersion) },
+              }),
+            1000,
+          )
+        : null;
     const end = () => {
       unsubscribe();
       if (bookmarks) clearInterval(bookmarks);

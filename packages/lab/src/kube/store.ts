@@ -78,14 +78,23 @@ export class Store {
     const m = { ...meta(body) };
     let name = typeof m.name === "string" ? m.name : "";
     if (name === "" && typeof m.generateName === "string") name = `${m.generateName}${randomUUID().slice(0, 5)}`;
-    if (name === "") throw new ApiError(422, "Invalid", `${r.kind} is invalid: metadata.name: Required value: name or generateName is required`);
+    if (name === "")
+      throw new ApiError(422, "Invalid", `${r.kind} is invalid: metadata.name: Required value: name or generateName is required`);
     if (this.#objects.has(keyOf(r, ns, name))) throw new ApiError(409, "AlreadyExists", `${r.resource} "${name}" already exists`);
     const rv = dryRun ? this.#rv : ++this.#rv;
     const obj: KubeObject = {
       ...body,
       apiVersion: r.group === "" ? r.version : `${r.group}/${r.version}`,
       kind: r.kind,
-      metadata: { ...m, name, ...(ns === null ? {} : { namespace: ns }), uid: randomUUID(), resourceVersion: String(rv), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"), ...(r.generation ? { generation: 1 } : {}) },
+      metadata: {
+        ...m,
+        name,
+        ...(ns === null ? {} : { namespace: ns }),
+        uid: randomUUID(),
+        resourceVersion: String(rv),
+        creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+        ...(r.generation ? { generation: 1 } : {}),
+      },
     };
     delete obj.metadata.generateName;
     applyDefaults(r, obj);
@@ -100,21 +109,34 @@ export class Store {
    * concurrency); `status` true updates only the status subresource, false keeps the stored status. Spec changes
    * bump metadata.generation on kinds that have one.
    */
-  update(r: ResourceType, ns: string | null, name: string, body: KubeObject, opts: { status?: boolean; dryRun?: boolean } = {}): KubeObject {
+  update(
+    r: ResourceType,
+    ns: string | null,
+    name: string,
+    body: KubeObject,
+    opts: { status?: boolean; dryRun?: boolean } = {},
+  ): KubeObject {
     const cur = this.get(r, ns, name);
     const sentRv = meta(body).resourceVersion;
     if (typeof sentRv === "string" && sentRv !== "" && sentRv !== meta(cur).resourceVersion) {
-      throw new ApiError(409, "Conflict", `Operation cannot be fulfilled on ${r.resource}${r.group === "" ? "" : `.${r.group}`} "${name}": the object has been modified; please apply your changes to the latest version and try again`);
+      throw new ApiError(
+        409,
+        "Conflict",
+        `Operation cannot be fulfilled on ${r.resource}${r.group === "" ? "" : `.${r.group}`} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      );
     }
     const next: KubeObject = opts.status
       ? { ...cur, status: body.status ?? null }
       : { ...body, ...(cur.status === undefined ? {} : { status: cur.status }), metadata: { ...meta(body) } };
-    for (const k of ["uid", "creationTimestamp", "namespace", "name"] as const) if (meta(cur)[k] !== undefined) next.metadata[k] = meta(cur)[k] ?? null;
+    for (const k of ["uid", "creationTimestamp", "namespace", "name"] as const)
+      if (meta(cur)[k] !== undefined) next.metadata[k] = meta(cur)[k] ?? null;
     next.apiVersion = cur.apiVersion ?? null;
     next.kind = cur.kind ?? null;
     const specChanged = JSON.stringify(cur.spec ?? null) !== JSON.stringify(next.spec ?? null);
     if (r.generation) next.metadata.generation = Number(meta(cur).generation ?? 1) + (specChanged && !opts.status ? 1 : 0);
-    const unchanged = JSON.stringify({ ...cur, metadata: { ...meta(cur), resourceVersion: null } }) === JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: null } });
+    const unchanged =
+      JSON.stringify({ ...cur, metadata: { ...meta(cur), resourceVersion: null } }) ===
+      JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: null } });
     if (unchanged || opts.dryRun) return { ...next, metadata: { ...next.metadata, resourceVersion: meta(cur).resourceVersion ?? null } };
     const rv = ++this.#rv;
     next.metadata.resourceVersion = String(rv);

@@ -15,10 +15,13 @@ function firstScreen(params: Params): FirstScreen | null {
   const hub = registeredHub();
   if (hub === null) return null;
   const all = hub.listSnapshot().rows;
-  const rows = viewRows(all, ipsQuery((k) => {
-    const v = params[k];
-    return Array.isArray(v) ? v[0] : v;
-  }));
+  const rows = viewRows(
+    all,
+    ipsQuery((k) => {
+      const v = params[k];
+      return Array.isArray(v) ? v[0] : v;
+    }),
+  );
   return { rows: rows.slice(0, FIRST_SCREEN), matched: rows.length, total: all.length };
 }
 

@@ -3,7 +3,8 @@ import { BASE_PATH } from "~/env";
 const ERRORS: Record<string, string> = {
   invalid: "Wrong user name or password.",
   throttled: "Too many failed sign-ins from your address: wait a minute and try again.",
-  locked: "Too many failed sign-ins for this user: wait a minute and try again. If that was not you, tell your admin (the hub logs auth.login_throttled).",
+  locked:
+    "Too many failed sign-ins for this user: wait a minute and try again. If that was not you, tell your admin (the hub logs auth.login_throttled).",
   missing: "Enter your user name and password.",
 };
 
@@ -34,8 +35,8 @@ export default async function LoginPage({ searchParams }: { searchParams: Promis
         <input type="hidden" name="next" value={q.next ?? `${BASE_PATH}/`} />
         <button type="submit">Sign in</button>
         <p className="muted">
-          Users and roles are set in the hub&apos;s config (<code>auth.users</code>); a new hub with none writes an <code>admin</code> password to <code>initial-admin-password</code> next to its
-          database.
+          Users and roles are set in the hub&apos;s config (<code>auth.users</code>); a new hub with none writes an <code>admin</code>{" "}
+          password to <code>initial-admin-password</code> next to its database.
         </p>
       </form>
     </main>

@@ -12,7 +12,12 @@ export type Ip = IpRow;
  */
 export const FIRST_SCREEN = 24;
 
-export const STATE_TEXT: Record<Ip["state"], string> = { "multi-responder": "several responders", "no-responder": "no responder", single: "one responder", idle: "idle" };
+export const STATE_TEXT: Record<Ip["state"], string> = {
+  "multi-responder": "several responders",
+  "no-responder": "no responder",
+  single: "one responder",
+  idle: "idle",
+};
 const STATE_RANK: Record<Ip["state"], number> = { "multi-responder": 0, "no-responder": 1, single: 2, idle: 3 };
 
 export type SortKey = "ip" | "state" | "service" | "owner" | "responders" | "requests";
@@ -48,14 +53,22 @@ export function ipsQuery(get: (key: string) => string | null | undefined): IpsQu
 
 function matches(ip: Ip, q: string): boolean {
   if (q === "") return true;
-  const hay = [ip.ip, ...ip.services.map((s) => `${s.namespace}/${s.name}`), ip.expectedOwner?.node ?? "", ...ip.responders.flatMap((r) => [r.mac, r.node ?? ""]), ...ip.findings.map((f) => f.type)];
+  const hay = [
+    ip.ip,
+    ...ip.services.map((s) => `${s.namespace}/${s.name}`),
+    ip.expectedOwner?.node ?? "",
+    ...ip.responders.flatMap((r) => [r.mac, r.node ?? ""]),
+    ...ip.findings.map((f) => f.type),
+  ];
   return hay.some((h) => h.toLowerCase().includes(q));
 }
 
 /** viewRows filters and sorts the IPs (in the hub's numeric order) as the URL asks. */
 export function viewRows(all: readonly Ip[], v: IpsQuery): Ip[] {
   const q = v.q.toLowerCase();
-  const list = all.filter((i) => (v.state === "" || i.state === v.state) && (v.finding === "" || i.findings.some((f) => f.type === v.finding)) && matches(i, q));
+  const list = all.filter(
+    (i) => (v.state === "" || i.state === v.state) && (v.finding === "" || i.findings.some((f) => f.type === v.finding)) && matches(i, q),
+  );
   const sorted = list.sort(SORTS[v.sort]);
   return v.desc ? sorted.reverse() : sorted;
 }

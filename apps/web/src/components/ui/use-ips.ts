@@ -55,6 +55,15 @@ export function useIps(): { data: Ip[] | undefined; error: string | null } {
         }),
     }),
   );
-  const data = useMemo(() => (byIp === null ? undefined : [...byIp.values()].map((v) => [ipOrderKey(v.ip), v] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, v]) => v)), [byIp]);
+  const data = useMemo(
+    () =>
+      byIp === null
+        ? undefined
+        : [...byIp.values()]
+            .map((v) => [ipOrderKey(v.ip), v] as const)
+            .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+            .map(([, v]) => v),
+    [byIp],
+  );
   return { data, error: byIp === null ? (sub.status === "error" ? sub.error.message : failed) : null };
 }

@@ -5,7 +5,13 @@ import { Hub } from "../hub/hub.js";
 import { ASKER, aggregate, observations } from "./helpers.js";
 
 type Result = Extract<AgentMessage, { type: "probe-result" | "command-done" }>;
-const hello = (node: string, mac: string) => ({ v: 2 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
+const hello = (node: string, mac: string) => ({
+  v: 2 as const,
+  type: "hello" as const,
+  node,
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac, up: true }],
+});
 
 /** Agents records what each node was sent and lets the test answer as that node's agent would. */
 class Agents implements CommandSender {
@@ -36,7 +42,14 @@ describe("Actions", () => {
     const { hub, actions, agents } = setup(["node-a"]);
     await expect(actions.reannounce("192.0.2.10", "olga")).rejects.toThrow(ActionRefused);
     expect(agents.sent).toHaveLength(0);
-    expect(hub.store.audit.list()).toEqual([expect.objectContaining({ actor: "olga", action: "ip.reannounce", outcome: "refused", detail: expect.stringContaining("does not know which node should own") })]);
+    expect(hub.store.audit.list()).toEqual([
+      expect.objectContaining({
+        actor: "olga",
+        action: "ip.reannounce",
+        outcome: "refused",
+        detail: expect.stringContaining("does not know which node should own"),
+      }),
+    ]);
   });
 
   it("probes from two nodes and joins their rounds: each node's answer is heard by the other", async () => {
@@ -49,8 +62,25 @@ describe("Actions", () => {
     // A second operator probing the same IP joins the run instead of doubling the broadcasts.
     expect(actions.probe("192.0.2.10", "vic")).toBe(id);
     const [a, b] = agents.sent.map((s) => s.msg.id);
-    agents.answer(a ?? "", { v: 2, type: "probe-result", id: a ?? "", seq: 1, sentAt: 1000, replies: [{ mac: "02:00:00:00:00:02", latencyMs: 0.3 }, { mac: "02:00:00:00:00:03", latencyMs: 0.5 }] });
-    agents.answer(b ?? "", { v: 2, type: "probe-result", id: b ?? "", seq: 1, sentAt: 1001, replies: [{ mac: "02:00:00:00:00:01", latencyMs: 0.2 }] });
+    agents.answer(a ?? "", {
+      v: 2,
+      type: "probe-result",
+      id: a ?? "",
+      seq: 1,
+      sentAt: 1000,
+      replies: [
+        { mac: "02:00:00:00:00:02", latencyMs: 0.3 },
+        { mac: "02:00:00:00:00:03", latencyMs: 0.5 },
+      ],
+    });
+    agents.answer(b ?? "", {
+      v: 2,
+      type: "probe-result",
+      id: b ?? "",
+      seq: 1,
+      sentAt: 1001,
+      replies: [{ mac: "02:00:00:00:00:01", latencyMs: 0.2 }],
+    });
     const running = actions.view(id);
     expect(running?.state).toBe("running");
     expect(running?.rounds[0]?.replies.map((r) => r.node)).toEqual(["node-a", "node-b", "node-c"]);
@@ -59,7 +89,10 @@ describe("Actions", () => {
     const done = actions.view(id);
     expect(done?.state).toBe("done");
     expect(done?.summary).toMatchObject({ requests: 1, multiAnswered: 1, unanswered: 0 });
-    expect(hub.store.audit.list().map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual(["olga ip.probe.result ok", "olga ip.probe ok"]);
+    expect(hub.store.audit.list().map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual([
+      "olga ip.probe.result ok",
+      "olga ip.probe ok",
+    ]);
   });
 
   it("probes from a node that captured the IP first, whatever the names of the others", () => {

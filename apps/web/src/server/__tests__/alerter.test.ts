@@ -45,13 +45,46 @@ afterEach(async () => {
 
 function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}) {
   const hub = new Hub();
-  hub.connect({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }] });
-  hub.connect({ v: 2, type: "hello", node: "node-b", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }] });
+  hub.connect({
+    v: 2,
+    type: "hello",
+    node: "node-a",
+    agentVersion: "t",
+    interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0a", up: true }],
+  });
+  hub.connect({
+    v: 2,
+    type: "hello",
+    node: "node-b",
+    agentVersion: "t",
+    interfaces: [{ name: "eth0", mac: "02:00:00:00:00:0b", up: true }],
+  });
   const outcomes: [string, Outcome][] = [];
-  const alerter = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => receivers, policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy }, logger: silentLogger, onOutcome: (r, o) => outcomes.push([r, o]), random: () => 0 });
+  const alerter = new Alerter({
+    hub,
+    outbox: hub.store.outbox,
+    settings: hub.store.settings,
+    receivers: () => receivers,
+    policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy },
+    logger: silentLogger,
+    onOutcome: (r, o) => outcomes.push([r, o]),
+    random: () => 0,
+  });
   alerters.push(alerter);
   const open = (type = "multi-responder") =>
-    hub.store.incidents.open({ ip: IP, type: type as "multi-responder", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], detail: `2 nodes answer for ${IP} (node-a, node-b)`, firstSeen: Date.now() - 5000, lastSeen: Date.now(), count: 3, samples: [Date.now() - 5000] }, {});
+    hub.store.incidents.open(
+      {
+        ip: IP,
+        type: type as "multi-responder",
+        macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
+        detail: `2 nodes answer for ${IP} (node-a, node-b)`,
+        firstSeen: Date.now() - 5000,
+        lastSeen: Date.now(),
+        count: 3,
+        samples: [Date.now() - 5000],
+      },
+      {},
+    );
   return { hub, alerter, outcomes, open };
 }
 
@@ -84,7 +117,16 @@ describe("webhook formats", () => {
       id,
       status: "firing",
       ip: IP,
-      alerts: [{ type: "multi-responder", status: "firing", responders: [{ mac: "02:00:00:00:00:0a", node: "node-a" }, { mac: "02:00:00:00:00:0b", node: "node-b" }] }],
+      alerts: [
+        {
+          type: "multi-responder",
+          status: "firing",
+          responders: [
+            { mac: "02:00:00:00:00:0a", node: "node-a" },
+            { mac: "02:00:00:00:00:0b", node: "node-b" },
+          ],
+        },
+      ],
     });
   });
 
@@ -95,14 +137,33 @@ describe("webhook formats", () => {
     alerter.enqueue(IP, "firing");
     await until(() => r.got.length === 1);
     const firing = JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
-    expect(firing).toMatchObject({ version: "4", groupKey: `{}:{ip="${IP}"}`, status: "firing", receiver: "am", groupLabels: { ip: IP }, commonLabels: { alertname: "WhohasMultiResponder", ip: IP, severity: "critical" }, truncatedAlerts: 0 });
+    expect(firing).toMatchObject({
+      version: "4",
+      groupKey: `{}:{ip="${IP}"}`,
+      status: "firing",
+      receiver: "am",
+      groupLabels: { ip: IP },
+      commonLabels: { alertname: "WhohasMultiResponder", ip: IP, severity: "critical" },
+      truncatedAlerts: 0,
+    });
     const alert = (firing.alerts as Record<string, unknown>[])[0];
-    expect(alert).toMatchObject({ status: "firing", endsAt: "0001-01-01T00:00:00Z", labels: { alertname: "WhohasMultiResponder", type: "multi-responder" } });
+    expect(alert).toMatchObject({
+      status: "firing",
+      endsAt: "0001-01-01T00:00:00Z",
+      labels: { alertname: "WhohasMultiResponder", type: "multi-responder" },
+    });
     expect(alert?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
-    hub.store.incidents.resolve(id, { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] }, Date.now());
+    hub.store.incidents.resolve(
+      id,
+      { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] },
+      Date.now(),
+    );
     alerter.enqueue(IP, "resolved");
     await until(() => r.got.length === 2);
-    const resolved = JSON.parse(r.got[1]?.body ?? "{}") as { status: string; alerts: { status: string; endsAt: string; fingerprint: string }[] };
+    const resolved = JSON.parse(r.got[1]?.body ?? "{}") as {
+      status: string;
+      alerts: { status: string; endsAt: string; fingerprint: string }[];
+    };
     expect(resolved.status).toBe("resolved");
     expect(resolved.alerts[0]?.status).toBe("resolved");
     expect(resolved.alerts[0]?.endsAt).not.toBe("0001-01-01T00:00:00Z");
@@ -125,10 +186,26 @@ describe("node incidents", () => {
   it("groups a node's incident by node: Alertmanager gets a node label, the generic body a node", async () => {
     const r = await receiver();
     const { hub, alerter } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
-    hub.store.incidents.open({ ip: "node/node-b", type: "agent-down", macs: [], detail: "the whohas agent on node-b has been silent for 31 s", firstSeen: Date.now(), lastSeen: Date.now(), count: 1, samples: [] }, {});
+    hub.store.incidents.open(
+      {
+        ip: "node/node-b",
+        type: "agent-down",
+        macs: [],
+        detail: "the whohas agent on node-b has been silent for 31 s",
+        firstSeen: Date.now(),
+        lastSeen: Date.now(),
+        count: 1,
+        samples: [],
+      },
+      {},
+    );
     alerter.enqueue("node/node-b", "firing");
     await until(() => r.got.length === 1);
-    const body = JSON.parse(r.got[0]?.body ?? "{}") as { groupKey: string; groupLabels: Record<string, string>; alerts: { labels: Record<string, string> }[] };
+    const body = JSON.parse(r.got[0]?.body ?? "{}") as {
+      groupKey: string;
+      groupLabels: Record<string, string>;
+      alerts: { labels: Record<string, string> }[];
+    };
     expect(body.groupKey).toBe('{}:{node="node-b"}');
     expect(body.groupLabels).toEqual({ node: "node-b" });
     expect(body.alerts[0]?.labels).toMatchObject({ alertname: "WhohasAgentDown", node: "node-b", type: "agent-down" });
@@ -150,7 +227,11 @@ describe("delivery", () => {
     expect((r.got[1]?.at ?? 0) - (r.got[0]?.at ?? 0)).toBeGreaterThanOrEqual(450);
     expect((r.got[2]?.at ?? 0) - (r.got[1]?.at ?? 0)).toBeGreaterThanOrEqual(950);
     expect(hub.store.outbox.recent(10)).toEqual([expect.objectContaining({ status: "delivered", attempts: 3, lastStatus: 200 })]);
-    expect(outcomes).toEqual([["ops", "retry"], ["ops", "retry"], ["ops", "delivered"]]);
+    expect(outcomes).toEqual([
+      ["ops", "retry"],
+      ["ops", "retry"],
+      ["ops", "delivered"],
+    ]);
   });
 
   it("stops at 410 Gone: the receiver is marked and gets nothing more", async () => {
@@ -168,7 +249,9 @@ describe("delivery", () => {
   });
 
   it("honours Slack's 429 Retry-After", async () => {
-    const r = await receiver((n, res) => (n === 1 ? res.writeHead(429, { "retry-after": "2" }).end("rate_limited") : res.writeHead(200).end("ok")));
+    const r = await receiver((n, res) =>
+      n === 1 ? res.writeHead(429, { "retry-after": "2" }).end("rate_limited") : res.writeHead(200).end("ok"),
+    );
     const { alerter, open } = setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "config" }]);
     open();
     alerter.enqueue(IP, "firing");
@@ -179,7 +262,10 @@ describe("delivery", () => {
 
   it("groups findings of one IP that come within group_wait, and caps a flapping IP", async () => {
     const r = await receiver();
-    const { alerter, open, outcomes } = setup([{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }], { groupWaitMs: 300, maxPerIpPerHour: 2 });
+    const { alerter, open, outcomes } = setup([{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }], {
+      groupWaitMs: 300,
+      maxPerIpPerHour: 2,
+    });
     open("multi-responder");
     alerter.enqueue(IP, "firing");
     open("wrong-owner");
@@ -187,7 +273,10 @@ describe("delivery", () => {
     await new Promise((res) => setTimeout(res, 350));
     await alerter.deliverDue();
     expect(r.got).toHaveLength(1);
-    expect((JSON.parse(r.got[0]?.body ?? "{}") as { alerts: { type: string }[] }).alerts.map((a) => a.type).sort()).toEqual(["multi-responder", "wrong-owner"]);
+    expect((JSON.parse(r.got[0]?.body ?? "{}") as { alerts: { type: string }[] }).alerts.map((a) => a.type).sort()).toEqual([
+      "multi-responder",
+      "wrong-owner",
+    ]);
     alerter.enqueue(IP, "resolved");
     alerter.enqueue(IP, "firing"); // joins
     await new Promise((res) => setTimeout(res, 350));
@@ -200,7 +289,14 @@ describe("delivery", () => {
     const r = await receiver();
     const lines: string[] = [];
     const hub = new Hub();
-    const alerter = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }], policy: { ...DEFAULT_POLICY, groupWaitMs: 60_000, maxPerMinute: 3, allowHosts: ["127.0.0.1"] }, logger: jsonLogger("hub", (l) => lines.push(l)) });
+    const alerter = new Alerter({
+      hub,
+      outbox: hub.store.outbox,
+      settings: hub.store.settings,
+      receivers: () => [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }],
+      policy: { ...DEFAULT_POLICY, groupWaitMs: 60_000, maxPerMinute: 3, allowHosts: ["127.0.0.1"] },
+      logger: jsonLogger("hub", (l) => lines.push(l)),
+    });
     for (let i = 1; i <= 50; i++) alerter.enqueue(`198.51.100.${i}`, "firing");
     expect(hub.store.outbox.recent(100)).toHaveLength(3);
     expect(lines.filter((l) => l.includes('"alert.storm"'))).toHaveLength(1);

@@ -76,16 +76,39 @@ describe("loadConfig", () => {
           { name: "oncall", passwordHash: HASH, role: "operator" },
           { name: "boss", passwordHash: HASH, role: "admin" },
         ],
-        proxy: { userHeader: "X-Forwarded-User", groupsHeader: "X-Forwarded-Groups", trustedProxies: ["10.0.0.0/8", "::1"], groupRoles: { sre: "operator" }, defaultRole: null },
+        proxy: {
+          userHeader: "X-Forwarded-User",
+          groupsHeader: "X-Forwarded-Groups",
+          trustedProxies: ["10.0.0.0/8", "::1"],
+          groupRoles: { sre: "operator" },
+          defaultRole: null,
+        },
         sessionTtlMs: 8 * 3_600_000,
         trustedProxies: ["192.168.0.0/16"],
       },
       actions: { probeMs: 5000, announceMs: 2000 },
-      limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 },
+      limits: {
+        maxIps: 5000,
+        maxMacsPerIp: 16,
+        maxAgents: 300,
+        newIpsPerAgentPerMinute: 500,
+        newIpsPerMinute: 900,
+        maxConnections: 2000,
+        connectionsPerAddress: 32,
+      },
       metricsListen: { host: "127.0.0.1", port: 9474 },
       metricsToken: `metrics-${TOKEN}`,
       tls: null,
-      alerting: { groupWaitMs: 0, repeatIntervalMs: 2 * 3_600_000, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: ["hooks.example"], allowPrivate: true, externalUrl: "https://whohas.example" },
+      alerting: {
+        groupWaitMs: 0,
+        repeatIntervalMs: 2 * 3_600_000,
+        maxPerIpPerHour: 3,
+        maxPerMinute: 12,
+        sendResolved: false,
+        allowHosts: ["hooks.example"],
+        allowPrivate: true,
+        externalUrl: "https://whohas.example",
+      },
       webhooks: [
         { name: "ops", url: "https://hooks.example/whohas", format: "generic", secret: "hook-secret-0123456789", source: "config" },
         { name: "am", url: "https://hooks.example/am", format: "alertmanager", secret: null, source: "config" },
@@ -95,9 +118,23 @@ describe("loadConfig", () => {
 
   it("lets the environment win over the file", () => {
     const d = files({ "hub.yaml": `listen: "127.0.0.1:8080"\nagents: { tokenFile: DIR/missing }\n` });
-    const c = loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, PORT: "9000", WHOHAS_KUBECONFIG: "off", KUBERNETES_SERVICE_HOST: "10.0.0.1", WHOHAS_RETENTION: "30m", WHOHAS_TRUSTED_PROXIES: "10.1.0.0/16, 10.2.0.7" });
-    expect(c).toMatchObject({ listen: { host: "127.0.0.1", port: 9000 }, kubernetes: null, storage: { retentionMs: 30 * 60_000 }, auth: { trustedProxies: ["10.1.0.0/16", "10.2.0.7"] } });
-    expect(() => loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_TRUSTED_PROXIES: "ingress" })).toThrow(/WHOHAS_TRUSTED_PROXIES/);
+    const c = loadConfig(join(d, "hub.yaml"), {
+      WHOHAS_AGENT_TOKEN: TOKEN,
+      PORT: "9000",
+      WHOHAS_KUBECONFIG: "off",
+      KUBERNETES_SERVICE_HOST: "10.0.0.1",
+      WHOHAS_RETENTION: "30m",
+      WHOHAS_TRUSTED_PROXIES: "10.1.0.0/16, 10.2.0.7",
+    });
+    expect(c).toMatchObject({
+      listen: { host: "127.0.0.1", port: 9000 },
+      kubernetes: null,
+      storage: { retentionMs: 30 * 60_000 },
+      auth: { trustedProxies: ["10.1.0.0/16", "10.2.0.7"] },
+    });
+    expect(() => loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_TRUSTED_PROXIES: "ingress" })).toThrow(
+      /WHOHAS_TRUSTED_PROXIES/,
+    );
   });
 
   it("uses the ServiceAccount in a pod when no kubeconfig is given, traffic-only outside", () => {
@@ -106,7 +143,14 @@ describe("loadConfig", () => {
   });
 
   it("fails with the key and the reason", () => {
-    const d = files({ bad: "listen: [1, 2]\n", unknown: "storage: { pth: /x }\n", retention: "storage: { retention: soon }\n", yaml: "listen: \"a\n", short: "agents: { tokenFile: DIR/t }\n", t: "short" });
+    const d = files({
+      bad: "listen: [1, 2]\n",
+      unknown: "storage: { pth: /x }\n",
+      retention: "storage: { retention: soon }\n",
+      yaml: 'listen: "a\n',
+      short: "agents: { tokenFile: DIR/t }\n",
+      t: "short",
+    });
     expect(failure(join(d, "bad"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^listen: /);
     expect(failure(join(d, "unknown"), { WHOHAS_AGENT_TOKEN: TOKEN })).toBe("storage.pth: unknown key (see config.example.yaml)");
     expect(failure(join(d, "retention"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^storage.retention: a duration/);
@@ -115,7 +159,9 @@ describe("loadConfig", () => {
     expect(failure(join(d, "missing.yaml"))).toMatch(/^--config: cannot read .*ENOENT/);
     expect(failure(null)).toMatch(/^agents.tokenFile: required/);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "nope" })).toMatch(/^WHOHAS_LISTEN/);
-    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(/^WHOHAS_METRICS_LISTEN: port 3000 is the dashboard's/);
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "0.0.0.0:3000", WHOHAS_METRICS_LISTEN: "0.0.0.0:3000" })).toMatch(
+      /^WHOHAS_METRICS_LISTEN: port 3000 is the dashboard's/,
+    );
     // The one schema covers the environment: a bad value names its variable, and env-only keys stay out of the file.
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LOG_LEVEL: "loud" })).toMatch(/^WHOHAS_LOG_LEVEL: /);
     expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_RETENTION: "soon" })).toMatch(/^WHOHAS_RETENTION: a duration/);
@@ -123,10 +169,18 @@ describe("loadConfig", () => {
     const inline = files({ "hub.yaml": `agents: { token: "${TOKEN}" }\n` });
     expect(failure(join(inline, "hub.yaml"))).toBe("agents.token: unknown key (see config.example.yaml)");
     // Without metrics.listen the metrics still get a port of their own: 9473 on the dashboard's host.
-    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "127.0.0.1:3000" })).toMatchObject({ metricsListen: { host: "127.0.0.1", port: 9473 }, metricsToken: null });
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_LISTEN: "127.0.0.1:3000" })).toMatchObject({
+      metricsListen: { host: "127.0.0.1", port: 9473 },
+      metricsToken: null,
+    });
     // Agents on ServiceAccount tokens only (deploy/base): no shared token is needed, and a bad name is refused.
-    expect(loadConfig(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas:whohas-agent" })).toMatchObject({ agentToken: null, agentServiceAccount: "whohas:whohas-agent" });
-    expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(/^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/);
+    expect(loadConfig(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas:whohas-agent" })).toMatchObject({
+      agentToken: null,
+      agentServiceAccount: "whohas:whohas-agent",
+    });
+    expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(
+      /^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/,
+    );
   });
 
   it("refuses bad users and proxies with the key and what to do", () => {
@@ -157,20 +211,35 @@ describe("loadConfig", () => {
     expect(failure(join(d, "tlsHalf"), env)).toBe("tls: give both certFile and keyFile (or neither, for plain HTTP)");
     expect(failure(join(d, "tlsNotPem"), env)).toMatch(/^tls.certFile: .* holds no PEM certificate/);
     expect(failure(join(d, "hookHost"), env)).toMatch(/^webhooks.0.url: evil.example is not in alerting.allowHosts/);
-    expect(failure(join(d, "hookLoopback"), env)).toBe("webhooks.0.url: 127.0.0.1 is a loopback address: refused (list the host in alerting.allowHosts if this receiver is really meant)");
+    expect(failure(join(d, "hookLoopback"), env)).toBe(
+      "webhooks.0.url: 127.0.0.1 is a loopback address: refused (list the host in alerting.allowHosts if this receiver is really meant)",
+    );
     expect(failure(join(d, "hookMetadata"), env)).toMatch(/^webhooks.0.url: 169.254.169.254 is a link-local address: refused/);
     expect(loadConfig(join(d, "hookPrivateAllowed"), env).webhooks).toHaveLength(1);
     expect(failure(join(d, "trusted"), env)).toBe('auth.trustedProxies: "not-an-address" is not an address or CIDR');
-    expect(failure(null, { ...env, WHOHAS_WEBHOOK_URL: "https://x.example/", WHOHAS_WEBHOOK_FORMAT: "teams" })).toMatch(/^WHOHAS_WEBHOOK_FORMAT: one of generic, slack, alertmanager/);
+    expect(failure(null, { ...env, WHOHAS_WEBHOOK_URL: "https://x.example/", WHOHAS_WEBHOOK_FORMAT: "teams" })).toMatch(
+      /^WHOHAS_WEBHOOK_FORMAT: one of generic, slack, alertmanager/,
+    );
   });
 
   it("accepts the shipped example once its files exist", () => {
     const example = fileURLToPath(new URL("../../../config.example.yaml", import.meta.url));
     const c = loadConfig(example, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_VIEWER_TOKEN: `v-${TOKEN}` });
-    expect(c).toMatchObject({ listen: { host: "0.0.0.0", port: 3000 }, storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 }, auth: { users: [{ name: "oncall", role: "operator" }] }, actions: { probeMs: 60_000 }, limits: { maxIps: 100_000, maxMacsPerIp: 64 } });
+    expect(c).toMatchObject({
+      listen: { host: "0.0.0.0", port: 3000 },
+      storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 },
+      auth: { users: [{ name: "oncall", role: "operator" }] },
+      actions: { probeMs: 60_000 },
+      limits: { maxIps: 100_000, maxMacsPerIp: 64 },
+    });
   });
 
   it("parses durations", () => {
-    expect([parseDuration("7d"), parseDuration("500ms"), parseDuration("2h"), parseDuration("x")]).toEqual([7 * 86_400_000, 500, 7_200_000, null]);
+    expect([parseDuration("7d"), parseDuration("500ms"), parseDuration("2h"), parseDuration("x")]).toEqual([
+      7 * 86_400_000,
+      500,
+      7_200_000,
+      null,
+    ]);
   });
 });

@@ -18,15 +18,46 @@ const gatewayOf = (r: Running | undefined): AgentGateway => {
 const TOKEN = "test-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const asViewer = { headers: { authorization: `Bearer ${VIEWER}` } };
-const hello = { v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] };
-const reply = { ip: "192.0.2.200", mac: "02:00:5e:00:00:0a", kind: "reply", iface: "eth0", count: 4, firstSeen: 1, lastSeen: 2, targetMac: "02:00:5e:00:00:01", ethernetMismatch: 0, ethSrc: null };
+const hello = {
+  v: 2,
+  type: "hello",
+  node: "node-a",
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
+};
+const reply = {
+  ip: "192.0.2.200",
+  mac: "02:00:5e:00:00:0a",
+  kind: "reply",
+  iface: "eth0",
+  count: 4,
+  firstSeen: 1,
+  lastSeen: 2,
+  targetMac: "02:00:5e:00:00:01",
+  ethernetMismatch: 0,
+  ethSrc: null,
+};
 
-interface Running { server: Server; side: Server; hub: Hub; base: string; metrics: string; ws: string; gateway: AgentGateway }
+interface Running {
+  server: Server;
+  side: Server;
+  hub: Hub;
+  base: string;
+  metrics: string;
+  ws: string;
+  gateway: AgentGateway;
+}
 const open: Running[] = [];
 
 async function start(clock: () => number = Date.now): Promise<Running> {
   const hub = new Hub({ clock });
-  const hs = createHubServer({ hub, agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+  const hs = createHubServer({
+    hub,
+    agentToken: TOKEN,
+    auth: testAuth(hub, { viewerToken: VIEWER }),
+    logger: silentLogger,
+    pages: (_req, res) => res.writeHead(404).end(),
+  });
   const server = hs.createServer();
   const side = createServer(hs.metricsListener);
   for (const s of [server, side]) {
@@ -34,7 +65,15 @@ async function start(clock: () => number = Date.now): Promise<Running> {
     await once(s, "listening");
   }
   const port = (server.address() as AddressInfo).port;
-  const r = { server, side, hub, base: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`, ws: `ws://127.0.0.1:${port}/agent`, gateway: hs.gateway };
+  const r = {
+    server,
+    side,
+    hub,
+    base: `http://127.0.0.1:${port}`,
+    metrics: `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`,
+    ws: `ws://127.0.0.1:${port}/agent`,
+    gateway: hs.gateway,
+  };
   open.push(r);
   return r;
 }
@@ -70,19 +109,33 @@ describe("agent gateway", () => {
     expect(JSON.parse(welcome.toString())).toMatchObject({ type: "welcome" });
     c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
-    const body = (await (await fetch(`${base}/api/trpc/ips.list`, asViewer)).json()) as { result: { data: { ip: string; responders: { node: string }[] }[] } };
+    const body = (await (await fetch(`${base}/api/trpc/ips.list`, asViewer)).json()) as {
+      result: { data: { ip: string; responders: { node: string }[] }[] };
+    };
     expect(body.result.data[0]).toMatchObject({ ip: "192.0.2.200", state: "single", responders: [{ node: "node-a" }] });
-    const one = (await (await fetch(`${base}/api/trpc/ips.byIp?input=${encodeURIComponent(JSON.stringify({ ip: "192.0.2.200" }))}`, asViewer)).json()) as { result: { data: { responders: { replies: number }[] } } };
+    const one = (await (
+      await fetch(`${base}/api/trpc/ips.byIp?input=${encodeURIComponent(JSON.stringify({ ip: "192.0.2.200" }))}`, asViewer)
+    ).json()) as { result: { data: { responders: { replies: number }[] } } };
     expect(one.result.data.responders[0]?.replies).toBe(4);
-    const agents = (await (await fetch(`${base}/api/trpc/agents.list`, asViewer)).json()) as { result: { data: { node: string; up: boolean }[] } };
+    const agents = (await (await fetch(`${base}/api/trpc/agents.list`, asViewer)).json()) as {
+      result: { data: { node: string; up: boolean }[] };
+    };
     expect(agents.result.data).toEqual([expect.objectContaining({ node: "node-a", up: true })]);
     c.close();
   });
 
   it.each([
     { case: "not JSON before hello", msg: "{", reason: /not JSON/ },
-    { case: "observations before hello", msg: JSON.stringify({ v: 2, type: "observations", entries: [], requests: [], dropped: 0 }), reason: /first message must be hello/ },
-    { case: "a bad MAC", msg: JSON.stringify({ ...hello, interfaces: [{ name: "eth0", mac: "zz", up: true }] }), reason: /interfaces\.0\.mac/ },
+    {
+      case: "observations before hello",
+      msg: JSON.stringify({ v: 2, type: "observations", entries: [], requests: [], dropped: 0 }),
+      reason: /first message must be hello/,
+    },
+    {
+      case: "a bad MAC",
+      msg: JSON.stringify({ ...hello, interfaces: [{ name: "eth0", mac: "zz", up: true }] }),
+      reason: /interfaces\.0\.mac/,
+    },
   ])("closes a socket that sends $case with 1008 and keeps serving others", async ({ msg, reason }) => {
     const { ws, base } = await start();
     const good = connect(ws);
@@ -106,14 +159,20 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    const junk = ["{", "null", JSON.stringify({ v: 2, type: "observations", entries: [{ ...reply, mac: "zz" }], requests: [], dropped: 0 }), JSON.stringify({ v: 9, type: "telemetry" })];
+    const junk = [
+      "{",
+      "null",
+      JSON.stringify({ v: 2, type: "observations", entries: [{ ...reply, mac: "zz" }], requests: [], dropped: 0 }),
+      JSON.stringify({ v: 9, type: "telemetry" }),
+    ];
     for (const j of junk) c.send(j);
     c.send(Buffer.from([1, 2, 3]), { binary: true });
     c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 }));
     await expect.poll(() => hub.ips().length).toBe(1);
     expect(c.readyState).toBe(WebSocket.OPEN);
     const metrics = await (await fetch(metricsUrl)).text();
-    const count = (reason: string) => Number(new RegExp(`whohas_hub_agent_bad_messages_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
+    const count = (reason: string) =>
+      Number(new RegExp(`whohas_hub_agent_bad_messages_total\\{reason="${reason}"\\} (\\d+)`).exec(metrics)?.[1] ?? 0);
     expect([count("not-json"), count("invalid"), count("version"), count("binary")]).toEqual([1, 2, 1, 1]);
     c.close();
   });
@@ -135,10 +194,23 @@ describe("agent gateway", () => {
     c.send(JSON.stringify(hello));
     await once(c, "message");
     const facts = {
-      node: "node-a", agentVersion: "t",
-      interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, master: null, addresses: ["192.0.2.10"], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: { arpIgnore: 1, arpAnnounce: 2 }, captured: true }],
+      node: "node-a",
+      agentVersion: "t",
+      interfaces: [
+        {
+          name: "eth0",
+          mac: "02:00:5e:00:00:0a",
+          up: true,
+          master: null,
+          addresses: ["192.0.2.10"],
+          own: { arpIgnore: 0, arpAnnounce: 0 },
+          effective: { arpIgnore: 1, arpAnnounce: 2 },
+          captured: true,
+        },
+      ],
       sysctl: { all: { arpIgnore: 1, arpAnnounce: 2 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
-      kubeIpvs0: { present: true, addresses: 306 }, kubeProxyMode: "ipvs",
+      kubeIpvs0: { present: true, addresses: 306 },
+      kubeProxyMode: "ipvs",
       capture: { frames: 10, dropped: {}, kernelReceived: 10, kernelDropped: 0 },
     };
     c.send(JSON.stringify({ v: 2, type: "facts", facts }));
@@ -146,13 +218,25 @@ describe("agent gateway", () => {
     expect(hs).toBeDefined();
     const results: string[] = [];
     const commandArrives = once(c, "message");
-    expect(gatewayOf(hs).command("node-a", { v: 2, type: "probe", id: "p1", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, (m) => results.push(m.type))).toBe(true);
+    expect(
+      gatewayOf(hs).command("node-a", { v: 2, type: "probe", id: "p1", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, (m) =>
+        results.push(m.type),
+      ),
+    ).toBe(true);
     const [cmd] = (await commandArrives) as [Buffer];
     expect(JSON.parse(cmd.toString())).toMatchObject({ type: "probe", id: "p1" });
-    c.send(JSON.stringify({ v: 2, type: "probe-result", id: "p1", seq: 1, sentAt: 5, replies: [{ mac: "02:00:5e:00:00:0b", latencyMs: 0.2 }] }));
+    c.send(
+      JSON.stringify({ v: 2, type: "probe-result", id: "p1", seq: 1, sentAt: 5, replies: [{ mac: "02:00:5e:00:00:0b", latencyMs: 0.2 }] }),
+    );
     c.send(JSON.stringify({ v: 2, type: "command-done", id: "p1", ok: true, message: "done" }));
     await expect.poll(() => results).toEqual(["probe-result", "command-done"]);
-    expect(gatewayOf(hs).command("node-zz", { v: 2, type: "probe", id: "p2", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 }, () => undefined)).toBe(false);
+    expect(
+      gatewayOf(hs).command(
+        "node-zz",
+        { v: 2, type: "probe", id: "p2", ip: "192.0.2.200", durationMs: 1000, intervalMs: 500 },
+        () => undefined,
+      ),
+    ).toBe(false);
     c.close();
   });
 
@@ -162,7 +246,21 @@ describe("agent gateway", () => {
     await once(c, "open");
     c.send(JSON.stringify(hello));
     await once(c, "message");
-    c.send(JSON.stringify({ v: 2, type: "facts", facts: { node: "node-b", agentVersion: "t", interfaces: [], sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } } }));
+    c.send(
+      JSON.stringify({
+        v: 2,
+        type: "facts",
+        facts: {
+          node: "node-b",
+          agentVersion: "t",
+          interfaces: [],
+          sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
+          kubeIpvs0: { present: false, addresses: 0 },
+          kubeProxyMode: "not-ipvs",
+          capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
+        },
+      }),
+    );
     const [code, why] = (await once(c, "close")) as [number, Buffer];
     expect([code, why.toString()]).toEqual([1008, "facts for node-b on node-a's connection"]);
   });
@@ -199,7 +297,14 @@ describe("agent gateway", () => {
 
   it("serves /metrics only on a port of its own, with its token when metrics.tokenFile is set", async () => {
     const hub = new Hub();
-    const hs = createHubServer({ hub, metricsToken: "metrics-token-0123456789", agentToken: TOKEN, auth: testAuth(hub, { viewerToken: VIEWER }), logger: silentLogger, pages: (_req, res) => res.writeHead(404).end() });
+    const hs = createHubServer({
+      hub,
+      metricsToken: "metrics-token-0123456789",
+      agentToken: TOKEN,
+      auth: testAuth(hub, { viewerToken: VIEWER }),
+      logger: silentLogger,
+      pages: (_req, res) => res.writeHead(404).end(),
+    });
     const main = hs.createServer();
     const side = createServer(hs.metricsListener);
     for (const s of [main, side]) {
@@ -209,10 +314,15 @@ describe("agent gateway", () => {
     const url = (s: Server) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
     try {
       const onMain = await fetch(`${url(main)}/metrics`, asViewer);
-      expect([onMain.status, await onMain.text()]).toEqual([404, "metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n"]);
+      expect([onMain.status, await onMain.text()]).toEqual([
+        404,
+        "metrics are served on metrics.listen (port 9473 unless set), not on the dashboard's port\n",
+      ]);
       expect((await fetch(`${url(side)}/metrics`)).status).toBe(401);
       expect((await fetch(`${url(side)}/metrics`, { headers: { authorization: "Bearer metrics-token-012345678X" } })).status).toBe(401);
-      expect(await (await fetch(`${url(side)}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789" } })).text()).toMatch(/whohas_agents_connected 0/);
+      expect(await (await fetch(`${url(side)}/metrics`, { headers: { authorization: "Bearer metrics-token-0123456789" } })).text()).toMatch(
+        /whohas_agents_connected 0/,
+      );
       expect((await fetch(`${url(side)}/readyz`)).status).toBe(200);
       expect((await fetch(`${url(side)}/api/v1/ips`)).status).toBe(404);
     } finally {

@@ -4,23 +4,48 @@ import type { Hub } from "../hub/hub.js";
 
 /** testAuth is a real Auth over the hub's store, with the given users and read-API token. */
 export function testAuth(hub: Hub, o: { viewerToken?: string | null; users?: readonly LocalUser[] } = {}): Auth {
-  return new Auth({ users: o.users ?? [], proxy: null, sessionTtlMs: 3_600_000, viewerToken: o.viewerToken ?? null }, hub.store.access, hub.store.settings, silentLogger, hub.clock);
+  return new Auth(
+    { users: o.users ?? [], proxy: null, sessionTtlMs: 3_600_000, viewerToken: o.viewerToken ?? null },
+    hub.store.access,
+    hub.store.settings,
+    silentLogger,
+    hub.clock,
+  );
 }
 
 /** A principal for callers made in tests (createCaller): who the procedure believes is asking. */
-export const asRole = (role: "viewer" | "operator" | "admin", user = `test-${role}`) => ({ principal: { user, role, via: "session" as const, csrf: "t" }, csrfOk: true });
+export const asRole = (role: "viewer" | "operator" | "admin", user = `test-${role}`) => ({
+  principal: { user, role, via: "session" as const, csrf: "t" },
+  csrfOk: true,
+});
 
 /** callerContext is a tRPC context for createCaller: the hub, its audit log, and who asks. */
-export const callerContext = (hub: Hub, role: "viewer" | "operator" | "admin", user?: string) => ({ hub, audit: hub.store.audit, ...asRole(role, user) });
+export const callerContext = (hub: Hub, role: "viewer" | "operator" | "admin", user?: string) => ({
+  hub,
+  audit: hub.store.audit,
+  ...asRole(role, user),
+});
 
 type Hello = Extract<AgentMessage, { type: "hello" }>;
 type Observations = Extract<AgentMessage, { type: "observations" }>;
 
 /** hello is an agent's first message for `node` with one interface of `mac`. */
-export const hello = (node: string, mac: string): Hello => ({ v: WIRE_VERSION, type: "hello", node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
+export const hello = (node: string, mac: string): Hello => ({
+  v: WIRE_VERSION,
+  type: "hello",
+  node,
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac, up: true }],
+});
 
 /** observations is an agent's message with these aggregates and request reports. */
-export const observations = (entries: readonly ObservationAggregate[], requests: readonly RequestReport[] = []): Observations => ({ v: WIRE_VERSION, type: "observations", dropped: 0, entries: [...entries], requests: [...requests] });
+export const observations = (entries: readonly ObservationAggregate[], requests: readonly RequestReport[] = []): Observations => ({
+  v: WIRE_VERSION,
+  type: "observations",
+  dropped: 0,
+  entries: [...entries],
+  requests: [...requests],
+});
 
 /** aggregate is one aggregate of one frame kind for `ip` from `mac`, seen once at `t`. */
 export function aggregate(ip: string, kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {

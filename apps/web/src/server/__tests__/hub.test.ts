@@ -62,7 +62,9 @@ describe("Hub", () => {
     hub.disconnect("node-a");
     now = SILENCE_MS + 1000;
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down", detail: expect.stringContaining("silent for 31 s") as string })]);
+    expect(hub.incidents({ open: true })).toEqual([
+      expect.objectContaining({ ip: "node/node-a", type: "agent-down", detail: expect.stringContaining("silent for 31 s") as string }),
+    ]);
     hub.connect(hello("node-a", A));
     now += 61_000; // the 60 s of hysteresis every finding has
     hub.heartbeat("node-a");
@@ -105,7 +107,14 @@ describe("Hub", () => {
     const lb = Array.from({ length: 120 }, (_, i) => `198.51.100.${i}`);
     hub.setCluster({
       snapshot: () => ({
-        services: lb.map((ip, i) => ({ namespace: "demo", name: `svc-${i}`, externalTrafficPolicy: "Cluster" as const, ingressIPs: [ip], ports: [], endpoints: [] })),
+        services: lb.map((ip, i) => ({
+          namespace: "demo",
+          name: `svc-${i}`,
+          externalTrafficPolicy: "Cluster" as const,
+          ingressIPs: [ip],
+          ports: [],
+          endpoints: [],
+        })),
         nodes: [{ name: "node-a", labels: {}, networkUnavailable: false }],
         l2Advertisements: [],
         l2Statuses: [],

@@ -19,6 +19,9 @@ describe("latestAssignments", () => {
       ev("web", "node-9", "2026-11-29T11:00:00Z", "Other"),
       ev("web", "node-8", "2026-11-29T11:00:00Z", "nodeAssigned", "Pod"),
     ]);
-    expect([...m]).toEqual([["demo/web", "node-2"], ["demo/api", "node-3"]]);
+    expect([...m]).toEqual([
+      ["demo/web", "node-2"],
+      ["demo/api", "node-3"],
+    ]);
   });
 });

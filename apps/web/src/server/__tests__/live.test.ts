@@ -4,8 +4,17 @@ import { appRouter } from "../api/root.js";
 import { createCallerFactory } from "../api/trpc.js";
 import { callerContext, observations, aggregate } from "./helpers.js";
 
-const hello = (node: string) => ({ v: 2 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }] });
-interface Tracked<T> { id: string; data: T }
+const hello = (node: string) => ({
+  v: 2 as const,
+  type: "hello" as const,
+  node,
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
+});
+interface Tracked<T> {
+  id: string;
+  data: T;
+}
 /** On the server a tracked event is [id, data, marker]; the SSE link turns it into { id, data } for the client. */
 const untrack = <T>(v: unknown): Tracked<T> => {
   const [id, data] = v as [string, T];
@@ -15,7 +24,7 @@ const untrack = <T>(v: unknown): Tracked<T> => {
 async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T> | "timeout"> {
   const timer = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms));
   const r = await Promise.race([it.next(), timer]);
-  return r === "timeout" ? r : untrack<T>((r).value);
+  return r === "timeout" ? r : untrack<T>(r.value);
 }
 
 describe("live subscriptions", () => {
@@ -52,7 +61,9 @@ describe("live subscriptions", () => {
     expect(snap.rows.map((r) => r.ip)).toEqual(["192.0.2.1", "192.0.2.2"]);
 
     const fresh = ((await caller.ips.live({})) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
-    expect(await next<{ full: boolean; ips: { ip: string }[] }>(fresh)).toMatchObject({ data: { full: true, ips: [{ ip: "192.0.2.1" }, { ip: "192.0.2.2" }] } });
+    expect(await next<{ full: boolean; ips: { ip: string }[] }>(fresh)).toMatchObject({
+      data: { full: true, ips: [{ ip: "192.0.2.1" }, { ip: "192.0.2.2" }] },
+    });
 
     const resumed = ((await caller.ips.live({ lastEventId: snap.id })) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
     const pending = next<{ full: boolean; ips: { ip: string }[] }>(resumed, 2500);

@@ -13,6 +13,7 @@ describe("the example PrometheusRule", () => {
     const exported = new Set((await new HubMetrics(new Hub()).registry.getMetricsAsJSON()).map((m) => m.name));
     const rules = doc.spec.groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.alert)).toContain("WhohasSeveralResponders");
-    for (const r of rules) for (const name of r.expr.match(/whohas_[a-z_]+/g) ?? []) expect(exported, `${r.alert}: ${name}`).toContain(name);
+    for (const r of rules)
+      for (const name of r.expr.match(/whohas_[a-z_]+/g) ?? []) expect(exported, `${r.alert}: ${name}`).toContain(name);
   });
 });

@@ -11,7 +11,13 @@ import WebSocket from "ws";
 const AGENT = "agent-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const VIP = "192.0.2.200";
-const hello = (node: string, mac: string) => ({ v: 2 as const, type: "hello" as const, node, agentVersion: "t", interfaces: [{ name: "eth0", mac, up: true }] });
+const hello = (node: string, mac: string) => ({
+  v: 2 as const,
+  type: "hello" as const,
+  node,
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac, up: true }],
+});
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -24,7 +30,14 @@ afterEach(async () => {
 async function start(viewerToken: string | null, basePath = "") {
   let now = 10_000;
   const hub = new Hub({ clock: () => now });
-  const server = createHubServer({ hub, agentToken: AGENT, auth: testAuth(hub, { viewerToken }), basePath, logger: silentLogger, pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`) }).createServer();
+  const server = createHubServer({
+    hub,
+    agentToken: AGENT,
+    auth: testAuth(hub, { viewerToken }),
+    basePath,
+    logger: silentLogger,
+    pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`),
+  }).createServer();
   servers.push(server);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -55,14 +68,20 @@ describe("read API", () => {
         state: "multi-responder",
         services: [],
         expectedOwner: null,
-        responders: [expect.objectContaining({ mac: "02:00:5e:00:00:0a", node: "node-a" }), expect.objectContaining({ mac: "02:00:5e:00:00:0b", node: "node-b" })],
+        responders: [
+          expect.objectContaining({ mac: "02:00:5e:00:00:0a", node: "node-a" }),
+          expect.objectContaining({ mac: "02:00:5e:00:00:0b", node: "node-b" }),
+        ],
         findings: [expect.objectContaining({ type: "multi-responder", incidentId: 1 })],
       }),
     ]);
     const one = (await get(`/ips/${VIP}`)).body as { timeline: unknown[]; incidents: unknown[] };
     expect(one.timeline).toEqual(expect.arrayContaining([expect.objectContaining({ mac: "02:00:5e:00:00:0b", kind: "reply", count: 1 })]));
     expect(one.incidents).toEqual([expect.objectContaining({ id: 1, type: "multi-responder", resolvedAt: null })]);
-    expect((await get("/nodes")).body).toEqual([expect.objectContaining({ node: "node-a", agent: expect.objectContaining({ up: true }) }), expect.objectContaining({ node: "node-b" })]);
+    expect((await get("/nodes")).body).toEqual([
+      expect.objectContaining({ node: "node-a", agent: expect.objectContaining({ up: true }) }),
+      expect.objectContaining({ node: "node-b" }),
+    ]);
     expect((await get("/incidents?state=open")).body).toHaveLength(1);
     expect((await get("/incidents?state=resolved")).body).toHaveLength(0);
   });
@@ -90,7 +109,9 @@ describe("read API", () => {
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: auth })).status).toBe(200);
     expect((await fetch(`${origin}/whohas/healthz`)).status).toBe(200);
     expect((await fetch(`${origin}/healthz`)).status).toBe(200);
-    const trpc = (await (await fetch(`${origin}/whohas/api/trpc/agents.list`, { headers: auth })).json()) as { result: { data: { node: string }[] } };
+    const trpc = (await (await fetch(`${origin}/whohas/api/trpc/agents.list`, { headers: auth })).json()) as {
+      result: { data: { node: string }[] };
+    };
     expect(trpc.result.data.map((a) => a.node)).toEqual(["node-a"]);
     // A page of the dashboard keeps its prefix for Next; without a sign-in it sends the browser to /login first.
     expect(await (await fetch(`${origin}/whohas/ips`, { headers: auth })).text()).toBe("next: /whohas/ips");

@@ -48,7 +48,10 @@ describe("migrations", () => {
 describe("Store", () => {
   it("counts a minute once across capture points (the most any saw), adds what follows a write, and shows unwritten minutes", () => {
     const s = new Store(openSqlite(":memory:"), 0);
-    s.traffic.record("node-a", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 1, 3), entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 2, 2)]);
+    s.traffic.record("node-a", [
+      entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 1, 3),
+      entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 2, 2),
+    ]);
     s.traffic.record("node-b", [entry("reply", "02:00:5e:00:00:0a", 10 * MIN + 3, 4)]);
     expect(s.traffic.pendingRows).toBe(1);
     // Not written yet, and already in the timeline.
@@ -61,13 +64,16 @@ describe("Store", () => {
       { minute: 10 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 6 },
       { minute: 11 * MIN, mac: "02:00:5e:00:00:0a", kind: "reply", count: 7 },
     ]);
-    expect(s.traffic.aggregates(0)).toEqual([expect.objectContaining({ ip: VIP, kind: "reply", count: 13, firstSeen: 10 * MIN + 1, lastSeen: 11 * MIN })]);
+    expect(s.traffic.aggregates(0)).toEqual([
+      expect.objectContaining({ ip: VIP, kind: "reply", count: 13, firstSeen: 10 * MIN + 1, lastSeen: 11 * MIN }),
+    ]);
   });
 
   it("writes at most MAX_ROWS_PER_FLUSH rows per flush, oldest first, and everything when forced", () => {
     const s = new Store(openSqlite(":memory:"), 0);
     const n = MAX_ROWS_PER_FLUSH + 10;
-    for (let i = 0; i < n; i++) s.traffic.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", MIN), ip: `10.1.${i >> 8}.${i & 255}` }]);
+    for (let i = 0; i < n; i++)
+      s.traffic.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", MIN), ip: `10.1.${i >> 8}.${i & 255}` }]);
     expect(s.flush(MIN)).toBe(MAX_ROWS_PER_FLUSH);
     expect(s.traffic.pendingRows).toBe(10);
     expect(s.traffic.timeline("10.1.0.0", 0, 2 * MIN)).toHaveLength(1);
@@ -88,7 +94,8 @@ describe("Store", () => {
 
   it("prunes traffic and resolved incidents past retention in bounded steps, keeps open incidents and recent audit", () => {
     const s = new Store(openSqlite(":memory:"), 0);
-    for (let m = 0; m < 12_000; m++) s.traffic.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", m * MIN), ip: `10.0.${m >> 8}.${m & 255}` }]);
+    for (let m = 0; m < 12_000; m++)
+      s.traffic.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", m * MIN), ip: `10.0.${m >> 8}.${m & 255}` }]);
     s.flush(0, true);
     const f = { ip: VIP, type: "multi-responder" as const, macs: [], detail: "d", firstSeen: 0, lastSeen: 0, count: 1, samples: [0] };
     const resolved = s.incidents.open(f, {});
@@ -97,7 +104,7 @@ describe("Store", () => {
     s.audit.append({ t: 5, actor: "alice", action: "announce", input: { ip: VIP }, outcome: "ok", detail: "" });
     const now = 12_000 * MIN;
     const steps: number[] = [];
-    for (let n = -1; n !== 0; ) steps.push((n = s.pruneStep(now, 1000 * MIN)));
+    for (let n = -1; n !== 0;) steps.push((n = s.pruneStep(now, 1000 * MIN)));
     expect(Math.max(...steps)).toBeLessThanOrEqual(5000);
     expect(s.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM minute_stats")?.n).toBe(1000);
     expect(s.incidents.list().map((i) => i.ip)).toEqual(["192.0.2.201"]);
@@ -108,7 +115,16 @@ describe("Store", () => {
 
   it("keeps incidents with their events, acknowledgements and settings", () => {
     const s = new Store(openSqlite(":memory:"), 0);
-    const f = { ip: VIP, type: "wrong-owner" as const, macs: ["02:00:5e:00:00:0b"], detail: "node-b answers", firstSeen: 100, lastSeen: 100, count: 1, samples: [100] };
+    const f = {
+      ip: VIP,
+      type: "wrong-owner" as const,
+      macs: ["02:00:5e:00:00:0b"],
+      detail: "node-b answers",
+      firstSeen: 100,
+      lastSeen: 100,
+      count: 1,
+      samples: [100],
+    };
     const id = s.incidents.open(f, { expectedOwner: { node: "node-a" } });
     s.incidents.touch(id, { ...f, lastSeen: 200, count: 2 }, "now 2 MACs");
     expect(s.incidents.acknowledge(id, "alice", 250)).toBe(true);
@@ -142,9 +158,15 @@ describe("Hub with a store", () => {
     // Restart: same file; the agents come back as down, the traffic and the open incident are there.
     now += 2000;
     const again = new Hub({ clock, store: new Store(openSqlite(path), now) });
-    expect(again.agents.list().map((a) => [a.node, a.up])).toEqual([["node-a", false], ["node-b", false]]);
+    expect(again.agents.list().map((a) => [a.node, a.up])).toEqual([
+      ["node-a", false],
+      ["node-b", false],
+    ]);
     const v = again.ip(VIP);
-    expect(v?.responders.map((r) => [r.node, r.replies])).toEqual([["node-a", 1], ["node-b", 1]]);
+    expect(v?.responders.map((r) => [r.node, r.replies])).toEqual([
+      ["node-a", 1],
+      ["node-b", 1],
+    ]);
     expect(v?.findings.map((f) => [f.type, f.incidentId])).toEqual([["multi-responder", 1]]);
     again.tick();
     expect(again.incidents({ open: true })).toHaveLength(1); // not opened a second time
@@ -171,7 +193,12 @@ describe("Hub with a store", () => {
       slices++;
     } while (hub.ticking);
     expect(slices).toBe(4);
-    expect(hub.incidents({ open: true }).map((i) => i.ip).sort()).toEqual([...ips].sort());
+    expect(
+      hub
+        .incidents({ open: true })
+        .map((i) => i.ip)
+        .sort(),
+    ).toEqual([...ips].sort());
   });
 
   it("tells subscribers only what changed since a sequence number, as time alone moves verdicts, and everything after a cluster change", () => {

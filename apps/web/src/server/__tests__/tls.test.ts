@@ -24,11 +24,49 @@ describe("TLS", () => {
   let port = 0;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "whohas-tls-"));
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=whohas-hub", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=whohas-hub",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
     cert = readFileSync(join(dir, "cert.pem"), "utf8");
     const hub = new Hub();
-    const auth = new Auth({ users: [{ name: "olga", passwordHash: await hashPassword("correct horse"), role: "operator" }], proxy: null, sessionTtlMs: 3_600_000, viewerToken: null }, hub.store.access, hub.store.settings, silentLogger);
-    server = createHubServer({ hub, agentToken: TOKEN, auth, logger: silentLogger, pages: (_q, res) => res.writeHead(404).end() }).createServer({ cert, key: readFileSync(join(dir, "key.pem"), "utf8") });
+    const auth = new Auth(
+      {
+        users: [{ name: "olga", passwordHash: await hashPassword("correct horse"), role: "operator" }],
+        proxy: null,
+        sessionTtlMs: 3_600_000,
+        viewerToken: null,
+      },
+      hub.store.access,
+      hub.store.settings,
+      silentLogger,
+    );
+    server = createHubServer({
+      hub,
+      agentToken: TOKEN,
+      auth,
+      logger: silentLogger,
+      pages: (_q, res) => res.writeHead(404).end(),
+    }).createServer({ cert, key: readFileSync(join(dir, "key.pem"), "utf8") });
     server.listen(0, "127.0.0.1");
     await once(server, "listening");
     port = (server.address() as AddressInfo).port;
@@ -51,10 +89,14 @@ describe("TLS", () => {
   it("serves the sign-in over HTTPS and marks the session cookie Secure", async () => {
     const body = JSON.stringify({ username: "olga", password: "correct horse" });
     const setCookie = await new Promise<string>((resolve, reject) => {
-      const req = request(`https://127.0.0.1:${port}/api/auth/login`, { method: "POST", ca: cert, headers: { "content-type": "application/json" } }, (res) => {
-        res.resume();
-        resolve(String(res.headers["set-cookie"]?.[0] ?? ""));
-      });
+      const req = request(
+        `https://127.0.0.1:${port}/api/auth/login`,
+        { method: "POST", ca: cert, headers: { "content-type": "application/json" } },
+        (res) => {
+          res.resume();
+          resolve(String(res.headers["set-cookie"]?.[0] ?? ""));
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });

@@ -1,11 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { ProbeRounds, WIRE_VERSION, chooseProbers, type AgentMessage, type HubMessage, type Logger, type ProbeRound, type ProbeSummary } from "@whohas/core";
+import {
+  ProbeRounds,
+  WIRE_VERSION,
+  chooseProbers,
+  type AgentMessage,
+  type HubMessage,
+  type Logger,
+  type ProbeRound,
+  type ProbeSummary,
+} from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 
 /** A CommandSender reaches one node's agent (the AgentGateway). */
 export interface CommandSender {
-  command(node: string, msg: Extract<HubMessage, { type: "announce" | "probe" }>, onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void): boolean;
+  command(
+    node: string,
+    msg: Extract<HubMessage, { type: "announce" | "probe" }>,
+    onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void,
+  ): boolean;
 }
 
 /** An ActionRefused is an action that could not start, with the reason a person can act on (nothing was changed). */
@@ -38,7 +51,8 @@ export interface ProbeRunView {
   readonly state: "running" | "done" | "failed";
   /** One round per second: the union of what every prober heard for that request number. */
   readonly rounds: readonly (Omit<ProbeRound, "replies"> & { readonly replies: readonly Reply[] })[];
-  readonly summary: (Omit<ProbeSummary, "macs"> & { readonly macs: readonly (ProbeSummary["macs"][number] & { readonly node: string | null })[] }) | null;
+  readonly summary:
+    (Omit<ProbeSummary, "macs"> & { readonly macs: readonly (ProbeSummary["macs"][number] & { readonly node: string | null })[] }) | null;
   /** Each prober's outcome, as its agent reported it. */
   readonly messages: readonly string[];
   /** Bumped on every change (the subscription's event id). */
@@ -116,8 +130,19 @@ export class Actions {
       m = await new Promise((resolve, reject) => {
         const id = randomUUID();
         const limit = this.o.announceMs + COMMAND_GRACE_MS;
-        const timer = setTimeout(() => reject(new Error(`the agent on ${owner} did not report back within ${Math.round(limit / 1000)} s`)), limit);
-        const msg = { v: WIRE_VERSION, type: "announce", id, ip, durationMs: this.o.announceMs, expectedOwner: owner, force: false } as const;
+        const timer = setTimeout(
+          () => reject(new Error(`the agent on ${owner} did not report back within ${Math.round(limit / 1000)} s`)),
+          limit,
+        );
+        const msg = {
+          v: WIRE_VERSION,
+          type: "announce",
+          id,
+          ip,
+          durationMs: this.o.announceMs,
+          expectedOwner: owner,
+          force: false,
+        } as const;
         const sent = this.o.agents.command(owner, msg, (r) => {
           if (r.type !== "command-done") return;
           clearTimeout(timer);
@@ -129,7 +154,13 @@ export class Actions {
         }
       });
     } catch (e) {
-      this.#audit(actor, "ip.reannounce", { ...input, node: owner }, e instanceof ActionRefused ? "refused" : "failed", (e as Error).message);
+      this.#audit(
+        actor,
+        "ip.reannounce",
+        { ...input, node: owner },
+        e instanceof ActionRefused ? "refused" : "failed",
+        (e as Error).message,
+      );
       throw e;
     }
     this.#audit(actor, "ip.reannounce", { ...input, node: owner }, m.ok ? "ok" : "failed", m.message);
@@ -150,7 +181,13 @@ export class Actions {
       throw new ActionRefused(message);
     }
     const view = this.o.hub.ip(ip);
-    const probers = chooseProbers({ up: this.#upAgents(), owner: view?.expectedOwner?.node ?? null, capturedBy: view?.capturedBy ?? [], n: PROBERS, random: this.o.random ?? Math.random });
+    const probers = chooseProbers({
+      up: this.#upAgents(),
+      owner: view?.expectedOwner?.node ?? null,
+      capturedBy: view?.capturedBy ?? [],
+      n: PROBERS,
+      random: this.o.random ?? Math.random,
+    });
     if (probers.length === 0) {
       const message = "no agent is connected: deploy the whohas agent DaemonSet, then probe again";
       this.#audit(actor, "ip.probe", { ip }, "refused", message);
@@ -166,7 +203,10 @@ export class Actions {
       durationMs: this.o.probeMs,
       rounds: new ProbeRounds(ip),
       pending: new Set(),
-      messages: probers.length < PROBERS ? [`only ${probers[0] ?? ""} has an agent connected: its own answers cannot be heard (a node does not hear itself)`] : [],
+      messages:
+        probers.length < PROBERS
+          ? [`only ${probers[0] ?? ""} has an agent connected: its own answers cannot be heard (a node does not hear itself)`]
+          : [],
       failed: 0,
       version: 1,
       endedAt: null,
@@ -174,7 +214,11 @@ export class Actions {
     };
     this.#runs.set(run.id, run);
     for (const [i, node] of probers.entries()) {
-      const sent = this.o.agents.command(node, { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ip, durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS }, (m) => this.#onResult(run, node, m));
+      const sent = this.o.agents.command(
+        node,
+        { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ip, durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS },
+        (m) => this.#onResult(run, node, m),
+      );
       if (sent) {
         run.probers.push(node);
         run.pending.add(node);
@@ -187,13 +231,20 @@ export class Actions {
       throw new ActionRefused(message);
     }
     run.timer = setTimeout(() => {
-      for (const node of run.pending) run.messages.push(`${node}: no report within ${Math.round(COMMAND_GRACE_MS / 1000)} s of the end (agent gone?)`);
+      for (const node of run.pending)
+        run.messages.push(`${node}: no report within ${Math.round(COMMAND_GRACE_MS / 1000)} s of the end (agent gone?)`);
       run.failed += run.pending.size;
       run.pending.clear();
       this.#finish(run);
     }, this.o.probeMs + COMMAND_GRACE_MS);
     run.timer.unref();
-    this.#audit(actor, "ip.probe", { ip, probers: run.probers, durationMs: this.o.probeMs }, "ok", `started from ${run.probers.join(" and ")}`);
+    this.#audit(
+      actor,
+      "ip.probe",
+      { ip, probers: run.probers, durationMs: this.o.probeMs },
+      "ok",
+      `started from ${run.probers.join(" and ")}`,
+    );
     return run.id;
   }
 
@@ -217,7 +268,13 @@ export class Actions {
     run.version++;
     const s = run.rounds.summary();
     const outcome = run.failed === run.probers.length ? "failed" : "ok";
-    this.#audit(run.by, "ip.probe.result", { ip: run.ip, id: run.id }, outcome, `${s.requests} requests, ${s.multiAnswered} answered by several MACs, ${s.unanswered} unanswered; ${run.messages.join("; ")}`);
+    this.#audit(
+      run.by,
+      "ip.probe.result",
+      { ip: run.ip, id: run.id },
+      outcome,
+      `${s.requests} requests, ${s.multiAnswered} answered by several MACs, ${s.unanswered} unanswered; ${run.messages.join("; ")}`,
+    );
     this.#events.emit("change", run.id);
   }
 

@@ -64,15 +64,31 @@ export class AlertAdmin {
 
   /** deliveries: the newest notifications and what became of them. */
   deliveries(limit: number) {
-    return this.alerter.o.outbox
-      .recent(limit)
-      .map((d) => ({ id: d.id, receiver: d.receiver, ip: d.groupKey, kind: d.kind, createdAt: d.createdAt, attempts: d.attempts, status: d.status, lastStatus: d.lastStatus, lastError: d.lastError, deliveredAt: d.deliveredAt }));
+    return this.alerter.o.outbox.recent(limit).map((d) => ({
+      id: d.id,
+      receiver: d.receiver,
+      ip: d.groupKey,
+      kind: d.kind,
+      createdAt: d.createdAt,
+      attempts: d.attempts,
+      status: d.status,
+      lastStatus: d.lastStatus,
+      lastError: d.lastError,
+      deliveredAt: d.deliveredAt,
+    }));
   }
 
   /** saveReceiver adds or edits a receiver of Settings; its URL must pass the egress policy. */
   saveReceiver(input: { name: string; url: string; format: Format; secret: string | null; keepSecret: boolean }, actor: string): void {
     const a = this.alerter;
-    const audit = (outcome: "ok" | "refused", detail: string) => this.#audit({ actor, action: "receiver.save", input: { name: input.name, url: shownUrl(input.url), format: input.format, signed: input.secret !== null || input.keepSecret }, outcome, detail });
+    const audit = (outcome: "ok" | "refused", detail: string) =>
+      this.#audit({
+        actor,
+        action: "receiver.save",
+        input: { name: input.name, url: shownUrl(input.url), format: input.format, signed: input.secret !== null || input.keepSecret },
+        outcome,
+        detail,
+      });
     const existing = a.o.receivers().find((r) => r.name === input.name);
     if (existing !== undefined && existing.source !== "settings") {
       const where = existing.source === "env" ? "environment" : "config file";
@@ -95,7 +111,13 @@ export class AlertAdmin {
     const outbox = this.alerter.o.outbox;
     const ok = outbox.deleteReceiver(name);
     const cancelled = ok ? outbox.cancel(name, "the receiver was deleted") : 0;
-    this.#audit({ actor, action: "receiver.delete", input: { name }, outcome: ok ? "ok" : "refused", detail: ok ? `deleted, ${cancelled} pending cancelled` : "no such receiver in Settings" });
+    this.#audit({
+      actor,
+      action: "receiver.delete",
+      input: { name },
+      outcome: ok ? "ok" : "refused",
+      detail: ok ? `deleted, ${cancelled} pending cancelled` : "no such receiver in Settings",
+    });
     if (!ok) throw new AlertRefused("NOT_FOUND", `no receiver ${name} in Settings (those of the config file are removed there)`);
   }
 
@@ -108,7 +130,13 @@ export class AlertAdmin {
     if (r === undefined) throw new AlertRefused("NOT_FOUND", `no receiver ${name}`);
     const res: Attempt = await this.alerter.test(r);
     const ok = res.status !== null && res.status >= 200 && res.status < 300 && res.error === null;
-    this.#audit({ actor, action: "receiver.test", input: { name }, outcome: ok ? "ok" : "failed", detail: res.error ?? `HTTP ${res.status ?? 0} in ${Math.round(res.ms)} ms` });
+    this.#audit({
+      actor,
+      action: "receiver.test",
+      input: { name },
+      outcome: ok ? "ok" : "failed",
+      detail: res.error ?? `HTTP ${res.status ?? 0} in ${Math.round(res.ms)} ms`,
+    });
     return { ok, status: res.status, ms: Math.round(res.ms), error: res.error === null ? null : res.error.slice(0, 200) };
   }
 }

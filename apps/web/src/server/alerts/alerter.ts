@@ -28,7 +28,16 @@ const REPEAT_SWEEP_MS = 60_000;
  * Types that are notified (no-responder and capture-lost are shown, not paged: an idle or unwatched IP). Node findings
  * (agent-down, strictarp-drift) are grouped by their subject, node/NAME, as IP findings by IP.
  */
-const NOTIFIED = new Set(["multi-responder", "wrong-owner", "silent-drop", "split-brain", "flip-flop", "changed", "agent-down", "strictarp-drift"]);
+const NOTIFIED = new Set([
+  "multi-responder",
+  "wrong-owner",
+  "silent-drop",
+  "split-brain",
+  "flip-flop",
+  "changed",
+  "agent-down",
+  "strictarp-drift",
+]);
 
 export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
 
@@ -115,7 +124,12 @@ export class Alerter {
   onTransition(t: Transition): void {
     if (!NOTIFIED.has(t.finding.type)) return;
     if (t.kind === "opened") this.enqueue(t.finding.ip, "firing");
-    else if (t.kind === "cleared" && this.o.policy.sendResolved && this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))) this.enqueue(t.finding.ip, "resolved");
+    else if (
+      t.kind === "cleared" &&
+      this.o.policy.sendResolved &&
+      this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))
+    )
+      this.enqueue(t.finding.ip, "resolved");
   }
 
   /** enqueue writes one notification per receiver for the IP, unless one is still waiting to go or the IP hit its cap. */
@@ -127,17 +141,35 @@ export class Alerter {
       if (this.o.outbox.waiting(r.name, ip) !== null) continue; // it goes out with the one already waiting
       if (this.o.outbox.sentSince(r.name, ip, now - 3_600_000) >= this.o.policy.maxPerIpPerHour) {
         this.o.onOutcome?.(r.name, "suppressed");
-        this.o.logger.warn("alert.suppressed", { receiver: r.name, ip, kind, hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping` });
+        this.o.logger.warn("alert.suppressed", {
+          receiver: r.name,
+          ip,
+          kind,
+          hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping`,
+        });
         continue;
       }
       let budget = this.#perMinute.get(r.name);
-      if (budget === undefined) this.#perMinute.set(r.name, (budget = new TokenBucket(this.o.policy.maxPerMinute / 60, this.o.policy.maxPerMinute, now)));
+      if (budget === undefined)
+        this.#perMinute.set(r.name, (budget = new TokenBucket(this.o.policy.maxPerMinute / 60, this.o.policy.maxPerMinute, now)));
       if (!budget.take(now)) {
         this.o.onOutcome?.(r.name, "suppressed");
-        this.#noisy.warn("alert.storm", r.name, { receiver: r.name, ip, kind, hint: `more than ${this.o.policy.maxPerMinute} notifications to this receiver in a minute (alerting.maxPerMinute): the rest are held back; the dashboard's Incidents lists them all` });
+        this.#noisy.warn("alert.storm", r.name, {
+          receiver: r.name,
+          ip,
+          kind,
+          hint: `more than ${this.o.policy.maxPerMinute} notifications to this receiver in a minute (alerting.maxPerMinute): the rest are held back; the dashboard's Incidents lists them all`,
+        });
         continue;
       }
-      this.o.outbox.add({ id: `msg_${randomBytes(12).toString("hex")}`, receiver: r.name, groupKey: ip, kind, createdAt: now, notBefore: now + this.o.policy.groupWaitMs });
+      this.o.outbox.add({
+        id: `msg_${randomBytes(12).toString("hex")}`,
+        receiver: r.name,
+        groupKey: ip,
+        kind,
+        createdAt: now,
+        notBefore: now + this.o.policy.groupWaitMs,
+      });
     }
     if (this.o.policy.groupWaitMs === 0) setImmediate(() => void this.deliverDue());
   }
@@ -145,7 +177,12 @@ export class Alerter {
   /** sweep notifies again IPs that stay broken longer than repeat_interval. */
   sweep(): void {
     const now = this.#now;
-    const ips = new Set(this.o.hub.judging.incidents({ open: true, limit: 5000 }).filter((i) => NOTIFIED.has(i.type)).map((i) => i.ip));
+    const ips = new Set(
+      this.o.hub.judging
+        .incidents({ open: true, limit: 5000 })
+        .filter((i) => NOTIFIED.has(i.type))
+        .map((i) => i.ip),
+    );
     for (const ip of ips) {
       for (const r of this.o.receivers()) {
         const last = this.o.outbox.lastCreated(r.name, ip);
@@ -158,7 +195,9 @@ export class Alerter {
   notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Notice | null {
     const ip = row.groupKey;
     const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
-    const incidents = this.o.hub.judging.incidents({ ip, limit: 200 }).filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
+    const incidents = this.o.hub.judging
+      .incidents({ ip, limit: 200 })
+      .filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
     if (incidents.length === 0) return null;
     const view = subjectNode(ip) === null ? this.o.hub.ip(ip) : null;
     const alerts: Alert[] = incidents.map((i) => ({
@@ -216,14 +255,22 @@ export class Alerter {
     if (body === null) {
       const n = this.notice(row);
       if (n === null) {
-        this.o.outbox.attempted(row.id, { status: "cancelled", notBefore: row.notBefore, lastStatus: null, lastError: "its incidents are gone (pruned)", deliveredAt: null });
+        this.o.outbox.attempted(row.id, {
+          status: "cancelled",
+          notBefore: row.notBefore,
+          lastStatus: null,
+          lastError: "its incidents are gone (pruned)",
+          deliveredAt: null,
+        });
         return;
       }
       body = render(r.format, n);
       this.o.outbox.freeze(row.id, body);
     }
     this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
-    const a = await this.egress.post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now).finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
+    const a = await this.egress
+      .post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now)
+      .finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
     this.#settle(r, row, a);
     // Another due row may have waited for this slot.
     if (a.status !== null && a.status < 300) setImmediate(() => void this.deliverDue());
@@ -243,25 +290,42 @@ export class Alerter {
     // service's page, reached through allowPrivate).
     const why = a.error ?? `HTTP ${a.status ?? 0}`;
     if (a.status === 410) {
-      this.o.outbox.attempted(row.id, { ...base, status: "failed", notBefore: row.notBefore, lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)` });
+      this.o.outbox.attempted(row.id, {
+        ...base,
+        status: "failed",
+        notBefore: row.notBefore,
+        lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)`,
+      });
       const cancelled = this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
       const gone = this.#gone();
       gone.add(r.name);
       this.o.settings.set(GONE_KEY, [...gone], now);
       this.o.onOutcome?.(r.name, "gone");
-      this.o.logger.error("alert.receiver_gone", { receiver: r.name, cancelled, hint: "the receiver says it no longer exists: fix its URL in Settings or the config file" });
+      this.o.logger.error("alert.receiver_gone", {
+        receiver: r.name,
+        cancelled,
+        hint: "the receiver says it no longer exists: fix its URL in Settings or the config file",
+      });
       return;
     }
     const retryable = a.status === null || a.status === 429 || a.status === 408 || a.status >= 500;
     if (!retryable || now - row.createdAt >= GIVE_UP_MS) {
-      this.o.outbox.attempted(row.id, { ...base, status: "failed", notBefore: row.notBefore, lastError: retryable ? `gave up after 24 h: ${why}` : why });
+      this.o.outbox.attempted(row.id, {
+        ...base,
+        status: "failed",
+        notBefore: row.notBefore,
+        lastError: retryable ? `gave up after 24 h: ${why}` : why,
+      });
       this.o.onOutcome?.(r.name, "failed");
       this.o.logger.error("alert.failed", { receiver: r.name, id: row.id, status: a.status, why, attempts });
       return;
     }
     const backoff = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (attempts - 1)) * (0.5 + this.#random() / 2);
     // A receiver may ask for a longer wait, up to RETRY_AFTER_MAX_MS, and never past the give-up time.
-    const wait = Math.max(0, Math.min(Math.max(backoff, Math.min(a.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS)), row.createdAt + GIVE_UP_MS - now));
+    const wait = Math.max(
+      0,
+      Math.min(Math.max(backoff, Math.min(a.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS)), row.createdAt + GIVE_UP_MS - now),
+    );
     this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
     this.o.onOutcome?.(r.name, "retry");
     this.o.logger.warn("alert.retry", { receiver: r.name, id: row.id, status: a.status, why, attempts, retryInMs: Math.round(wait) });
@@ -277,7 +341,20 @@ export class Alerter {
       status: "firing",
       services: [{ namespace: "whohas", name: "test" }],
       expectedOwner: "node-a",
-      alerts: [{ incidentId: 0, type: "multi-responder", status: "firing", detail: "test: 2 nodes answer for 192.0.2.1 (node-a, node-b)", macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"], nodes: ["node-a", "node-b"], firstSeen: now, lastSeen: now, resolvedAt: null, samples: [now] }],
+      alerts: [
+        {
+          incidentId: 0,
+          type: "multi-responder",
+          status: "firing",
+          detail: "test: 2 nodes answer for 192.0.2.1 (node-a, node-b)",
+          macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
+          nodes: ["node-a", "node-b"],
+          firstSeen: now,
+          lastSeen: now,
+          resolvedAt: null,
+          samples: [now],
+        },
+      ],
       externalUrl: this.o.policy.externalUrl,
       test: true,
     };

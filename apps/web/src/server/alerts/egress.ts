@@ -67,7 +67,8 @@ export class Egress {
   hostRefusal(hostname: string): string | null {
     const host = hostname.replace(/^\[|\]$/g, "");
     const literal = isIP(host) !== 0 ? host : null;
-    if (this.policy.allowHosts.length > 0 && !this.#listed(host, literal)) return `${host} is not in alerting.allowHosts (${this.policy.allowHosts.join(", ")})`;
+    if (this.policy.allowHosts.length > 0 && !this.#listed(host, literal))
+      return `${host} is not in alerting.allowHosts (${this.policy.allowHosts.join(", ")})`;
     return literal === null ? null : this.addressRefusal(host, literal);
   }
 
@@ -79,7 +80,10 @@ export class Egress {
     const what = host === address ? address : `${host} resolves to ${address}, which`;
     if (this.#listed(host, address)) return scope === "unspecified" ? `${what} is the unspecified address` : null;
     if (scope === "private" && this.policy.allowPrivate) return null;
-    const fix = scope === "private" ? "set alerting.allowPrivate: true, or list the host in alerting.allowHosts" : "list the host in alerting.allowHosts if this receiver is really meant";
+    const fix =
+      scope === "private"
+        ? "set alerting.allowPrivate: true, or list the host in alerting.allowHosts"
+        : "list the host in alerting.allowHosts if this receiver is really meant";
     return `${what} is ${scope === "unspecified" ? "an" : "a"} ${scope} address: refused (${fix})`;
   }
 
@@ -95,7 +99,8 @@ export class Egress {
         const why = this.addressRefusal(hostname, a.address);
         if (why !== null) return void callback(Object.assign(new Error(why), { code: "EREFUSED_SCOPE" }), "", 0);
       }
-      if ((options as { all?: boolean }).all === true) return void (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      if ((options as { all?: boolean }).all === true)
+        return void (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       const first = addresses[0];
       if (first === undefined) return void callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
       callback(null, first.address, first.family);
@@ -126,26 +131,39 @@ export class Egress {
         clearTimeout(timer);
         resolve(a);
       };
-      const req = send(u, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, lookup: this.lookup }, (res: IncomingMessage) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const done = () => {
-          const text = Buffer.concat(chunks).toString("utf8").slice(0, MAX_ANSWER_BYTES);
-          const status = res.statusCode ?? 0;
-          const redirect = status >= 300 && status < 400 ? `the receiver redirects to ${String(res.headers.location ?? "?").slice(0, 200)}: whohas does not follow redirects, use the final URL` : null;
-          const ra = res.headers["retry-after"];
-          finish({ status, body: text, ms: now() - t0, error: redirect, retryAfterMs: retryAfter(typeof ra === "string" ? ra : null, now()) });
-          res.destroy();
-        };
-        res.on("data", (c: Buffer) => {
-          if (size >= MAX_ANSWER_BYTES) return;
-          chunks.push(c.subarray(0, MAX_ANSWER_BYTES - size));
-          size += c.length;
-          if (size >= MAX_ANSWER_BYTES) done();
-        });
-        res.on("end", done);
-        res.on("error", done);
-      });
+      const req = send(
+        u,
+        { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, lookup: this.lookup },
+        (res: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          const done = () => {
+            const text = Buffer.concat(chunks).toString("utf8").slice(0, MAX_ANSWER_BYTES);
+            const status = res.statusCode ?? 0;
+            const redirect =
+              status >= 300 && status < 400
+                ? `the receiver redirects to ${String(res.headers.location ?? "?").slice(0, 200)}: whohas does not follow redirects, use the final URL`
+                : null;
+            const ra = res.headers["retry-after"];
+            finish({
+              status,
+              body: text,
+              ms: now() - t0,
+              error: redirect,
+              retryAfterMs: retryAfter(typeof ra === "string" ? ra : null, now()),
+            });
+            res.destroy();
+          };
+          res.on("data", (c: Buffer) => {
+            if (size >= MAX_ANSWER_BYTES) return;
+            chunks.push(c.subarray(0, MAX_ANSWER_BYTES - size));
+            size += c.length;
+            if (size >= MAX_ANSWER_BYTES) done();
+          });
+          res.on("end", done);
+          res.on("error", done);
+        },
+      );
       const timer = setTimeout(() => {
         req.destroy();
         finish(failed(`no answer within ${REQUEST_TIMEOUT_MS / 1000} s`));

@@ -37,7 +37,12 @@ const iso = (t: number) => new Date(t).toISOString();
 /** Alertmanager's "not resolved yet" endsAt. */
 const ZERO_TIME = "0001-01-01T00:00:00Z";
 
-const SEVERITY: Record<string, "critical" | "warning"> = { "multi-responder": "critical", "wrong-owner": "critical", "split-brain": "critical", "silent-drop": "critical" };
+const SEVERITY: Record<string, "critical" | "warning"> = {
+  "multi-responder": "critical",
+  "wrong-owner": "critical",
+  "split-brain": "critical",
+  "silent-drop": "critical",
+};
 
 function alertName(type: string): string {
   return `Whohas${type.replace(/(^|-)(\w)/g, (_, _d: string, c: string) => c.toUpperCase())}`;
@@ -102,7 +107,11 @@ export function genericBody(n: Notice): unknown {
  * a line of its own. Every mrkdwn object is sent `verbatim`, so Slack does not turn bare names into mentions or links.
  */
 export function slackText(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/[\r\n\u2028\u2029]+/g, " ");
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/[\r\n\u2028\u2029]+/g, " ");
 }
 
 /** slackBody is an incoming-webhook message: `text` (notifications, fallbacks) and Block Kit `blocks`. */
@@ -111,13 +120,19 @@ export function slackBody(n: Notice): unknown {
   const url = ipUrl(n);
   // A link's own URL: escaped the same way, and "|" (which would end it) percent-encoded.
   const link = url === null ? "" : ` · <${slackText(url).replace(/\|/g, "%7C")}|open in whohas>`;
-  const lines = n.alerts.map((a) => `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${slackText(a.type)}* ${slackText(a.detail)}\nanswering: ${slackText(who(a)) || "-"} · since ${iso(a.firstSeen)}`);
+  const lines = n.alerts.map(
+    (a) =>
+      `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${slackText(a.type)}* ${slackText(a.detail)}\nanswering: ${slackText(who(a)) || "-"} · since ${iso(a.firstSeen)}`,
+  );
   return {
     text,
     blocks: [
       { type: "section", text: { type: "mrkdwn", text: `*${text}*`, verbatim: true } },
       ...lines.map((l) => ({ type: "section", text: { type: "mrkdwn", text: l, verbatim: true } })),
-      { type: "context", elements: [{ type: "mrkdwn", text: `expected owner: ${slackText(n.expectedOwner ?? "unknown")}${link}`, verbatim: true }] },
+      {
+        type: "context",
+        elements: [{ type: "mrkdwn", text: `expected owner: ${slackText(n.expectedOwner ?? "unknown")}${link}`, verbatim: true }],
+      },
     ],
   };
 }
@@ -134,7 +149,12 @@ function fingerprint(labels: Record<string, string>): string {
 export function alertmanagerBody(n: Notice): unknown {
   const svc = n.services[0];
   const alerts = n.alerts.map((a) => {
-    const labels: Record<string, string> = { alertname: alertName(a.type), ...subjectLabels(n), type: a.type, severity: SEVERITY[a.type] ?? "warning" };
+    const labels: Record<string, string> = {
+      alertname: alertName(a.type),
+      ...subjectLabels(n),
+      type: a.type,
+      severity: SEVERITY[a.type] ?? "warning",
+    };
     if (svc !== undefined) {
       labels.namespace = svc.namespace;
       labels.service = svc.name;
@@ -142,7 +162,10 @@ export function alertmanagerBody(n: Notice): unknown {
     return {
       status: a.status,
       labels,
-      annotations: { summary: `${a.type} on ${subjectNode(n.ip) ?? n.ip}`, description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.` },
+      annotations: {
+        summary: `${a.type} on ${subjectNode(n.ip) ?? n.ip}`,
+        description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.`,
+      },
       startsAt: iso(a.firstSeen),
       endsAt: a.resolvedAt === null ? ZERO_TIME : iso(a.resolvedAt),
       generatorURL: ipUrl(n) ?? "",
@@ -155,7 +178,9 @@ export function alertmanagerBody(n: Notice): unknown {
   };
   return {
     version: "4",
-    groupKey: `{}:{${Object.entries(subjectLabels(n)).map(([k, v]) => `${k}="${v}"`).join(",")}}`,
+    groupKey: `{}:{${Object.entries(subjectLabels(n))
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(",")}}`,
     truncatedAlerts: 0,
     status: n.status,
     receiver: n.receiver,

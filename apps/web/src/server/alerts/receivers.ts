@@ -37,7 +37,16 @@ export interface AlertPolicy {
   readonly externalUrl: string | null;
 }
 
-export const DEFAULT_POLICY: AlertPolicy = { groupWaitMs: 10_000, repeatIntervalMs: 4 * 3_600_000, maxPerIpPerHour: 6, maxPerMinute: 30, sendResolved: true, allowHosts: [], allowPrivate: false, externalUrl: null };
+export const DEFAULT_POLICY: AlertPolicy = {
+  groupWaitMs: 10_000,
+  repeatIntervalMs: 4 * 3_600_000,
+  maxPerIpPerHour: 6,
+  maxPerMinute: 30,
+  sendResolved: true,
+  allowHosts: [],
+  allowPrivate: false,
+  externalUrl: null,
+};
 
 /**
  * checkUrl says why a receiver URL is refused, or null when it is fine: http or https only, no credentials in it

@@ -53,7 +53,12 @@ export async function* live<T>(
  * LIST_INTERVAL_MS. The event id is the feed's position, so a client that reconnects with it gets just what changed
  * while it was away (or the whole list again after a hub restart).
  */
-export async function* liveIps(feed: Feed, rows: (ips: Iterable<string> | null) => IpRow[], signal: AbortSignal | undefined, lastEventId: string | null | undefined): AsyncGenerator<TrackedEnvelope<{ full: boolean; ips: IpRow[] }>> {
+export async function* liveIps(
+  feed: Feed,
+  rows: (ips: Iterable<string> | null) => IpRow[],
+  signal: AbortSignal | undefined,
+  lastEventId: string | null | undefined,
+): AsyncGenerator<TrackedEnvelope<{ full: boolean; ips: IpRow[] }>> {
   const ac = signal ?? new AbortController().signal;
   let since = seqOf(feed, lastEventId) ?? 0;
   let sentAt = 0;

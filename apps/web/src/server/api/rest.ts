@@ -12,7 +12,9 @@ export const REST_PREFIX = "/api/v1/";
 const TIMELINE_MS = 3_600_000;
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }).end(JSON.stringify(body, null, 1) + "\n");
+  res
+    .writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers })
+    .end(JSON.stringify(body, null, 1) + "\n");
 }
 
 /**
@@ -22,7 +24,15 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 export function handleRest(hub: Hub, principal: Principal | null, req: IncomingMessage, res: ServerResponse): void {
   const url = new URL(req.url ?? "/", "http://hub");
   if (principal === null) {
-    send(res, 401, { error: "missing or wrong token: send Authorization: Bearer <token> with api.viewerTokenFile's token or one made in Settings > API tokens" }, { "www-authenticate": 'Bearer realm="whohas"' });
+    send(
+      res,
+      401,
+      {
+        error:
+          "missing or wrong token: send Authorization: Bearer <token> with api.viewerTokenFile's token or one made in Settings > API tokens",
+      },
+      { "www-authenticate": 'Bearer realm="whohas"' },
+    );
     return;
   }
   if (req.method !== "GET" && req.method !== "HEAD") {
@@ -62,7 +72,15 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
         agent: { up: a.up, connected: a.connected, version: a.version, lastSeen: a.lastSeen },
         arp: a.arp,
         kubeIpvs0Addresses: a.facts?.kubeIpvs0.addresses ?? null,
-        capture: a.facts === null ? null : { frames: a.facts.capture.frames, rejected: a.facts.capture.dropped, kernelDropped: a.facts.capture.kernelDropped, bufferDropped: a.dropped },
+        capture:
+          a.facts === null
+            ? null
+            : {
+                frames: a.facts.capture.frames,
+                rejected: a.facts.capture.dropped,
+                kernelDropped: a.facts.capture.kernelDropped,
+                bufferDropped: a.dropped,
+              },
       })),
     );
     return;
@@ -83,5 +101,7 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip, limit }));
     return;
   }
-  send(res, 404, { error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)` });
+  send(res, 404, {
+    error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)`,
+  });
 }

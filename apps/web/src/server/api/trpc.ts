@@ -52,8 +52,13 @@ function roleProcedure(role: Role) {
   return t.procedure.use(({ ctx, type, next }) => {
     const p = ctx.principal;
     if (p === null) throw new TRPCError({ code: "UNAUTHORIZED", message: "not signed in: open /login" });
-    if (!allows(p.role, role)) throw new TRPCError({ code: "FORBIDDEN", message: `${p.user} is a ${p.role}; this needs the ${role} role (ask an admin, or map your group in auth.proxy.groupRoles)` });
-    if (type === "mutation" && !ctx.csrfOk) throw new TRPCError({ code: "FORBIDDEN", message: "missing or stale CSRF token: reload the page and try again" });
+    if (!allows(p.role, role))
+      throw new TRPCError({
+        code: "FORBIDDEN",
+        message: `${p.user} is a ${p.role}; this needs the ${role} role (ask an admin, or map your group in auth.proxy.groupRoles)`,
+      });
+    if (type === "mutation" && !ctx.csrfOk)
+      throw new TRPCError({ code: "FORBIDDEN", message: "missing or stale CSRF token: reload the page and try again" });
     return next({ ctx: { ...ctx, principal: p } });
   });
 }

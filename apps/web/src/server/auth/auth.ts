@@ -172,10 +172,20 @@ export class Auth {
     const user = req.headers[p.userHeader.toLowerCase()];
     if (typeof user !== "string" || user === "") return null;
     const groupsText = p.groupsHeader === null ? undefined : req.headers[p.groupsHeader.toLowerCase()];
-    const groups = typeof groupsText === "string" ? groupsText.split(",").map((g) => g.trim()).filter((g) => g !== "") : [];
+    const groups =
+      typeof groupsText === "string"
+        ? groupsText
+            .split(",")
+            .map((g) => g.trim())
+            .filter((g) => g !== "")
+        : [];
     const role = highest(groups.flatMap((g) => (p.groupRoles[g] === undefined ? [] : [p.groupRoles[g]]))) ?? p.defaultRole;
     if (role === null) {
-      this.logger.warn("auth.proxy_no_role", { user, groups, hint: "map one of the user's groups in auth.proxy.groupRoles, or set auth.proxy.defaultRole" });
+      this.logger.warn("auth.proxy_no_role", {
+        user,
+        groups,
+        hint: "map one of the user's groups in auth.proxy.groupRoles, or set auth.proxy.defaultRole",
+      });
       return null;
     }
     return { user, role, via: "proxy", csrf: this.#csrf(`proxy\0${user}`) };
@@ -197,7 +207,8 @@ export class Auth {
     const m = /^Bearer (\S{16,256})$/.exec(req.headers.authorization ?? "");
     if (m?.[1] === undefined) return null;
     const token = m[1];
-    if (this.config.viewerToken !== null && same(token, this.config.viewerToken)) return { user: "viewer-token", role: "viewer", via: "token", csrf: null };
+    if (this.config.viewerToken !== null && same(token, this.config.viewerToken))
+      return { user: "viewer-token", role: "viewer", via: "token", csrf: null };
     const t = this.access.apiTokenByHash(sha256(token), this.clock());
     return t === null ? null : { user: `token:${t.name}`, role: "viewer", via: "token", csrf: null };
   }
@@ -223,13 +234,31 @@ export class Auth {
     const key = limitKey(client);
     const now = this.clock();
     if (!this.#byClient.take(key, now)) {
-      this.#noisy.warn("auth.login_throttled", key, { user: name, client, scope: "client", hint: `more than ${CLIENT_BURST} failed sign-ins from this address` });
-      return { ok: false, status: 429, reason: "throttled", message: "too many failed sign-ins from your address: wait a minute and try again" };
+      this.#noisy.warn("auth.login_throttled", key, {
+        user: name,
+        client,
+        scope: "client",
+        hint: `more than ${CLIENT_BURST} failed sign-ins from this address`,
+      });
+      return {
+        ok: false,
+        status: 429,
+        reason: "throttled",
+        message: "too many failed sign-ins from your address: wait a minute and try again",
+      };
     }
     const device = this.#device(req, name);
     const [byAccount, accountKey] = device === null ? [this.#byUser, name] : [this.#byDevice, device];
     if (!byAccount.take(accountKey, now)) {
-      this.#noisy.warn("auth.login_throttled", `${key} ${name}`, { user: name, client, scope: device === null ? "user" : "device", hint: device === null ? `more than ${USER_BURST} failed sign-ins for this user from all addresses: someone may be guessing its password; its owner can still sign in from a browser that signed in before` : `more than ${DEVICE_BURST} failed sign-ins from this browser` });
+      this.#noisy.warn("auth.login_throttled", `${key} ${name}`, {
+        user: name,
+        client,
+        scope: device === null ? "user" : "device",
+        hint:
+          device === null
+            ? `more than ${USER_BURST} failed sign-ins for this user from all addresses: someone may be guessing its password; its owner can still sign in from a browser that signed in before`
+            : `more than ${DEVICE_BURST} failed sign-ins from this browser`,
+      });
       return { ok: false, status: 429, reason: "locked", message: "too many failed sign-ins for this user: wait a minute and try again" };
     }
     const u = this.#users.get(name);
@@ -241,12 +270,23 @@ export class Auth {
     this.#byClient.succeeded(key);
     byAccount.succeeded(accountKey);
     const id = randomBytes(32).toString("base64url");
-    this.access.createSession({ idHash: sha256(id), user: u.name, createdAt: now, expiresAt: now + this.config.sessionTtlMs, peer: client });
+    this.access.createSession({
+      idHash: sha256(id),
+      user: u.name,
+      createdAt: now,
+      expiresAt: now + this.config.sessionTtlMs,
+      peer: client,
+    });
     this.logger.info("auth.login", { user: u.name, role: u.role, client });
     const secure = (req.socket as Partial<TLSSocket>).encrypted === true || this.#forwardedHttps(req);
     const flags = ["HttpOnly", "SameSite=Lax", ...(secure ? ["Secure"] : [])];
     const session = [`${SESSION_COOKIE}=${id}`, `Path=${cookiePath}`, `Max-Age=${Math.floor(this.config.sessionTtlMs / 1000)}`, ...flags];
-    const deviceCookie = [`${DEVICE_COOKIE}=${device !== null ? this.#deviceToken(u.name, device) : this.#deviceToken(u.name, randomBytes(12).toString("base64url"))}`, `Path=${cookiePath}`, `Max-Age=${DEVICE_TTL_S}`, ...flags];
+    const deviceCookie = [
+      `${DEVICE_COOKIE}=${device !== null ? this.#deviceToken(u.name, device) : this.#deviceToken(u.name, randomBytes(12).toString("base64url"))}`,
+      `Path=${cookiePath}`,
+      `Max-Age=${DEVICE_TTL_S}`,
+      ...flags,
+    ];
     return { ok: true, user: u.name, role: u.role, setCookie: [session.join("; "), deviceCookie.join("; ")] };
   }
 
@@ -275,7 +315,6 @@ export class Auth {
   #forwardedHttps(req: IncomingMessage): boolean {
     return this.clients.trusted(req) && req.headers["x-forwarded-proto"] === "https";
   }
-
 }
 
 /** newApiToken makes a read-API token: the token (shown once), its hash (stored) and its visible prefix. */

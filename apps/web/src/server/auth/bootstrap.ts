@@ -13,7 +13,11 @@ export const BOOTSTRAP_FILE = "initial-admin-password";
  * whose random password is written once, readable by root only, next to the database. Its hash is kept in the
  * database so the password survives restarts; listing users in the config replaces it.
  */
-export async function bootstrapAdmin(settings: SettingsRepo, dbPath: string, now: number): Promise<{ user: LocalUser; file: string; created: boolean }> {
+export async function bootstrapAdmin(
+  settings: SettingsRepo,
+  dbPath: string,
+  now: number,
+): Promise<{ user: LocalUser; file: string; created: boolean }> {
   const file = join(dbPath === ":memory:" ? "." : dirname(dbPath), BOOTSTRAP_FILE);
   const saved = settings.get<string>("auth.bootstrapAdminHash");
   if (saved !== null) return { user: { name: "admin", passwordHash: saved, role: "admin" }, file, created: false };

@@ -11,7 +11,9 @@ export const LOGIN_PATH = "/login";
 const MAX_BODY_BYTES = 16 * 1024;
 
 function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void {
-  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers }).end(JSON.stringify(body) + "\n");
+  res
+    .writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers })
+    .end(JSON.stringify(body) + "\n");
 }
 
 /** readBody reads a small request body; null when it is larger than MAX_BODY_BYTES. */
@@ -79,10 +81,18 @@ function sameOrigin(req: IncomingMessage): boolean {
  * handleAuth serves AUTH_PREFIX: `POST login` (form fields username, password, next; or JSON), `POST logout`,
  * `GET me`. Forms get redirects (303), scripts asking for JSON get JSON.
  */
-export async function handleAuth(auth: Auth, base: string, req: IncomingMessage, res: ServerResponse, logger: Logger, noisy: LogThrottle = new LogThrottle(logger)): Promise<void> {
+export async function handleAuth(
+  auth: Auth,
+  base: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+  logger: Logger,
+  noisy: LogThrottle = new LogThrottle(logger),
+): Promise<void> {
   const path = (req.url ?? "").split("?")[0]?.slice(AUTH_PREFIX.length) ?? "";
   const cookiePath = base === "" ? "/" : base;
-  const wantsJson = (req.headers["content-type"] ?? "").startsWith("application/json") || (req.headers.accept ?? "").startsWith("application/json");
+  const wantsJson =
+    (req.headers["content-type"] ?? "").startsWith("application/json") || (req.headers.accept ?? "").startsWith("application/json");
   try {
     if (path === "me" && (req.method === "GET" || req.method === "HEAD")) {
       const p = auth.principal(req);
@@ -111,7 +121,8 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
     if (path === "logout") {
       const p = auth.principal(req);
       // Signing out needs the page's CSRF token too: another site must not be able to sign a user out.
-      if (p !== null && !auth.csrfOk(req, p, f.csrf)) return json(res, 403, { error: "missing CSRF token: sign out from the dashboard's button" });
+      if (p !== null && !auth.csrfOk(req, p, f.csrf))
+        return json(res, 403, { error: "missing CSRF token: sign out from the dashboard's button" });
       const clear = auth.logout(req, cookiePath);
       if (p !== null) logger.info("auth.logout", { user: p.user });
       if (wantsJson) return json(res, 200, { ok: true }, { "set-cookie": clear });
@@ -122,7 +133,8 @@ export async function handleAuth(auth: Auth, base: string, req: IncomingMessage,
     // A client that hangs up or trickles its form is its own problem (told once a minute per address); anything
     // else is the hub's.
     const message = (e as Error).message;
-    if (/aborted|timed? ?out|too large/i.test(message)) noisy.warn("auth.failed", auth.clients.of(req), { message, client: auth.clients.of(req) });
+    if (/aborted|timed? ?out|too large/i.test(message))
+      noisy.warn("auth.failed", auth.clients.of(req), { message, client: auth.clients.of(req) });
     else logger.error("auth.failed", { message });
     if (!res.headersSent) json(res, 500, { error: "sign-in failed on the hub; see its log" });
   }

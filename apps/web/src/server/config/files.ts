@@ -42,7 +42,8 @@ export function checkToken(key: string, token: string): string {
 /** readToken reads a token (or a secret) from a file, such as a mounted Secret's key. */
 export function readToken(key: string, path: string): string {
   const text = read(key, path).trim();
-  if (text.length < MIN_TOKEN_LEN) throw new ConfigError(key, `the token in ${path} must be at least ${MIN_TOKEN_LEN} characters (try: openssl rand -hex 32 > ${path})`);
+  if (text.length < MIN_TOKEN_LEN)
+    throw new ConfigError(key, `the token in ${path} must be at least ${MIN_TOKEN_LEN} characters (try: openssl rand -hex 32 > ${path})`);
   return text;
 }
 

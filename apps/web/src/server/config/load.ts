@@ -34,7 +34,12 @@ export interface HubConfig {
   readonly kubernetes: string | null;
   readonly logLevel: "info" | "warn" | "error";
   /** Who may use the dashboard: local users (from the file and auth.usersFile) and an authenticating proxy. */
-  readonly auth: { readonly users: readonly LocalUser[]; readonly proxy: ProxyAuth | null; readonly sessionTtlMs: number; readonly trustedProxies: readonly string[] };
+  readonly auth: {
+    readonly users: readonly LocalUser[];
+    readonly proxy: ProxyAuth | null;
+    readonly sessionTtlMs: number;
+    readonly trustedProxies: readonly string[];
+  };
   /** HTTPS/WSS: the certificate chain and key (PEM); null: plain HTTP (behind a TLS-terminating ingress). */
   readonly tls: { readonly cert: string; readonly key: string } | null;
   /** Notification policy (group_wait, repeat_interval, the caps) and the receivers of the file and environment. */
@@ -83,7 +88,8 @@ function has(doc: unknown, dotted: string): boolean {
  * half of `listen`). Returns the document and where its keys came from.
  */
 function merge(file: unknown, env: Env): { doc: Doc; origins: Origins } {
-  if (typeof file !== "object" || file === null || Array.isArray(file)) throw new ConfigError("--config", "the file must hold a YAML mapping of keys (see config.example.yaml)");
+  if (typeof file !== "object" || file === null || Array.isArray(file))
+    throw new ConfigError("--config", "the file must hold a YAML mapping of keys (see config.example.yaml)");
   for (const k of ENV_ONLY) if (has(file, k)) throw new ConfigError(k, "unknown key (see config.example.yaml)");
   const doc = structuredClone(file) as Doc;
   const origins: Origins = new Map();
@@ -93,7 +99,13 @@ function merge(file: unknown, env: Env): { doc: Doc; origins: Origins } {
     const parts = key.split(".");
     const last = parts.pop() ?? key;
     const at = parts.reduce(child, doc);
-    at[last] = list === true ? value.split(",").map((x) => x.trim()).filter((x) => x !== "") : value;
+    at[last] =
+      list === true
+        ? value
+            .split(",")
+            .map((x) => x.trim())
+            .filter((x) => x !== "")
+        : value;
     origins.set(key, name);
   }
   if (env.PORT !== undefined || env.HOST !== undefined) {
@@ -125,7 +137,8 @@ function splitListen(text: string, key: string): { host: string; port: number } 
 
 function durationMs(key: string, text: string, min: number): number {
   const ms = parseDuration(text);
-  if (ms === null || ms < min) throw new ConfigError(key, `"${text}" must be a duration of at least ${min < 60_000 ? `${min} ms` : `${min / 60_000}m`}`);
+  if (ms === null || ms < min)
+    throw new ConfigError(key, `"${text}" must be a duration of at least ${min < 60_000 ? `${min} ms` : `${min / 60_000}m`}`);
   return ms;
 }
 
@@ -140,18 +153,43 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
   const key = (k: string) => origins.get(k) ?? k;
 
   const listenAt = splitListen(c.listen ?? DEFAULTS.listen, key("listen"));
-  const metricsListen = c.metrics?.listen === undefined ? { host: listenAt.host, port: DEFAULTS.metricsPort } : splitListen(c.metrics.listen, key("metrics.listen"));
-  if (metricsListen.port === listenAt.port && metricsListen.port !== 0) throw new ConfigError(key("metrics.listen"), `port ${metricsListen.port} is the dashboard's (listen): the metrics need a port of their own (9473 unless set)`);
+  const metricsListen =
+    c.metrics?.listen === undefined
+      ? { host: listenAt.host, port: DEFAULTS.metricsPort }
+      : splitListen(c.metrics.listen, key("metrics.listen"));
+  if (metricsListen.port === listenAt.port && metricsListen.port !== 0)
+    throw new ConfigError(
+      key("metrics.listen"),
+      `port ${metricsListen.port} is the dashboard's (listen): the metrics need a port of their own (9473 unless set)`,
+    );
   const metricsToken = c.metrics?.tokenFile === undefined ? null : readToken(key("metrics.tokenFile"), c.metrics.tokenFile);
   const retentionMs = durationMs(key("storage.retention"), c.storage?.retention ?? DEFAULTS.retention, 60_000);
 
-  const agentToken = c.agents?.token !== undefined ? checkToken(key("agents.token"), c.agents.token) : c.agents?.tokenFile !== undefined ? readToken(key("agents.tokenFile"), c.agents.tokenFile) : null;
+  const agentToken =
+    c.agents?.token !== undefined
+      ? checkToken(key("agents.token"), c.agents.token)
+      : c.agents?.tokenFile !== undefined
+        ? readToken(key("agents.tokenFile"), c.agents.tokenFile)
+        : null;
   const agentServiceAccount = c.agents?.serviceAccount ?? null;
-  if (agentToken === null && agentServiceAccount === null) throw new ConfigError("agents.tokenFile", "required: agents authenticate with this token (or set WHOHAS_AGENT_TOKEN_FILE), or with their ServiceAccount's token (agents.serviceAccount)");
-  const viewerToken = c.api?.viewerToken !== undefined ? checkToken(key("api.viewerToken"), c.api.viewerToken) : c.api?.viewerTokenFile !== undefined ? readToken(key("api.viewerTokenFile"), c.api.viewerTokenFile) : null;
+  if (agentToken === null && agentServiceAccount === null)
+    throw new ConfigError(
+      "agents.tokenFile",
+      "required: agents authenticate with this token (or set WHOHAS_AGENT_TOKEN_FILE), or with their ServiceAccount's token (agents.serviceAccount)",
+    );
+  const viewerToken =
+    c.api?.viewerToken !== undefined
+      ? checkToken(key("api.viewerToken"), c.api.viewerToken)
+      : c.api?.viewerTokenFile !== undefined
+        ? readToken(key("api.viewerTokenFile"), c.api.viewerTokenFile)
+        : null;
 
   // A kubeconfig when given; in a pod, the ServiceAccount; "off", `enabled: false` or nothing at all is traffic-only.
-  const kubeconfig = origins.has("kubernetes.kubeconfig") ? c.kubernetes?.kubeconfig : c.kubernetes?.enabled === false ? "off" : c.kubernetes?.kubeconfig;
+  const kubeconfig = origins.has("kubernetes.kubeconfig")
+    ? c.kubernetes?.kubeconfig
+    : c.kubernetes?.enabled === false
+      ? "off"
+      : c.kubernetes?.kubeconfig;
   const kubernetes = kubeconfig === "off" ? null : (kubeconfig ?? (env.KUBERNETES_SERVICE_HOST !== undefined ? "in-cluster" : null));
 
   return {
@@ -205,15 +243,31 @@ function auth(c: ConfigDoc, key: (k: string) => string): HubConfig["auth"] {
   }
   const p = c.auth?.proxy;
   const proxy: ProxyAuth | null =
-    p === undefined ? null : { userHeader: p.userHeader, groupsHeader: p.groupsHeader ?? null, trustedProxies: trusted("auth.proxy.trustedProxies", p.trustedProxies), groupRoles: p.groupRoles ?? {}, defaultRole: p.defaultRole ?? null };
-  return { users, proxy, sessionTtlMs: durationMs("auth.sessionTtl", c.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000), trustedProxies: trusted(key("auth.trustedProxies"), c.auth?.trustedProxies ?? []) };
+    p === undefined
+      ? null
+      : {
+          userHeader: p.userHeader,
+          groupsHeader: p.groupsHeader ?? null,
+          trustedProxies: trusted("auth.proxy.trustedProxies", p.trustedProxies),
+          groupRoles: p.groupRoles ?? {},
+          defaultRole: p.defaultRole ?? null,
+        };
+  return {
+    users,
+    proxy,
+    sessionTtlMs: durationMs("auth.sessionTtl", c.auth?.sessionTtl ?? DEFAULTS.sessionTtl, 60_000),
+    trustedProxies: trusted(key("auth.trustedProxies"), c.auth?.trustedProxies ?? []),
+  };
 }
 
 function tls(c: ConfigDoc, key: (k: string) => string): HubConfig["tls"] {
   const cert = c.tls?.certFile;
   const k = c.tls?.keyFile;
-  if ((cert === undefined) !== (k === undefined)) throw new ConfigError("tls", "give both certFile and keyFile (or neither, for plain HTTP)");
-  return cert === undefined || k === undefined ? null : { cert: readPem(key("tls.certFile"), cert, "CERTIFICATE"), key: readPem(key("tls.keyFile"), k, "PRIVATE KEY") };
+  if ((cert === undefined) !== (k === undefined))
+    throw new ConfigError("tls", "give both certFile and keyFile (or neither, for plain HTTP)");
+  return cert === undefined || k === undefined
+    ? null
+    : { cert: readPem(key("tls.certFile"), cert, "CERTIFICATE"), key: readPem(key("tls.keyFile"), k, "PRIVATE KEY") };
 }
 
 function alerting(c: ConfigDoc, key: (k: string) => string): Pick<HubConfig, "alerting" | "webhooks"> {
@@ -227,13 +281,25 @@ function alerting(c: ConfigDoc, key: (k: string) => string): Pick<HubConfig, "al
   const webhooks: Receiver[] = (c.webhooks ?? []).map((w, i) => {
     const bad = checkUrl(w.url, egress);
     if (bad !== null) throw new ConfigError(`webhooks.${i}.url`, bad);
-    return { name: w.name, url: w.url, format: w.format, secret: w.secretFile === undefined ? null : readToken(`webhooks.${i}.secretFile`, w.secretFile), source: "config" };
+    return {
+      name: w.name,
+      url: w.url,
+      format: w.format,
+      secret: w.secretFile === undefined ? null : readToken(`webhooks.${i}.secretFile`, w.secretFile),
+      source: "config",
+    };
   });
   const e = c.envWebhook;
   if (e !== undefined) {
     const bad = checkUrl(e.url, egress);
     if (bad !== null) throw new ConfigError(key("envWebhook.url"), bad);
-    webhooks.push({ name: "env", url: e.url, format: e.format, secret: e.secretFile === undefined ? null : readToken(key("envWebhook.secretFile"), e.secretFile), source: "env" });
+    webhooks.push({
+      name: "env",
+      url: e.url,
+      format: e.format,
+      secret: e.secretFile === undefined ? null : readToken(key("envWebhook.secretFile"), e.secretFile),
+      source: "env",
+    });
   }
   const names = new Set<string>();
   for (const w of webhooks) {
@@ -245,7 +311,8 @@ function alerting(c: ConfigDoc, key: (k: string) => string): Pick<HubConfig, "al
     webhooks,
     alerting: {
       groupWaitMs: gw === undefined ? DEFAULT_POLICY.groupWaitMs : gw === 0 || gw === "0" ? 0 : (parseDuration(gw) ?? 0),
-      repeatIntervalMs: a?.repeatInterval === undefined ? DEFAULT_POLICY.repeatIntervalMs : durationMs("alerting.repeatInterval", a.repeatInterval, 60_000),
+      repeatIntervalMs:
+        a?.repeatInterval === undefined ? DEFAULT_POLICY.repeatIntervalMs : durationMs("alerting.repeatInterval", a.repeatInterval, 60_000),
       maxPerIpPerHour: a?.maxPerIpPerHour ?? DEFAULT_POLICY.maxPerIpPerHour,
       maxPerMinute: a?.maxPerMinute ?? DEFAULT_POLICY.maxPerMinute,
       sendResolved: a?.sendResolved ?? DEFAULT_POLICY.sendResolved,
@@ -257,4 +324,6 @@ function alerting(c: ConfigDoc, key: (k: string) => string): Pick<HubConfig, "al
 }
 
 /** ENV_OVERRIDES lists each environment variable with the key it replaces (`whohas-hub --help`, README). */
-export const ENV_OVERRIDES: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(ENV_KEYS).map(([name, k]) => [name, k.help]));
+export const ENV_OVERRIDES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(ENV_KEYS).map(([name, k]) => [name, k.help]),
+);

@@ -20,7 +20,9 @@ const duration = z.string().refine((s) => parseDuration(s) !== null, 'a duration
 const listen = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. "0.0.0.0:3000"');
 const path = z.string().min(1);
 const role = z.enum(ROLES);
-const serviceAccount = z.string().regex(/^[a-z0-9-]+:[a-z0-9.-]+$/, 'the agents\' ServiceAccount as "namespace:name", e.g. "whohas:whohas-agent"');
+const serviceAccount = z
+  .string()
+  .regex(/^[a-z0-9-]+:[a-z0-9.-]+$/, 'the agents\' ServiceAccount as "namespace:name", e.g. "whohas:whohas-agent"');
 
 /** UserSchema is one local user (`auth.users`, and each entry of `auth.usersFile`). */
 export const UserSchema = z.strictObject({
@@ -57,7 +59,9 @@ export const ConfigSchema = z.strictObject({
       allowProxied: z.boolean().optional(),
     })
     .optional(),
-  api: z.strictObject({ viewerTokenFile: path.optional(), /** env-only (WHOHAS_VIEWER_TOKEN) */ viewerToken: z.string().optional() }).optional(),
+  api: z
+    .strictObject({ viewerTokenFile: path.optional(), /** env-only (WHOHAS_VIEWER_TOKEN) */ viewerToken: z.string().optional() })
+    .optional(),
   kubernetes: z.strictObject({ kubeconfig: path.optional(), enabled: z.boolean().optional() }).nullable().optional(),
   log: z.strictObject({ level: z.enum(["info", "warn", "error"], { error: "one of info, warn, error" }).optional() }).optional(),
   auth: z
@@ -67,7 +71,10 @@ export const ConfigSchema = z.strictObject({
       proxy: z
         .strictObject({
           userHeader: z.string().regex(/^[A-Za-z0-9-]+$/, "an HTTP header name"),
-          groupsHeader: z.string().regex(/^[A-Za-z0-9-]+$/, "an HTTP header name").optional(),
+          groupsHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/, "an HTTP header name")
+            .optional(),
           trustedProxies: z.array(z.string()).min(1, "name the proxy's addresses or CIDRs: its headers are trusted from there only"),
           groupRoles: z.record(z.string(), role).optional(),
           defaultRole: role.optional(),

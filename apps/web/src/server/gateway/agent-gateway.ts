@@ -29,7 +29,6 @@ export const RATE_BURST = 400;
 /** BAD_LOG_MS: malformed messages of one connection are logged at most this often (with their count). */
 const BAD_LOG_MS = 10_000;
 
-
 /** NEW_IP_LOG_MS: an agent's new IPs dropped at its limit are logged at most this often (with their count). */
 const NEW_IP_LOG_MS = 60_000;
 
@@ -126,7 +125,10 @@ export class AgentGateway {
   /** The live connection of each node, for commands. */
   readonly #byNode = new Map<string, Live>();
   /** Listeners of command results (probe-result, command-done) by command id, with the connection it went to. */
-  readonly #results = new Map<string, { readonly ws: WebSocket; readonly onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void }>();
+  readonly #results = new Map<
+    string,
+    { readonly ws: WebSocket; readonly onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void }
+  >();
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
   readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
   readonly #limits: AgentLimits;
@@ -141,7 +143,12 @@ export class AgentGateway {
     this.logger = o.logger;
     this.#limits = { ...DEFAULT_AGENT_LIMITS, ...o.limits };
     this.#noisy = new LogThrottle(o.logger);
-    this.#newIps = new NewIpBudget(this.#limits.newIpsPerAgentPerMinute, this.#limits.newIpsPerMinute, (ip) => o.hub.tracksIp(ip), Date.now());
+    this.#newIps = new NewIpBudget(
+      this.#limits.newIpsPerAgentPerMinute,
+      this.#limits.newIpsPerMinute,
+      (ip) => o.hub.tracksIp(ip),
+      Date.now(),
+    );
     this.#facts = new FactsPacer(o.factsEveryMs ?? FACTS_EVERY_MS, (node, facts) => this.#byNode.has(node) && o.hub.setFacts(node, facts));
     this.#ping = setInterval(() => {
       for (const ws of this.#wss.clients) {
@@ -164,15 +171,21 @@ export class AgentGateway {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const peer = this.o.clients?.of(req) ?? peerAddress(req);
     if (this.o.allowProxied !== true && ["x-forwarded-for", "forwarded", "x-real-ip"].some((h) => req.headers[h] !== undefined)) {
-      this.#noisy.warn("agent.proxied", limitKey(peer), { peer, hint: "an agent connection came through a proxy (an Ingress?): agents connect to the hub's Service directly; set agents.allowProxied if a proxy in front of the agents is intended" });
+      this.#noisy.warn("agent.proxied", limitKey(peer), {
+        peer,
+        hint: "an agent connection came through a proxy (an Ingress?): agents connect to the hub's Service directly; set agents.allowProxied if a proxy in front of the agents is intended",
+      });
       this.o.metrics?.rejected.inc({ reason: "proxied" });
       const body = "agents connect directly, not through a proxy (agents.allowProxied)\n";
-      socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
       return;
     }
     // The shared token is checked first (constant time, no I/O); any other credential is an attempt counted against
     // the address before it is reviewed, so parallel guesses cannot all reach TokenReview.
-    if (this.o.token !== null && tokenMatches(req.headers.authorization, this.o.token)) return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "shared-token" }));
+    if (this.o.token !== null && tokenMatches(req.headers.authorization, this.o.token))
+      return this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, peer, { via: "shared-token" }));
     if (!this.#attempts.take(limitKey(peer), Date.now())) {
       this.#noisy.warn("agent.throttled", limitKey(peer), { peer, hint: "too many failed connections from this address: wait a minute" });
       this.o.metrics?.rejected.inc({ reason: "throttled" });
@@ -180,7 +193,10 @@ export class AgentGateway {
       return;
     }
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
-    const review: Promise<Review> = bearer === undefined || this.o.reviewer === undefined ? Promise.resolve({ ok: false, why: "no valid token" }) : this.o.reviewer(bearer);
+    const review: Promise<Review> =
+      bearer === undefined || this.o.reviewer === undefined
+        ? Promise.resolve({ ok: false, why: "no valid token" })
+        : this.o.reviewer(bearer);
     void review
       .catch((e: unknown): Review => ({ ok: false, why: `TokenReview failed: ${(e as Error).message}` }))
       .then((r) => {
@@ -200,8 +216,14 @@ export class AgentGateway {
    * proved to be the same node's takes the old one's place; with the shared token the first one keeps it.
    */
   #admit(node: string, identity: AgentIdentity, peer: string): Refusal | null {
-    if (identity.via === "service-account" && identity.node !== node) return { code: 1008, reason: "node-mismatch", message: `hello names ${node} but the token is bound to a Pod on ${identity.node}` };
-    if (this.hub.nodeKnown(node) === false) return { code: 1008, reason: "unknown-node", message: `${node} is not a Node of this cluster: check the agent's --node (NODE_NAME from spec.nodeName)` };
+    if (identity.via === "service-account" && identity.node !== node)
+      return { code: 1008, reason: "node-mismatch", message: `hello names ${node} but the token is bound to a Pod on ${identity.node}` };
+    if (this.hub.nodeKnown(node) === false)
+      return {
+        code: 1008,
+        reason: "unknown-node",
+        message: `${node} is not a Node of this cluster: check the agent's --node (NODE_NAME from spec.nodeName)`,
+      };
     const live = this.#byNode.get(node);
     if (live !== undefined) {
       if (identity.via === "service-account") {
@@ -211,12 +233,20 @@ export class AgentGateway {
         this.hub.disconnect(node);
       } else {
         const since = new Date(live.since).toISOString();
-        return { code: CLOSE_NODE_TAKEN, reason: "node-taken", message: `${node} already has a live agent connection (from ${live.peer} since ${since}): two agents claim this node name, or the old connection is dead and the hub drops it within ${(2 * PING_MS) / 1000} s` };
+        return {
+          code: CLOSE_NODE_TAKEN,
+          reason: "node-taken",
+          message: `${node} already has a live agent connection (from ${live.peer} since ${since}): two agents claim this node name, or the old connection is dead and the hub drops it within ${(2 * PING_MS) / 1000} s`,
+        };
       }
     }
     // At the limit, the agent dead the longest makes room (it registers again when it comes back).
     if (!this.hub.hasAgent(node) && this.hub.agentCount() >= this.#limits.maxAgents && !this.hub.makeRoom()) {
-      return { code: 1008, reason: "max-agents", message: `the hub knows ${this.hub.agentCount()} nodes, none down long enough to make room (limits.maxAgents ${this.#limits.maxAgents}): raise it if this cluster is really this large` };
+      return {
+        code: 1008,
+        reason: "max-agents",
+        message: `the hub knows ${this.hub.agentCount()} nodes, none down long enough to make room (limits.maxAgents ${this.#limits.maxAgents}): raise it if this cluster is really this large`,
+      };
     }
     return null;
   }
@@ -231,10 +261,14 @@ export class AgentGateway {
     ws.on("message", (data: Buffer, isBinary) => {
       // Frames already on the wire after a refusal are dropped, not judged (and counted) again.
       if (ws.readyState !== ws.OPEN) return;
-      if (!bucket.take(Date.now())) return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`, "rate-limit");
+      if (!bucket.take(Date.now()))
+        return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`, "rate-limit");
       // Before hello nothing says who is talking: the connection is refused. After it, a malformed message is dropped
       // and counted, and the agent's good messages around it still count (a newer agent's message, a bit flip...).
-      if (isBinary) return node === null ? this.#refuse(ws, node, peer, "binary frames are not part of the wire protocol") : this.#drop(bad, node, peer, "binary", "binary frames are not part of the wire protocol");
+      if (isBinary)
+        return node === null
+          ? this.#refuse(ws, node, peer, "binary frames are not part of the wire protocol")
+          : this.#drop(bad, node, peer, "binary", "binary frames are not part of the wire protocol");
       const msg = parseAgentMessage(data.toString("utf8"));
       if (!msg.ok) return node === null ? this.#refuse(ws, node, peer, msg.message) : this.#drop(bad, node, peer, msg.reason, msg.message);
       const m = msg.value;
@@ -269,14 +303,16 @@ export class AgentGateway {
           if (node !== null) this.hub.heartbeat(node);
           return;
         case "facts":
-          if (node !== null && m.facts.node !== node) return this.#refuse(ws, node, peer, `facts for ${m.facts.node} on ${node}'s connection`);
+          if (node !== null && m.facts.node !== node)
+            return this.#refuse(ws, node, peer, `facts for ${m.facts.node} on ${node}'s connection`);
           if (node !== null) this.#facts.offer(node, m.facts);
           return;
         case "probe-result":
         case "command-done": {
           const waiting = this.#results.get(m.id);
           // Only the connection the command was sent on may answer it: another agent cannot forge a probe's replies.
-          if (waiting?.ws !== ws) return this.#drop(bad, node ?? "", peer, "foreign-result", `${m.type} for a command this connection was not sent`);
+          if (waiting?.ws !== ws)
+            return this.#drop(bad, node ?? "", peer, "foreign-result", `${m.type} for a command this connection was not sent`);
           waiting.onResult(m);
           if (m.type === "command-done") this.#results.delete(m.id);
           return;
@@ -315,12 +351,24 @@ export class AgentGateway {
    * #drop counts a malformed message of an identified agent and lets the connection live. The log tells the first
    * one, then at most one line per BAD_LOG_MS per connection with the count since, so a flood cannot flood the log.
    */
-  #drop(bad: { count: number; told: number; loggedAt: number }, node: string, peer: string, kind: ParseFailure["reason"] | "binary" | "foreign-result", reason: string): void {
+  #drop(
+    bad: { count: number; told: number; loggedAt: number },
+    node: string,
+    peer: string,
+    kind: ParseFailure["reason"] | "binary" | "foreign-result",
+    reason: string,
+  ): void {
     bad.count++;
     this.o.metrics?.badMessages.inc({ reason: kind });
     const now = Date.now();
     if (now - bad.loggedAt < BAD_LOG_MS) return;
-    this.logger.warn("agent.bad_message", { node, peer, reason, dropped: bad.count - bad.told, hint: "the message was dropped and the connection kept; an agent newer or older than the hub sends this (compare versions on the Nodes page)" });
+    this.logger.warn("agent.bad_message", {
+      node,
+      peer,
+      reason,
+      dropped: bad.count - bad.told,
+      hint: "the message was dropped and the connection kept; an agent newer or older than the hub sends this (compare versions on the Nodes page)",
+    });
     bad.loggedAt = now;
     bad.told = bad.count;
   }
@@ -335,7 +383,11 @@ export class AgentGateway {
    * command sends an announce or probe to one node's agent; results come to `onResult` until command-done, from
    * that connection only. Returns false when the node has no agent connected.
    */
-  command(node: string, msg: Extract<HubMessage, { type: "announce" | "probe" }>, onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void): boolean {
+  command(
+    node: string,
+    msg: Extract<HubMessage, { type: "announce" | "probe" }>,
+    onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void,
+  ): boolean {
     const live = this.#byNode.get(node);
     if (live === undefined) return false;
     this.#results.set(msg.id, { ws: live.ws, onResult });

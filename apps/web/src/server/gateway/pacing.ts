@@ -69,13 +69,16 @@ export class FactsPacer {
       return;
     }
     state.pending = facts;
-    state.timer ??= setTimeout(() => {
-      state.timer = null;
-      const latest = state.pending;
-      state.pending = null;
-      state.at = Date.now();
-      if (latest !== null) this.take(node, latest);
-    }, this.everyMs - (now - state.at));
+    state.timer ??= setTimeout(
+      () => {
+        state.timer = null;
+        const latest = state.pending;
+        state.pending = null;
+        state.at = Date.now();
+        if (latest !== null) this.take(node, latest);
+      },
+      this.everyMs - (now - state.at),
+    );
     state.timer.unref();
   }
 

@@ -98,7 +98,16 @@ export class AgentRegistry {
     const now = this.clock();
     const rec = this.#agents.get(hello.node);
     if (rec === undefined) {
-      this.#agents.set(hello.node, { node: hello.node, version: hello.agentVersion, firstSeen: now, interfaces: hello.interfaces, connections: 1, lastSeen: now, dropped: 0, facts: null });
+      this.#agents.set(hello.node, {
+        node: hello.node,
+        version: hello.agentVersion,
+        firstSeen: now,
+        interfaces: hello.interfaces,
+        connections: 1,
+        lastSeen: now,
+        dropped: 0,
+        facts: null,
+      });
     } else {
       Object.assign(rec, { version: hello.agentVersion, interfaces: hello.interfaces, lastSeen: now });
       rec.connections++;
@@ -162,13 +171,18 @@ export class AgentRegistry {
 
   /** downNodes lists the nodes whose agents are dead now. */
   downNodes(now: number): Set<string> {
-    return new Set(this.list().filter((a) => this.dead(a, now)).map((a) => a.node));
+    return new Set(
+      this.list()
+        .filter((a) => this.dead(a, now))
+        .map((a) => a.node),
+    );
   }
 
   /** longestDead names the agent dead (and disconnected) the longest, to make room for a new node; null when none is. */
   longestDead(now: number): string | null {
     let best: AgentRecord | null = null;
-    for (const r of this.#agents.values()) if (r.connections === 0 && this.dead(this.#view(r, now), now) && (best === null || r.lastSeen < best.lastSeen)) best = r;
+    for (const r of this.#agents.values())
+      if (r.connections === 0 && this.dead(this.#view(r, now), now) && (best === null || r.lastSeen < best.lastSeen)) best = r;
     return best?.node ?? null;
   }
 
@@ -265,6 +279,15 @@ export class AgentRegistry {
 
   #save(node: string): void {
     const r = this.#agents.get(node);
-    if (r !== undefined) this.repo.save({ node: r.node, version: r.version, firstSeen: r.firstSeen, lastSeen: r.lastSeen, interfaces: r.interfaces, facts: r.facts, dropped: r.dropped });
+    if (r !== undefined)
+      this.repo.save({
+        node: r.node,
+        version: r.version,
+        firstSeen: r.firstSeen,
+        lastSeen: r.lastSeen,
+        interfaces: r.interfaces,
+        facts: r.facts,
+        dropped: r.dropped,
+      });
   }
 }

@@ -1,4 +1,13 @@
-import { inventoryByIp, parseKubeProxyConfig, strictArpStatus, type ClusterInput, type DaemonSetRollout, type IpInventory, type KubeProxyConfig, type StrictArpStatus } from "@whohas/core";
+import {
+  inventoryByIp,
+  parseKubeProxyConfig,
+  strictArpStatus,
+  type ClusterInput,
+  type DaemonSetRollout,
+  type IpInventory,
+  type KubeProxyConfig,
+  type StrictArpStatus,
+} from "@whohas/core";
 import type { AgentRegistry } from "./agents.js";
 import type { Feed } from "./feed.js";
 

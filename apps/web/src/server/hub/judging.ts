@@ -1,4 +1,13 @@
-import { FindingTracker, nodeFindings, subjectNode, type Handover, type IpContext, type IpInventory, type OpenFinding, type Transition } from "@whohas/core";
+import {
+  FindingTracker,
+  nodeFindings,
+  subjectNode,
+  type Handover,
+  type IpContext,
+  type IpInventory,
+  type OpenFinding,
+  type Transition,
+} from "@whohas/core";
 import type { AuditLog } from "../store/audit.js";
 import type { Incident, IncidentEvent, IncidentsRepo } from "../store/incidents.js";
 import type { AgentRegistry } from "./agents.js";
@@ -51,7 +60,16 @@ export class Judging {
   constructor(readonly o: JudgingOptions) {
     const open = o.incidents.openAll();
     for (const i of open) this.#ids.set(incidentKey(i.ip, i.type), i.id);
-    const asFinding = (i: Incident): OpenFinding => ({ ip: i.ip, type: i.type, macs: i.macs, detail: i.detail, firstSeen: i.firstSeen, lastSeen: i.lastSeen, count: i.count, samples: i.samples });
+    const asFinding = (i: Incident): OpenFinding => ({
+      ip: i.ip,
+      type: i.type,
+      macs: i.macs,
+      detail: i.detail,
+      firstSeen: i.firstSeen,
+      lastSeen: i.lastSeen,
+      count: i.count,
+      samples: i.samples,
+    });
     o.traffic.judge.reopen(open.filter((i) => subjectNode(i.ip) === null).map(asFinding));
     this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).map(asFinding));
   }
@@ -143,12 +161,20 @@ export class Judging {
   #judgeNodes(ctx: Context): void {
     const agents = this.o.agents.list();
     const strictArp = this.o.cluster.view().strictArp;
-    const nodes = agents.map((a) => ({ node: a.node, down: this.o.agents.dead(a, ctx.now), silentForMs: this.o.agents.silentFor(a, ctx.now) }));
+    const nodes = agents.map((a) => ({
+      node: a.node,
+      down: this.o.agents.dead(a, ctx.now),
+      silentForMs: this.o.agents.silentFor(a, ctx.now),
+    }));
     for (const [subject, present] of nodeFindings(nodes, strictArp.drift)) {
       const changes = this.#nodeTracker.update(subject, ctx.now, present);
       if (changes.length === 0) continue;
       const node = subjectNode(subject);
-      const evidence = { agent: agents.find((a) => a.node === node) ?? null, arp: strictArp.nodes.find((n) => n.node === node) ?? null, drift: strictArp.drift.find((d) => d.node === node) ?? null };
+      const evidence = {
+        agent: agents.find((a) => a.node === node) ?? null,
+        arp: strictArp.nodes.find((n) => n.node === node) ?? null,
+        drift: strictArp.drift.find((d) => d.node === node) ?? null,
+      };
       for (const tr of changes) this.#record(tr, subject, evidence);
     }
   }
@@ -206,7 +232,14 @@ export class Judging {
   acknowledge(id: number, actor: string): boolean {
     const now = this.o.clock();
     const ok = this.o.incidents.acknowledge(id, actor, now);
-    this.o.audit.append({ t: now, actor, action: "incident.acknowledge", input: { id }, outcome: ok ? "ok" : "refused", detail: ok ? "acknowledged" : "no such incident" });
+    this.o.audit.append({
+      t: now,
+      actor,
+      action: "incident.acknowledge",
+      input: { id },
+      outcome: ok ? "ok" : "refused",
+      detail: ok ? "acknowledged" : "no such incident",
+    });
     if (ok) this.o.feed.publish({ kind: "incident", id, subject: this.o.incidents.get(id)?.ip ?? "", transition: null });
     return ok;
   }

@@ -75,7 +75,7 @@ export class Scheduler {
     this.#writing = true;
     const end = this.o.timer?.("write");
     try {
-      for (let written = 0; written < MAX_ROWS_PER_FLUSH; ) {
+      for (let written = 0; written < MAX_ROWS_PER_FLUSH;) {
         const n = this.o.hub.flush(false, WRITE_SLICE);
         written += n;
         if (n < WRITE_SLICE) break;
@@ -83,7 +83,10 @@ export class Scheduler {
       }
     } catch (e) {
       // A full disk or a locked database must not stop ingest: the live view goes on, the error says what to fix.
-      this.o.logger.error("store.write_failed", { message: (e as Error).message, hint: `check free space and permissions of ${this.o.storagePath}` });
+      this.o.logger.error("store.write_failed", {
+        message: (e as Error).message,
+        hint: `check free space and permissions of ${this.o.storagePath}`,
+      });
     }
     end?.();
     this.#writing = false;
@@ -92,9 +95,14 @@ export class Scheduler {
   async #prune(): Promise<void> {
     try {
       const forgotten = this.o.hub.forgetStaleAgents(this.o.retentionMs());
-      if (forgotten.length > 0) this.o.logger.info("agents.forgotten", { nodes: forgotten.slice(0, 20), count: forgotten.length, why: "silent longer than the retention, or no longer a Node of the cluster" });
+      if (forgotten.length > 0)
+        this.o.logger.info("agents.forgotten", {
+          nodes: forgotten.slice(0, 20),
+          count: forgotten.length,
+          why: "silent longer than the retention, or no longer a Node of the cluster",
+        });
       let removed = 0;
-      for (let n = -1; n !== 0; ) {
+      for (let n = -1; n !== 0;) {
         n = this.o.hub.store.pruneStep(Date.now(), this.o.retentionMs());
         removed += n;
         await turn();

@@ -136,6 +136,12 @@ export class Traffic {
 
   /** limitStatus tells the tracking limits and whether they were hit. */
   limitStatus(): LimitStatus {
-    return { ...this.#limits, ips: this.judge.counts.size, evictedIps: this.#evictedIps, foldedMacs: this.judge.counts.foldedMacs, lastHit: this.#lastHit };
+    return {
+      ...this.#limits,
+      ips: this.judge.counts.size,
+      evictedIps: this.#evictedIps,
+      foldedMacs: this.judge.counts.foldedMacs,
+      lastHit: this.#lastHit,
+    };
   }
 }

@@ -26,7 +26,12 @@ export interface IpRow {
   readonly state: IpView["state"];
   readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
   readonly expectedOwner: IpInventory["expectedOwner"];
-  readonly responders: readonly { readonly mac: string; readonly node: string | null; readonly answering: boolean; readonly lastGratuitous: number | null }[];
+  readonly responders: readonly {
+    readonly mac: string;
+    readonly node: string | null;
+    readonly answering: boolean;
+    readonly lastGratuitous: number | null;
+  }[];
   readonly fastest: string | null;
   readonly findings: readonly { readonly type: OpenFinding["type"]; readonly detail: string; readonly firstSeen: number }[];
   readonly requests: number;
@@ -57,12 +62,34 @@ export function ipJson(v: HubIpView) {
   return {
     ip: v.ip,
     state: v.state,
-    services: v.services.map((s) => ({ namespace: s.namespace, name: s.name, externalTrafficPolicy: s.externalTrafficPolicy, ports: s.ports })),
+    services: v.services.map((s) => ({
+      namespace: s.namespace,
+      name: s.name,
+      externalTrafficPolicy: s.externalTrafficPolicy,
+      ports: s.ports,
+    })),
     pool: v.pool,
     expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
-    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastSeen: r.lastSeen, lastGratuitous: r.lastGratuitous, meanLatencyMs: r.meanLatencyMs, lastAnnouncement: r.lastAnnouncement })),
+    responders: v.responders.map((r) => ({
+      mac: r.mac,
+      node: r.node,
+      answering: r.answering,
+      replies: r.replies,
+      gratuitous: r.gratuitous,
+      lastSeen: r.lastSeen,
+      lastGratuitous: r.lastGratuitous,
+      meanLatencyMs: r.meanLatencyMs,
+      lastAnnouncement: r.lastAnnouncement,
+    })),
     fastest: v.fastest,
-    findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, macs: f.macs, firstSeen: f.firstSeen, lastSeen: f.lastSeen, incidentId: f.incidentId })),
+    findings: v.findings.map((f) => ({
+      type: f.type,
+      detail: f.detail,
+      macs: f.macs,
+      firstSeen: f.firstSeen,
+      lastSeen: f.lastSeen,
+      incidentId: f.incidentId,
+    })),
     requests: v.requests,
     lastRequest: v.lastRequest,
     silentDropNodes: v.silentDropNodes,
@@ -75,7 +102,14 @@ export function evidenceOf(v: HubIpView | null): unknown {
   return {
     services: v?.services ?? [],
     expectedOwner: v?.expectedOwner ?? null,
-    responders: (v?.responders ?? []).map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, replies: r.replies, gratuitous: r.gratuitous, lastGratuitous: r.lastGratuitous })),
+    responders: (v?.responders ?? []).map((r) => ({
+      mac: r.mac,
+      node: r.node,
+      answering: r.answering,
+      replies: r.replies,
+      gratuitous: r.gratuitous,
+      lastGratuitous: r.lastGratuitous,
+    })),
     capturedBy: v?.capturedBy ?? [],
     handovers: (v?.handovers ?? []).slice(0, 5).map(handoverJson),
   };
@@ -134,5 +168,16 @@ export class Views {
 }
 
 function emptyView(ip: string): IpView {
-  return { ip, state: "idle", requests: 0, lastRequest: null, unansweredSince: null, responders: [], capturedBy: [], fastest: null, folded: null, handovers: [] };
+  return {
+    ip,
+    state: "idle",
+    requests: 0,
+    lastRequest: null,
+    unansweredSince: null,
+    responders: [],
+    capturedBy: [],
+    fastest: null,
+    folded: null,
+    handovers: [],
+  };
 }

@@ -15,7 +15,14 @@ import {
   type CoreV1Event,
   type V1Service,
 } from "@kubernetes/client-node";
-import { daemonSetRollout, rolloutComplete, type ClusterInput, type LabelSelector, type LoadBalancerService, type Logger } from "@whohas/core";
+import {
+  daemonSetRollout,
+  rolloutComplete,
+  type ClusterInput,
+  type LabelSelector,
+  type LoadBalancerService,
+  type Logger,
+} from "@whohas/core";
 import type { KubeProxyRollout } from "../hub/hub.js";
 
 /** BACKOFF_MS bounds the restart delay of an informer after an error (403, connection refused...). */
@@ -34,11 +41,19 @@ interface Watched<T extends KubernetesObject> {
  * own "connect" event fires before the list and the watch are even tried, so it cannot say the informer is in sync.
  */
 class HealthWatch extends Watch {
-  constructor(kc: KubeConfig, private readonly onResult: (err: unknown) => void) {
+  constructor(
+    kc: KubeConfig,
+    private readonly onResult: (err: unknown) => void,
+  ) {
     super(kc);
   }
 
-  override async watch(path: string, params: Parameters<Watch["watch"]>[1], cb: Parameters<Watch["watch"]>[2], done: Parameters<Watch["watch"]>[3]): Promise<AbortController> {
+  override async watch(
+    path: string,
+    params: Parameters<Watch["watch"]>[1],
+    cb: Parameters<Watch["watch"]>[2],
+    done: Parameters<Watch["watch"]>[3],
+  ): Promise<AbortController> {
     let failed: unknown = null;
     const c = await super.watch(path, params, cb, (err: unknown) => {
       if (err !== null && err !== undefined) failed = err;
@@ -133,7 +148,13 @@ function toService(s: V1Service, slices: readonly V1EndpointSlice[]): LoadBalanc
     externalTrafficPolicy: s.spec?.externalTrafficPolicy === "Local" ? "Local" : "Cluster",
     ingressIPs: (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? "").filter((ip) => ip !== ""),
     ports: (s.spec?.ports ?? []).map((p) => ({ port: p.port, protocol: p.protocol ?? "TCP" })),
-    endpoints: mine.flatMap((sl) => sl.endpoints.map((e) => ({ nodeName: e.nodeName ?? null, ready: e.conditions?.ready ?? null, serving: e.conditions?.serving ?? null }))),
+    endpoints: mine.flatMap((sl) =>
+      sl.endpoints.map((e) => ({
+        nodeName: e.nodeName ?? null,
+        ready: e.conditions?.ready ?? null,
+        serving: e.conditions?.serving ?? null,
+      })),
+    ),
   };
 }
 
@@ -150,19 +171,55 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
     const groups = await kc.makeApiClient(ApisApi).getAPIVersions();
     metallb = groups.groups.some((g) => g.name === "metallb.io");
   } catch (e) {
-    logger.warn("kube.discovery_failed", { message: (e as Error).message, hint: "check the kubeconfig and that the API server is reachable" });
+    logger.warn("kube.discovery_failed", {
+      message: (e as Error).message,
+      hint: "check the kubeconfig and that the API server is reachable",
+    });
   }
   const services = watchResource<V1Service>(kc, "/api/v1/services", () => core.listServiceForAllNamespaces(), onChange, logger);
-  const slices = watchResource<V1EndpointSlice>(kc, "/apis/discovery.k8s.io/v1/endpointslices", () => disco.listEndpointSliceForAllNamespaces(), onChange, logger);
+  const slices = watchResource<V1EndpointSlice>(
+    kc,
+    "/apis/discovery.k8s.io/v1/endpointslices",
+    () => disco.listEndpointSliceForAllNamespaces(),
+    onChange,
+    logger,
+  );
   const nodes = watchResource<V1Node>(kc, "/api/v1/nodes", () => core.listNode(), onChange, logger);
   // Only the objects named kube-proxy: RBAC can then grant list/watch on that one name (resourceNames) and nothing else.
-  const configmaps = watchResource<V1ConfigMap>(kc, "/api/v1/namespaces/kube-system/configmaps", () => core.listNamespacedConfigMap({ namespace: "kube-system", fieldSelector: KUBE_PROXY }), onChange, logger, KUBE_PROXY);
+  const configmaps = watchResource<V1ConfigMap>(
+    kc,
+    "/api/v1/namespaces/kube-system/configmaps",
+    () => core.listNamespacedConfigMap({ namespace: "kube-system", fieldSelector: KUBE_PROXY }),
+    onChange,
+    logger,
+    KUBE_PROXY,
+  );
   const apps = kc.makeApiClient(AppsV1Api);
-  const daemonsets = watchResource<V1DaemonSet>(kc, "/apis/apps/v1/namespaces/kube-system/daemonsets", () => apps.listNamespacedDaemonSet({ namespace: "kube-system", fieldSelector: KUBE_PROXY }), onChange, logger, KUBE_PROXY);
+  const daemonsets = watchResource<V1DaemonSet>(
+    kc,
+    "/apis/apps/v1/namespaces/kube-system/daemonsets",
+    () => apps.listNamespacedDaemonSet({ namespace: "kube-system", fieldSelector: KUBE_PROXY }),
+    onChange,
+    logger,
+    KUBE_PROXY,
+  );
   const crd = (plural: string) =>
-    watchResource<MetallbObject>(kc, `/apis/metallb.io/v1beta1/${plural}`, () => custom.listClusterCustomObject({ group: "metallb.io", version: "v1beta1", plural }) as never, onChange, logger);
+    watchResource<MetallbObject>(
+      kc,
+      `/apis/metallb.io/v1beta1/${plural}`,
+      () => custom.listClusterCustomObject({ group: "metallb.io", version: "v1beta1", plural }) as never,
+      onChange,
+      logger,
+    );
   // MetalLB's speaker records "announcing from node X" as an Event on the Service each time it reconciles.
-  const assigned = watchResource<CoreV1Event>(kc, "/api/v1/events", () => core.listEventForAllNamespaces({ fieldSelector: NODE_ASSIGNED }), onChange, logger, NODE_ASSIGNED);
+  const assigned = watchResource<CoreV1Event>(
+    kc,
+    "/api/v1/events",
+    () => core.listEventForAllNamespaces({ fieldSelector: NODE_ASSIGNED }),
+    onChange,
+    logger,
+    NODE_ASSIGNED,
+  );
   const l2ads = metallb ? crd("l2advertisements") : null;
   const l2statuses = metallb ? crd("servicel2statuses") : null;
   const pools = metallb ? crd("ipaddresspools") : null;
@@ -180,7 +237,10 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
     snapshot: () => {
       const sl = slices.list();
       return {
-        services: services.list().filter((s) => s.spec?.type === "LoadBalancer").map((s) => toService(s, sl)),
+        services: services
+          .list()
+          .filter((s) => s.spec?.type === "LoadBalancer")
+          .map((s) => toService(s, sl)),
         nodes: nodes.list().map((n) => ({
           name: n.metadata?.name ?? "",
           labels: n.metadata?.labels ?? {},
@@ -188,7 +248,9 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
         })),
         l2Advertisements: (l2ads?.list() ?? []).map((a) => ({ nodeSelectors: a.spec?.nodeSelectors ?? [] })),
         l2Statuses: (l2statuses?.list() ?? []).flatMap((s) =>
-          s.status?.node && s.status.serviceName ? [{ node: s.status.node, serviceName: s.status.serviceName, serviceNamespace: s.status.serviceNamespace ?? "" }] : [],
+          s.status?.node && s.status.serviceName
+            ? [{ node: s.status.node, serviceName: s.status.serviceName, serviceNamespace: s.status.serviceNamespace ?? "" }]
+            : [],
         ),
         nodeAssigned: latestAssignments(assigned.list()),
         metallbInstalled: metallb,
@@ -215,7 +277,11 @@ const KUBE_PROXY = "metadata.name=kube-proxy";
 /** rolloutOf reads a DaemonSet's rollout with kubectl's completion rule (core's rolloutComplete). */
 export function rolloutOf(ds: V1DaemonSet): KubeProxyRollout {
   const r = daemonSetRollout(ds);
-  return { ...r, restartedAt: ds.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] ?? null, complete: rolloutComplete(r) };
+  return {
+    ...r,
+    restartedAt: ds.spec?.template.metadata?.annotations?.["kubectl.kubernetes.io/restartedAt"] ?? null,
+    complete: rolloutComplete(r),
+  };
 }
 
 /** NODE_ASSIGNED selects MetalLB's announcement Events server-side. */

@@ -35,7 +35,8 @@ export function tokenReviewer(kc: KubeConfig, serviceAccount: string, clock: () 
     const st = r.status;
     if (st?.authenticated !== true) return { ok: false, why: `TokenReview: ${st?.error ?? "not authenticated"}` };
     if (!(st.audiences ?? []).includes(AUDIENCE)) return { ok: false, why: `TokenReview: the token is not for audience ${AUDIENCE}` };
-    if (st.user?.username !== want) return { ok: false, why: `TokenReview: ${st.user?.username ?? "?"} is not the agents' ServiceAccount ${want}` };
+    if (st.user?.username !== want)
+      return { ok: false, why: `TokenReview: ${st.user?.username ?? "?"} is not the agents' ServiceAccount ${want}` };
     const extra = st.user.extra ?? {};
     let node = extra[EXTRA_NODE_NAME]?.[0] ?? null;
     const pod = extra[EXTRA_POD_NAME]?.[0] ?? null;
@@ -43,10 +44,17 @@ export function tokenReviewer(kc: KubeConfig, serviceAccount: string, clock: () 
       try {
         node = (await core.readNamespacedPod({ namespace: ns, name: pod })).spec?.nodeName ?? null;
       } catch (e) {
-        return { ok: false, why: `the token is bound to Pod ${ns}/${pod}, which cannot be read to learn its node (${(e as { code?: number }).code ?? (e as Error).message}): grant get on pods in ${ns}` };
+        return {
+          ok: false,
+          why: `the token is bound to Pod ${ns}/${pod}, which cannot be read to learn its node (${(e as { code?: number }).code ?? (e as Error).message}): grant get on pods in ${ns}`,
+        };
       }
     }
-    if (node === null) return { ok: false, why: "the token is not bound to a Pod on a node: mount a projected serviceAccountToken (audience whohas) in the agent's Pod" };
+    if (node === null)
+      return {
+        ok: false,
+        why: "the token is not bound to a Pod on a node: mount a projected serviceAccountToken (audience whohas) in the agent's Pod",
+      };
     if (cache.size >= MAX_CACHED) cache.clear();
     cache.set(key, { until: clock() + CACHE_MS, node });
     return { ok: true, node };

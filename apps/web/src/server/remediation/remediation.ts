@@ -1,7 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { daemonSetRollout, fixVerdict, nodeArp, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import {
+  daemonSetRollout,
+  fixVerdict,
+  nodeArp,
+  patchStrictArp,
+  rolloutComplete,
+  strictArpFix,
+  type FixPlan,
+  type Logger,
+} from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { Hub } from "../hub/hub.js";
 
@@ -78,8 +87,16 @@ function kubeMessage(e: unknown, what: string): RemediationRefused | Error {
     } catch {
       msg = String(e.body).slice(0, 200);
     }
-    if (e.code === 403) return new RemediationRefused(`${what}: forbidden (${msg}). Grant whohas's ServiceAccount this permission (deploy/ RBAC), then try again.`, "FORBIDDEN");
-    if (e.code === 409) return new RemediationRefused(`${what}: kube-proxy's ConfigMap changed since the preview (${msg}). Nothing was overwritten: preview again.`, "CONFLICT");
+    if (e.code === 403)
+      return new RemediationRefused(
+        `${what}: forbidden (${msg}). Grant whohas's ServiceAccount this permission (deploy/ RBAC), then try again.`,
+        "FORBIDDEN",
+      );
+    if (e.code === 409)
+      return new RemediationRefused(
+        `${what}: kube-proxy's ConfigMap changed since the preview (${msg}). Nothing was overwritten: preview again.`,
+        "CONFLICT",
+      );
     if (e.code === 404) return new RemediationRefused(`${what}: not found (${msg}).`, "PRECONDITION_FAILED");
     return new Error(`${what}: HTTP ${e.code} ${msg}`);
   }
@@ -116,13 +133,29 @@ export class Remediation {
       throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
     }
     const text = cm.data?.[CONFIG_KEY];
-    if (text === undefined) throw new RemediationRefused(`ConfigMap ${NS}/${NAME} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`, "PRECONDITION_FAILED");
-    const exists = (read: Promise<unknown>) => read.then(() => true, () => false);
-    const [kubeadm, antrea] = await Promise.all([exists(this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS })), exists(this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS }))]);
+    if (text === undefined)
+      throw new RemediationRefused(
+        `ConfigMap ${NS}/${NAME} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`,
+        "PRECONDITION_FAILED",
+      );
+    const exists = (read: Promise<unknown>) =>
+      read.then(
+        () => true,
+        () => false,
+      );
+    const [kubeadm, antrea] = await Promise.all([
+      exists(this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS })),
+      exists(this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS })),
+    ]);
     const plan = strictArpFix({ config: text, kubeadm, antrea, nodes: this.o.hub.nodes() });
     if (!plan.ok) throw new RemediationRefused(`${CONFIG_KEY}: ${plan.message}`, "PRECONDITION_FAILED");
     const { ok: _, ...fix } = plan;
-    return { ...fix, resourceVersion: cm.metadata?.resourceVersion ?? "", current: text, backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })) };
+    return {
+      ...fix,
+      resourceVersion: cm.metadata?.resourceVersion ?? "",
+      current: text,
+      backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
+    };
   }
 
   /** current is the running or last run, null before the first. */
@@ -145,8 +178,24 @@ export class Remediation {
 
   #start(kind: Run["kind"], by: string, dryRun: boolean, steps: string[]): Run {
     const busy = this.#run;
-    if (busy !== null && busy.result === "running") throw new RemediationRefused(`${busy.by} is already running ${busy.kind === "apply" ? "the fix" : "a rollback"} (since ${new Date(busy.startedAt).toISOString()}): wait for it to finish`, "CONFLICT");
-    const run: Run = { id: randomUUID(), kind, by, startedAt: this.o.hub.clock(), dryRun, endedAt: null, result: "running", message: "", steps: steps.map((name) => ({ name, state: "pending", detail: "" })), backup: null, version: 1 };
+    if (busy !== null && busy.result === "running")
+      throw new RemediationRefused(
+        `${busy.by} is already running ${busy.kind === "apply" ? "the fix" : "a rollback"} (since ${new Date(busy.startedAt).toISOString()}): wait for it to finish`,
+        "CONFLICT",
+      );
+    const run: Run = {
+      id: randomUUID(),
+      kind,
+      by,
+      startedAt: this.o.hub.clock(),
+      dryRun,
+      endedAt: null,
+      result: "running",
+      message: "",
+      steps: steps.map((name) => ({ name, state: "pending", detail: "" })),
+      backup: null,
+      version: 1,
+    };
     this.#run = run;
     this.#emit();
     return run;
@@ -183,7 +232,14 @@ export class Remediation {
     run.message = message;
     run.endedAt = this.o.hub.clock();
     for (const s of run.steps) if (s.state === "pending") s.state = "skipped";
-    this.o.hub.store.audit.append({ t: run.endedAt, actor: run.by, action: `remediation.${run.kind}`, input, outcome: result === "failed" ? "failed" : "ok", detail: message });
+    this.o.hub.store.audit.append({
+      t: run.endedAt,
+      actor: run.by,
+      action: `remediation.${run.kind}`,
+      input,
+      outcome: result === "failed" ? "failed" : "ok",
+      detail: message,
+    });
     this.o.logger.info(`remediation.${run.kind}`, { by: run.by, result, message });
     this.#emit();
   }
@@ -208,18 +264,43 @@ export class Remediation {
       const original = cm.data?.[CONFIG_KEY] ?? "";
       const p = patchStrictArp(original);
       if (!p.ok) throw new RemediationRefused(p.message, "PRECONDITION_FAILED");
-      if (cm.metadata?.resourceVersion !== resourceVersion) throw new RemediationRefused(`kube-proxy's ConfigMap changed since the preview (resourceVersion ${resourceVersion} -> ${cm.metadata?.resourceVersion ?? "?"}). Nothing was written: preview again.`, "CONFLICT");
+      if (cm.metadata?.resourceVersion !== resourceVersion)
+        throw new RemediationRefused(
+          `kube-proxy's ConfigMap changed since the preview (resourceVersion ${resourceVersion} -> ${cm.metadata?.resourceVersion ?? "?"}). Nothing was written: preview again.`,
+          "CONFLICT",
+        );
       const backup = await this.#step(run, "backup", async (say) => {
-        const name = `kube-proxy-whohas-backup-${new Date(this.o.hub.clock()).toISOString().replace(/[^0-9]/g, "").slice(0, 14)}`;
+        const name = `kube-proxy-whohas-backup-${new Date(this.o.hub.clock())
+          .toISOString()
+          .replace(/[^0-9]/g, "")
+          .slice(0, 14)}`;
         await this.#core
-          .createNamespacedConfigMap({ namespace: NS, body: { metadata: { name, namespace: NS, labels: { "app.kubernetes.io/managed-by": "whohas", "whohas.io/backup-of": NAME } }, data: { [CONFIG_KEY]: original } }, dryRun: run.dryRun ? "All" : undefined })
+          .createNamespacedConfigMap({
+            namespace: NS,
+            body: {
+              metadata: { name, namespace: NS, labels: { "app.kubernetes.io/managed-by": "whohas", "whohas.io/backup-of": NAME } },
+              data: { [CONFIG_KEY]: original },
+            },
+            dryRun: run.dryRun ? "All" : undefined,
+          })
           .catch((e: unknown) => {
             throw kubeMessage(e, `creating backup ConfigMap ${NS}/${name}`);
           });
         if (!run.dryRun) {
-          this.o.hub.store.settings.set(BACKUPS_KEY, [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS), this.o.hub.clock());
+          this.o.hub.store.settings.set(
+            BACKUPS_KEY,
+            [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS),
+            this.o.hub.clock(),
+          );
           // The full original text is in the audit log too: the backup outlives a deleted ConfigMap.
-          this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor: run.by, action: "remediation.backup", input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name }, outcome: "ok", detail: original });
+          this.o.hub.store.audit.append({
+            t: this.o.hub.clock(),
+            actor: run.by,
+            action: "remediation.backup",
+            input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name },
+            outcome: "ok",
+            detail: original,
+          });
         }
         say(`${run.dryRun ? "would create" : "created"} ${NS}/${name}`);
         return name;
@@ -228,7 +309,12 @@ export class Remediation {
       await this.#step(run, "patch", async (say) => {
         await this.#core
           .patchNamespacedConfigMap(
-            { name: NAME, namespace: NS, body: { metadata: { resourceVersion }, data: { [CONFIG_KEY]: p.text } }, dryRun: run.dryRun ? "All" : undefined },
+            {
+              name: NAME,
+              namespace: NS,
+              body: { metadata: { resourceVersion }, data: { [CONFIG_KEY]: p.text } },
+              dryRun: run.dryRun ? "All" : undefined,
+            },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
           )
           .catch((e: unknown) => {
@@ -236,10 +322,16 @@ export class Remediation {
           });
         say(`${run.dryRun ? "the API server accepts" : "set"} ipvs.strictARP: true (only that line changes)`);
       });
-      if (run.dryRun) return this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
+      if (run.dryRun)
+        return this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
       await this.#restartAndWait(run);
       await this.#verify(run);
-      this.#finish(run, "verified", "strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner", input);
+      this.#finish(
+        run,
+        "verified",
+        "strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner",
+        input,
+      );
     } catch (e) {
       this.#finish(run, "failed", (e as Error).message, input);
       if (!(e instanceof RemediationRefused)) this.o.logger.error("remediation.failed", { message: (e as Error).message });
@@ -250,7 +342,14 @@ export class Remediation {
     await this.#step(run, "restart", async (say) => {
       const at = new Date(this.o.hub.clock()).toISOString();
       await this.#apps
-        .patchNamespacedDaemonSet({ name: NAME, namespace: NS, body: { spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": at } } } } } }, setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch))
+        .patchNamespacedDaemonSet(
+          {
+            name: NAME,
+            namespace: NS,
+            body: { spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": at } } } } },
+          },
+          setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+        )
         .catch((e: unknown) => {
           throw kubeMessage(e, `restarting DaemonSet ${NS}/${NAME}`);
         });
@@ -265,7 +364,10 @@ export class Remediation {
         const s = ds.status;
         say(`${s?.updatedNumberScheduled ?? 0} of ${s?.desiredNumberScheduled ?? 0} updated, ${s?.numberAvailable ?? 0} available`);
         if (rolloutComplete(daemonSetRollout(ds))) return;
-        if (this.o.hub.clock() > end) throw new Error(`the rollout did not complete in ${Math.round((this.o.rolloutTimeoutMs ?? 300_000) / 1000)} s (${s?.numberAvailable ?? 0} of ${s?.desiredNumberScheduled ?? 0} available): check kube-proxy's pods (kubectl -n kube-system get pods -l k8s-app=kube-proxy)`);
+        if (this.o.hub.clock() > end)
+          throw new Error(
+            `the rollout did not complete in ${Math.round((this.o.rolloutTimeoutMs ?? 300_000) / 1000)} s (${s?.numberAvailable ?? 0} of ${s?.desiredNumberScheduled ?? 0} available): check kube-proxy's pods (kubectl -n kube-system get pods -l k8s-app=kube-proxy)`,
+          );
         await new Promise((r) => setTimeout(r, 500));
       }
     });
@@ -277,9 +379,16 @@ export class Remediation {
       for (;;) {
         const nodes = this.o.hub.nodes().filter((n) => n.up);
         const loose = nodes.filter((n) => n.facts === null || !nodeArp(n.facts).strict).map((n) => n.node);
-        say(loose.length === 0 ? `all ${nodes.length} nodes: arp_ignore=1, arp_announce=2` : `waiting for ${loose.join(", ")} (agents report every 10 s)`);
+        say(
+          loose.length === 0
+            ? `all ${nodes.length} nodes: arp_ignore=1, arp_announce=2`
+            : `waiting for ${loose.join(", ")} (agents report every 10 s)`,
+        );
         if (nodes.length > 0 && loose.length === 0) return;
-        if (this.o.hub.clock() > end) throw new Error(`${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`);
+        if (this.o.hub.clock() > end)
+          throw new Error(
+            `${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`,
+          );
         await new Promise((r) => setTimeout(r, 1000));
       }
     });
@@ -329,14 +438,26 @@ export class Remediation {
             throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
           });
           await this.#core
-            .patchNamespacedConfigMap({ name: NAME, namespace: NS, body: { metadata: { resourceVersion: cm.metadata?.resourceVersion }, data: { [CONFIG_KEY]: b.text } } }, setHeaderOptions("Content-Type", PatchStrategy.MergePatch))
+            .patchNamespacedConfigMap(
+              {
+                name: NAME,
+                namespace: NS,
+                body: { metadata: { resourceVersion: cm.metadata?.resourceVersion }, data: { [CONFIG_KEY]: b.text } },
+              },
+              setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+            )
             .catch((e: unknown) => {
               throw kubeMessage(e, `restoring ConfigMap ${NS}/${NAME}`);
             });
           say(`${CONFIG_KEY} is the text of ${name} again (${b.text.length} bytes)`);
         });
         await this.#restartAndWait(run);
-        this.#finish(run, "done", `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot.`, { backup: name });
+        this.#finish(
+          run,
+          "done",
+          `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot.`,
+          { backup: name },
+        );
       } catch (e) {
         this.#finish(run, "failed", (e as Error).message, { backup: name });
       }

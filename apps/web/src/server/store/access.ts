@@ -25,12 +25,21 @@ export class AccessRepo {
   constructor(readonly db: Db) {}
 
   createSession(s: StoredSession): void {
-    this.db.run("INSERT INTO sessions (id_hash, user, created_at, expires_at, peer) VALUES (?, ?, ?, ?, ?)", [s.idHash, s.user, s.createdAt, s.expiresAt, s.peer]);
+    this.db.run("INSERT INTO sessions (id_hash, user, created_at, expires_at, peer) VALUES (?, ?, ?, ?, ?)", [
+      s.idHash,
+      s.user,
+      s.createdAt,
+      s.expiresAt,
+      s.peer,
+    ]);
   }
 
   /** session returns the unexpired session with this id hash, or null. */
   session(idHash: string, now: number): StoredSession | null {
-    const r = this.db.get<{ id_hash: string; user: string; created_at: number; expires_at: number; peer: string }>("SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?", [idHash, now]);
+    const r = this.db.get<{ id_hash: string; user: string; created_at: number; expires_at: number; peer: string }>(
+      "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?",
+      [idHash, now],
+    );
     return r === undefined ? null : { idHash: r.id_hash, user: r.user, createdAt: r.created_at, expiresAt: r.expires_at, peer: r.peer };
   }
 
@@ -39,17 +48,28 @@ export class AccessRepo {
   }
 
   createApiToken(t: { name: string; hash: string; prefix: string; createdBy: string; createdAt: number }): ApiToken {
-    const { lastInsertRowid } = this.db.run("INSERT INTO api_tokens (name, hash, prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?)", [t.name, t.hash, t.prefix, t.createdBy, t.createdAt]);
+    const { lastInsertRowid } = this.db.run("INSERT INTO api_tokens (name, hash, prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?)", [
+      t.name,
+      t.hash,
+      t.prefix,
+      t.createdBy,
+      t.createdAt,
+    ]);
     return { id: Number(lastInsertRowid), name: t.name, prefix: t.prefix, createdBy: t.createdBy, createdAt: t.createdAt, lastUsed: null };
   }
 
   apiTokens(): ApiToken[] {
-    return this.db.all<ApiToken>("SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens ORDER BY created_at, id");
+    return this.db.all<ApiToken>(
+      "SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens ORDER BY created_at, id",
+    );
   }
 
   /** apiTokenByHash finds a token by its hash and marks it used; null when unknown (or revoked). */
   apiTokenByHash(hash: string, now: number): ApiToken | null {
-    const r = this.db.get<ApiToken>("SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens WHERE hash = ?", [hash]);
+    const r = this.db.get<ApiToken>(
+      "SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens WHERE hash = ?",
+      [hash],
+    );
     if (r === undefined) return null;
     if (r.lastUsed === null || now - r.lastUsed > 60_000) this.db.run("UPDATE api_tokens SET last_used = ? WHERE id = ?", [now, r.id]);
     return r;
@@ -61,6 +81,7 @@ export class AccessRepo {
 
   /** prune deletes at most `limit` sessions expired before `now`; returns how many. */
   prune(now: number, limit: number): number {
-    return this.db.run("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)", [now, limit]).changes;
+    return this.db.run("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)", [now, limit])
+      .changes;
   }
 }

@@ -32,7 +32,15 @@ export class AgentsRepo {
         `INSERT INTO agents (node, version, first_seen, last_seen, interfaces, facts, dropped) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (node) DO UPDATE SET version = excluded.version, last_seen = excluded.last_seen, interfaces = excluded.interfaces,
            facts = COALESCE(excluded.facts, agents.facts), dropped = excluded.dropped`,
-        [a.node, a.version, a.firstSeen, a.lastSeen, JSON.stringify(a.interfaces), a.facts === null ? null : JSON.stringify(a.facts), a.dropped],
+        [
+          a.node,
+          a.version,
+          a.firstSeen,
+          a.lastSeen,
+          JSON.stringify(a.interfaces),
+          a.facts === null ? null : JSON.stringify(a.facts),
+          a.dropped,
+        ],
       );
     }
     return agents.length;
@@ -55,7 +63,15 @@ export class AgentsRepo {
    */
   list(): StoredAgent[] {
     return this.db
-      .all<{ node: string; version: string; first_seen: number; last_seen: number; interfaces: string; facts: string | null; dropped: number }>("SELECT * FROM agents ORDER BY node")
+      .all<{
+        node: string;
+        version: string;
+        first_seen: number;
+        last_seen: number;
+        interfaces: string;
+        facts: string | null;
+        dropped: number;
+      }>("SELECT * FROM agents ORDER BY node")
       .filter((r) => isNodeName(r.node))
       .map((r) => ({
         node: r.node,
@@ -67,7 +83,6 @@ export class AgentsRepo {
         dropped: r.dropped,
       }));
   }
-
 }
 
 function readJson<T>(text: string, check: (v: unknown) => T | undefined): T | undefined {

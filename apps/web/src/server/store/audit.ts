@@ -17,17 +17,30 @@ export class AuditLog {
   constructor(readonly db: Db) {}
 
   append(e: AuditEntry): void {
-    this.db.run("INSERT INTO audit_log (t, actor, action, input, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)", [e.t, e.actor, e.action, JSON.stringify(e.input), e.outcome, e.detail]);
+    this.db.run("INSERT INTO audit_log (t, actor, action, input, outcome, detail) VALUES (?, ?, ?, ?, ?, ?)", [
+      e.t,
+      e.actor,
+      e.action,
+      JSON.stringify(e.input),
+      e.outcome,
+      e.detail,
+    ]);
   }
 
   list(limit = 200): AuditEntry[] {
     return this.db
-      .all<{ t: number; actor: string; action: string; input: string; outcome: AuditEntry["outcome"]; detail: string }>("SELECT t, actor, action, input, outcome, detail FROM audit_log ORDER BY t DESC, id DESC LIMIT ?", [limit])
+      .all<{ t: number; actor: string; action: string; input: string; outcome: AuditEntry["outcome"]; detail: string }>(
+        "SELECT t, actor, action, input, outcome, detail FROM audit_log ORDER BY t DESC, id DESC LIMIT ?",
+        [limit],
+      )
       .map((r) => ({ ...r, input: JSON.parse(r.input) as unknown }));
   }
 
   /** prune deletes at most `limit` entries older than AUDIT_RETENTION_MS; returns how many. */
   prune(now: number, limit: number): number {
-    return this.db.run("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE t < ? LIMIT ?)", [now - AUDIT_RETENTION_MS, limit]).changes;
+    return this.db.run("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE t < ? LIMIT ?)", [
+      now - AUDIT_RETENTION_MS,
+      limit,
+    ]).changes;
   }
 }

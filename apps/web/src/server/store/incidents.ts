@@ -68,7 +68,17 @@ export class IncidentsRepo {
     return this.db.tx(() => {
       const row = this.db.get<{ id: number }>(
         `INSERT INTO incidents (ip, type, macs, detail, evidence, first_seen, last_seen, count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-        [f.ip, f.type, JSON.stringify(f.macs), f.detail, JSON.stringify(evidence), f.firstSeen, f.lastSeen, f.count, JSON.stringify(f.samples)],
+        [
+          f.ip,
+          f.type,
+          JSON.stringify(f.macs),
+          f.detail,
+          JSON.stringify(evidence),
+          f.firstSeen,
+          f.lastSeen,
+          f.count,
+          JSON.stringify(f.samples),
+        ],
       );
       const id = row?.id ?? 0;
       this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, f.firstSeen, "opened", f.detail]);
@@ -79,15 +89,34 @@ export class IncidentsRepo {
   /** touchIncident updates an open incident's evidence; `event` also records a timeline entry (new MACs). */
   touch(id: number, f: OpenFinding, event: string | null): void {
     this.db.tx(() => {
-      this.db.run("UPDATE incidents SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [JSON.stringify(f.macs), f.detail, f.lastSeen, f.count, JSON.stringify(f.samples), id]);
-      if (event !== null) this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, f.lastSeen, "updated", event]);
+      this.db.run("UPDATE incidents SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [
+        JSON.stringify(f.macs),
+        f.detail,
+        f.lastSeen,
+        f.count,
+        JSON.stringify(f.samples),
+        id,
+      ]);
+      if (event !== null)
+        this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, f.lastSeen, "updated", event]);
     });
   }
 
   resolve(id: number, f: OpenFinding, at: number): void {
     this.db.tx(() => {
-      this.db.run("UPDATE incidents SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE id = ?", [f.lastSeen, f.count, JSON.stringify(f.samples), at, id]);
-      this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, at, "resolved", `cleared after ${Math.round((at - f.lastSeen) / 1000)} s without evidence`]);
+      this.db.run("UPDATE incidents SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE id = ?", [
+        f.lastSeen,
+        f.count,
+        JSON.stringify(f.samples),
+        at,
+        id,
+      ]);
+      this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [
+        id,
+        at,
+        "resolved",
+        `cleared after ${Math.round((at - f.lastSeen) / 1000)} s without evidence`,
+      ]);
     });
   }
 
@@ -95,7 +124,13 @@ export class IncidentsRepo {
   acknowledge(id: number, actor: string, at: number): boolean {
     return this.db.tx(() => {
       const { changes } = this.db.run("UPDATE incidents SET acknowledged_by = ?, acknowledged_at = ? WHERE id = ?", [actor, at, id]);
-      if (changes > 0) this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, at, "acknowledged", `by ${actor}`]);
+      if (changes > 0)
+        this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [
+          id,
+          at,
+          "acknowledged",
+          `by ${actor}`,
+        ]);
       return changes > 0;
     });
   }
@@ -107,7 +142,11 @@ export class IncidentsRepo {
 
   /** openByType counts the open incidents of each finding type. */
   openByType(): Map<string, number> {
-    return new Map(this.db.all<{ type: string; n: number }>("SELECT type, COUNT(*) AS n FROM incidents WHERE resolved_at IS NULL GROUP BY type").map((r) => [r.type, r.n]));
+    return new Map(
+      this.db
+        .all<{ type: string; n: number }>("SELECT type, COUNT(*) AS n FROM incidents WHERE resolved_at IS NULL GROUP BY type")
+        .map((r) => [r.type, r.n]),
+    );
   }
 
   /** incidents lists incidents, newest first, at most MAX_LIST (1..5000) of them; `open` filters by state, `ip` by address. */
@@ -134,6 +173,9 @@ export class IncidentsRepo {
 
   /** prune deletes at most `limit` incidents resolved before `cut`; returns how many. */
   prune(cut: number, limit: number): number {
-    return this.db.run("DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)", [cut, limit]).changes;
+    return this.db.run(
+      "DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)",
+      [cut, limit],
+    ).changes;
   }
 }

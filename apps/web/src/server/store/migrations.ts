@@ -155,7 +155,10 @@ export function migrate(db: Db, now: number): number[] {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
   const current = db.get<{ v: number | null }>("SELECT MAX(version) AS v FROM schema_migrations")?.v ?? 0;
   const newest = MIGRATIONS.at(-1)?.version ?? 0;
-  if (current > newest) throw new Error(`the database is at schema version ${current}, newer than this hub (${newest}): run a newer whohas-hub, or restore a backup`);
+  if (current > newest)
+    throw new Error(
+      `the database is at schema version ${current}, newer than this hub (${newest}): run a newer whohas-hub, or restore a backup`,
+    );
   const applied: number[] = [];
   for (const m of MIGRATIONS) {
     if (m.version <= current) continue;

@@ -51,32 +51,62 @@ export class Outbox {
   constructor(readonly db: Db) {}
 
   add(r: { id: string; receiver: string; groupKey: string; kind: OutboxKind; createdAt: number; notBefore: number }): void {
-    this.db.run("INSERT INTO outbox (id, receiver, group_key, kind, created_at, not_before, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')", [r.id, r.receiver, r.groupKey, r.kind, r.createdAt, r.notBefore]);
+    this.db.run("INSERT INTO outbox (id, receiver, group_key, kind, created_at, not_before, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')", [
+      r.id,
+      r.receiver,
+      r.groupKey,
+      r.kind,
+      r.createdAt,
+      r.notBefore,
+    ]);
   }
 
   /** waiting is a pending notification of the group that has not been sent once yet (new findings join it). */
   waiting(receiver: string, groupKey: string): OutboxRow | null {
-    return this.db.get<OutboxRow>(`SELECT ${COLUMNS} FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'pending' AND body IS NULL LIMIT 1`, [receiver, groupKey]) ?? null;
+    return (
+      this.db.get<OutboxRow>(
+        `SELECT ${COLUMNS} FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'pending' AND body IS NULL LIMIT 1`,
+        [receiver, groupKey],
+      ) ?? null
+    );
   }
 
   /** sentSince counts the group's notifications to a receiver since `t` (the per-IP hourly cap). */
   sentSince(receiver: string, groupKey: string, t: number): number {
-    return this.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE receiver = ? AND group_key = ? AND created_at >= ? AND status != 'cancelled'", [receiver, groupKey, t])?.n ?? 0;
+    return (
+      this.db.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM outbox WHERE receiver = ? AND group_key = ? AND created_at >= ? AND status != 'cancelled'",
+        [receiver, groupKey, t],
+      )?.n ?? 0
+    );
   }
 
   /** lastCreated is when the group's newest notification to a receiver was decided (repeat_interval), null if never. */
   lastCreated(receiver: string, groupKey: string): number | null {
-    return this.db.get<{ t: number | null }>("SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status != 'cancelled'", [receiver, groupKey])?.t ?? null;
+    return (
+      this.db.get<{ t: number | null }>(
+        "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status != 'cancelled'",
+        [receiver, groupKey],
+      )?.t ?? null
+    );
   }
 
   /** previousDelivered is when the group's last delivered notification before `before` was decided, null if none. */
   previousDelivered(receiver: string, groupKey: string, before: number): number | null {
-    return this.db.get<{ t: number | null }>("SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'delivered' AND created_at < ?", [receiver, groupKey, before])?.t ?? null;
+    return (
+      this.db.get<{ t: number | null }>(
+        "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'delivered' AND created_at < ?",
+        [receiver, groupKey, before],
+      )?.t ?? null
+    );
   }
 
   /** due returns pending notifications whose time has come, oldest first. */
   due(now: number, limit: number): OutboxRow[] {
-    return this.db.all<OutboxRow>(`SELECT ${COLUMNS} FROM outbox WHERE status = 'pending' AND not_before <= ? ORDER BY not_before, id LIMIT ?`, [now, limit]);
+    return this.db.all<OutboxRow>(
+      `SELECT ${COLUMNS} FROM outbox WHERE status = 'pending' AND not_before <= ? ORDER BY not_before, id LIMIT ?`,
+      [now, limit],
+    );
   }
 
   /** freeze fixes the body at the first attempt: every retry sends these bytes under the same id. */
@@ -84,20 +114,20 @@ export class Outbox {
     this.db.run("UPDATE outbox SET body = ? WHERE id = ? AND body IS NULL", [body, id]);
   }
 
-  attempted(id: string, r: { status: OutboxStatus; notBefore: number; lastStatus: number | null; lastError: string | null; deliveredAt: number | null }): void {
-    this.db.run("UPDATE outbox SET attempts = attempts + 1, status = ?, not_before = ?, last_status = ?, last_error = ?, delivered_at = ? WHERE id = ?", [
-      r.status,
-      r.notBefore,
-      r.lastStatus,
-      r.lastError,
-      r.deliveredAt,
-      id,
-    ]);
+  attempted(
+    id: string,
+    r: { status: OutboxStatus; notBefore: number; lastStatus: number | null; lastError: string | null; deliveredAt: number | null },
+  ): void {
+    this.db.run(
+      "UPDATE outbox SET attempts = attempts + 1, status = ?, not_before = ?, last_status = ?, last_error = ?, delivered_at = ? WHERE id = ?",
+      [r.status, r.notBefore, r.lastStatus, r.lastError, r.deliveredAt, id],
+    );
   }
 
   /** cancel stops every pending notification to a receiver (it answered 410 Gone, or was deleted). */
   cancel(receiver: string, why: string): number {
-    return this.db.run("UPDATE outbox SET status = 'cancelled', last_error = ? WHERE receiver = ? AND status = 'pending'", [why, receiver]).changes;
+    return this.db.run("UPDATE outbox SET status = 'cancelled', last_error = ? WHERE receiver = ? AND status = 'pending'", [why, receiver])
+      .changes;
   }
 
   recent(limit: number): OutboxRow[] {
@@ -109,11 +139,16 @@ export class Outbox {
   }
 
   prune(now: number, limit: number): number {
-    return this.db.run("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?)", [now - OUTBOX_RETENTION_MS, limit]).changes;
+    return this.db.run("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?)", [
+      now - OUTBOX_RETENTION_MS,
+      limit,
+    ]).changes;
   }
 
   receivers(): readonly StoredReceiver[] {
-    return (this.#receivers ??= this.db.all<StoredReceiver>("SELECT name, url, format, secret, created_by AS createdBy, created_at AS createdAt, updated_at AS updatedAt FROM receivers ORDER BY name"));
+    return (this.#receivers ??= this.db.all<StoredReceiver>(
+      "SELECT name, url, format, secret, created_by AS createdBy, created_at AS createdAt, updated_at AS updatedAt FROM receivers ORDER BY name",
+    ));
   }
 
   /** saveReceiver adds or replaces a receiver added in Settings. */

@@ -10,7 +10,9 @@ export class SettingsRepo {
   }
 
   set(key: string, value: unknown, now: number): void {
-    this.db.run("INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at", [key, JSON.stringify(value), now]);
+    this.db.run(
+      "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+      [key, JSON.stringify(value), now],
+    );
   }
-
 }

@@ -26,7 +26,10 @@ export class Store {
   readonly settings: SettingsRepo;
   readonly outbox: Outbox;
 
-  constructor(readonly db: Db, now: number) {
+  constructor(
+    readonly db: Db,
+    now: number,
+  ) {
     migrate(db, now);
     this.traffic = new TrafficRepo(db);
     this.incidents = new IncidentsRepo(db);

@@ -57,7 +57,19 @@ export class TrafficRepo {
       const key = `${minute}|${e.ip}|${e.mac}|${e.kind}`;
       let b = this.#buckets.get(key);
       if (b === undefined) {
-        b = { minute, ip: e.ip, mac: e.mac, kind: e.kind, node, nodeCount: 0, more: null, count: 0, written: 0, first: e.firstSeen, last: e.lastSeen };
+        b = {
+          minute,
+          ip: e.ip,
+          mac: e.mac,
+          kind: e.kind,
+          node,
+          nodeCount: 0,
+          more: null,
+          count: 0,
+          written: 0,
+          first: e.firstSeen,
+          last: e.lastSeen,
+        };
         this.#buckets.set(key, b);
       }
       let n: number;
@@ -119,13 +131,27 @@ export class TrafficRepo {
        FROM minute_stats WHERE minute >= ? GROUP BY ip, mac, kind`,
       [since - (since % MINUTE_MS)],
     );
-    return rows.map((r) => ({ ip: r.ip, mac: r.mac, kind: r.kind, iface: "stored", count: r.count, firstSeen: r.first, lastSeen: r.last, targetMac: null, ethernetMismatch: 0, ethSrc: null }));
+    return rows.map((r) => ({
+      ip: r.ip,
+      mac: r.mac,
+      kind: r.kind,
+      iface: "stored",
+      count: r.count,
+      firstSeen: r.first,
+      lastSeen: r.last,
+      targetMac: null,
+      ethernetMismatch: 0,
+      ethSrc: null,
+    }));
   }
 
   /** timeline returns one IP's minutes in [from, to] per MAC and kind, the part not yet written included. */
   timeline(ip: string, from: number, to: number): TimelinePoint[] {
     const start = from - (from % MINUTE_MS);
-    const rows = this.db.all<TimelinePoint>("SELECT minute, mac, kind, count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?", [ip, start, to]);
+    const rows = this.db.all<TimelinePoint>(
+      "SELECT minute, mac, kind, count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?",
+      [ip, start, to],
+    );
     const byKey = new Map(rows.map((r) => [`${r.minute}|${r.mac}|${r.kind}`, { ...r }]));
     for (const b of this.#dirty) {
       if (b.ip !== ip || b.minute < start || b.minute > to || b.count === b.written) continue;
@@ -139,6 +165,9 @@ export class TrafficRepo {
 
   /** prune deletes at most `limit` minutes older than `cut`; returns how many. */
   prune(cut: number, limit: number): number {
-    return this.db.run("DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)", [cut, limit]).changes;
+    return this.db.run(
+      "DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)",
+      [cut, limit],
+    ).changes;
   }
 }

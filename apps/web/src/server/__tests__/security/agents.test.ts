@@ -7,8 +7,25 @@ import type { Review } from "../../gateway/agent-gateway.js";
 import { AGENT_TOKEN, startHub } from "./harness.js";
 
 const mac = (n: number) => `02:00:5e:00:00:${n.toString(16).padStart(2, "0")}`;
-const hello = (node: string, n = 10) => ({ v: 2, type: "hello", node, agentVersion: "t", interfaces: [{ name: "eth0", mac: mac(n), up: true }] });
-const reply = (ip: string, n = 10) => ({ ip, mac: mac(n), kind: "reply", iface: "eth0", count: 1, firstSeen: 1, lastSeen: 2, targetMac: null, ethernetMismatch: 0, ethSrc: null });
+const hello = (node: string, n = 10) => ({
+  v: 2,
+  type: "hello",
+  node,
+  agentVersion: "t",
+  interfaces: [{ name: "eth0", mac: mac(n), up: true }],
+});
+const reply = (ip: string, n = 10) => ({
+  ip,
+  mac: mac(n),
+  kind: "reply",
+  iface: "eth0",
+  count: 1,
+  firstSeen: 1,
+  lastSeen: 2,
+  targetMac: null,
+  ethernetMismatch: 0,
+  ethSrc: null,
+});
 
 /** An Agent is a WebSocket that said hello: what the hub answered, and what it sent since. */
 interface Agent {
@@ -32,7 +49,8 @@ async function agent(url: string, node: string, token = AGENT_TOKEN, n = 10): Pr
   return { ws, outcome, received };
 }
 
-const metric = async (url: string, name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\d+)`, "m").exec(await (await fetch(url)).text())?.[1] ?? 0);
+const metric = async (url: string, name: string) =>
+  Number(new RegExp(`^${name.replace(/[{}]/g, "\\$&")} (\\d+)`, "m").exec(await (await fetch(url)).text())?.[1] ?? 0);
 
 describe("agents are bound to one node", () => {
   it("refuses a second agent for a live node with the shared token (4409), and keeps the node's commands on the first", async () => {
@@ -41,7 +59,11 @@ describe("agents are bound to one node", () => {
     expect(first.outcome).toBe("welcome");
     const impostor = await agent(agentUrl, "node-a", AGENT_TOKEN, 66);
     expect(impostor.outcome).toMatch(/^4409 node-a already has a live agent connection/);
-    const sent = server.gateway.command("node-a", { v: 2, type: "probe", id: "p-1", ip: "198.51.100.7", durationMs: 1000, intervalMs: 1000 }, () => undefined);
+    const sent = server.gateway.command(
+      "node-a",
+      { v: 2, type: "probe", id: "p-1", ip: "198.51.100.7", durationMs: 1000, intervalMs: 1000 },
+      () => undefined,
+    );
     expect(sent).toBe(true);
     await expect.poll(() => first.received.some((m) => (m as { id?: string }).id === "p-1")).toBe(true);
     expect(await metric(metrics, 'whohas_hub_agent_rejected_total{reason="node-taken"}')).toBe(1);
@@ -56,11 +78,25 @@ describe("agents are bound to one node", () => {
     const a = await agent(agentUrl, "node-a", AGENT_TOKEN, 10);
     const b = await agent(agentUrl, "node-b", AGENT_TOKEN, 11);
     const got: AgentMessage[] = [];
-    server.gateway.command("node-a", { v: 2, type: "probe", id: "p-2", ip: "198.51.100.7", durationMs: 1000, intervalMs: 1000 }, (m) => got.push(m));
+    server.gateway.command("node-a", { v: 2, type: "probe", id: "p-2", ip: "198.51.100.7", durationMs: 1000, intervalMs: 1000 }, (m) =>
+      got.push(m),
+    );
     // node-b forges node-a's clean probe result: exactly one answer per request, the expected owner's.
     b.ws.send(JSON.stringify({ v: 2, type: "probe-result", id: "p-2", seq: 1, sentAt: 1, replies: [{ mac: mac(10), latencyMs: 1 }] }));
     b.ws.send(JSON.stringify({ v: 2, type: "command-done", id: "p-2", ok: true, message: "forged" }));
-    a.ws.send(JSON.stringify({ v: 2, type: "probe-result", id: "p-2", seq: 1, sentAt: 1, replies: [{ mac: mac(10), latencyMs: 1 }, { mac: mac(11), latencyMs: 2 }] }));
+    a.ws.send(
+      JSON.stringify({
+        v: 2,
+        type: "probe-result",
+        id: "p-2",
+        seq: 1,
+        sentAt: 1,
+        replies: [
+          { mac: mac(10), latencyMs: 1 },
+          { mac: mac(11), latencyMs: 2 },
+        ],
+      }),
+    );
     await expect.poll(() => got.length).toBe(1);
     expect(got[0]).toMatchObject({ type: "probe-result", replies: [{ mac: mac(10) }, { mac: mac(11) }] });
     expect(await metric(metrics, 'whohas_hub_agent_bad_messages_total{reason="foreign-result"}')).toBe(2);
@@ -73,14 +109,23 @@ describe("agents are bound to one node", () => {
   it("refuses a hello for a node Kubernetes does not list", async () => {
     const hub = new Hub();
     hub.setCluster({
-      snapshot: () => ({ services: [], nodes: ["node-a", "node-b"].map((name) => ({ name, labels: {}, networkUnavailable: false })), l2Advertisements: [], l2Statuses: [], nodeAssigned: new Map(), metallbInstalled: false }),
+      snapshot: () => ({
+        services: [],
+        nodes: ["node-a", "node-b"].map((name) => ({ name, labels: {}, networkUnavailable: false })),
+        l2Advertisements: [],
+        l2Statuses: [],
+        nodeAssigned: new Map(),
+        metallbInstalled: false,
+      }),
       kubeProxyConfig: () => null,
       kubeProxyRollout: () => null,
       metallb: false,
     });
     const { agentUrl } = await startHub({ hub });
     expect((await agent(agentUrl, "node-a")).outcome).toBe("welcome");
-    expect((await agent(agentUrl, "node-zz")).outcome).toBe("1008 node-zz is not a Node of this cluster: check the agent's --node (NODE_NAME from spec.nodeName)");
+    expect((await agent(agentUrl, "node-zz")).outcome).toBe(
+      "1008 node-zz is not a Node of this cluster: check the agent's --node (NODE_NAME from spec.nodeName)",
+    );
     expect(hub.agents.list().map((a) => a.node)).toEqual(["node-a"]);
   });
 
@@ -106,7 +151,12 @@ describe("agents are bound to one node", () => {
     const ips = Array.from({ length: 50 }, (_, i) => `198.51.100.${i + 1}`);
     a.ws.send(JSON.stringify({ v: 2, type: "observations", dropped: 0, requests: [], entries: ips.map((ip) => reply(ip)) }));
     await expect.poll(() => metric(metrics, "whohas_hub_agent_new_ips_dropped_total")).toBe(40);
-    expect(hub.ips().map((v) => v.ip).sort()).toEqual(ips.slice(0, 10).sort());
+    expect(
+      hub
+        .ips()
+        .map((v) => v.ip)
+        .sort(),
+    ).toEqual(ips.slice(0, 10).sort());
     // IPs it already brought keep counting.
     a.ws.send(JSON.stringify({ v: 2, type: "observations", dropped: 0, requests: [], entries: [reply("198.51.100.1")] }));
     await expect.poll(() => hub.ip("198.51.100.1")?.responders[0]?.replies).toBe(2);
@@ -118,7 +168,13 @@ describe("agents are bound to one node", () => {
 });
 
 describe("what one agent can make the hub believe and hold", () => {
-  const helloWith = (node: string, macs: number[]) => ({ v: 2, type: "hello", node, agentVersion: "t", interfaces: macs.map((n, i) => ({ name: `eth${i}`, mac: mac(n), up: true })) });
+  const helloWith = (node: string, macs: number[]) => ({
+    v: 2,
+    type: "hello",
+    node,
+    agentVersion: "t",
+    interfaces: macs.map((n, i) => ({ name: `eth${i}`, mac: mac(n), up: true })),
+  });
   async function raw(url: string, first: object): Promise<{ ws: WebSocket; outcome: string }> {
     const ws = new WebSocket(url, { headers: { authorization: `Bearer ${AGENT_TOKEN}` } });
     await once(ws, "open");
@@ -163,7 +219,8 @@ describe("what one agent can make the hub believe and hold", () => {
 
   it("refuses node names that are not Kubernetes names, and hellos past the interface bound", async () => {
     const { agentUrl, hub } = await startHub();
-    for (const node of ["!0-rogue", "Node-A", "a\nb", "@here", "x".repeat(64)]) expect((await raw(agentUrl, helloWith(node, [10]))).outcome).toMatch(/^1008 wire: node: not a node name/);
+    for (const node of ["!0-rogue", "Node-A", "a\nb", "@here", "x".repeat(64)])
+      expect((await raw(agentUrl, helloWith(node, [10]))).outcome).toMatch(/^1008 wire: node: not a node name/);
     const many = Array.from({ length: 257 }, (_, i) => i);
     expect((await raw(agentUrl, helloWith("node-a", many))).outcome).toMatch(/^1008 wire: interfaces/);
     expect(hub.agentCount()).toBe(0);
@@ -219,7 +276,14 @@ describe("what one agent can make the hub believe and hold", () => {
   it("takes a node's facts at most every factsEveryMs, the latest of those sent sooner", async () => {
     const { agentUrl, hub } = await startHub({ extra: { agentFactsEveryMs: 300 } });
     const a = await raw(agentUrl, helloWith("node-a", [10]));
-    for (const n of [1, 2, 3, 4]) a.ws.send(JSON.stringify({ v: 2, type: "facts", facts: { ...facts("node-a", [10]), capture: { ...facts("node-a", [10]).capture, frames: n } } }));
+    for (const n of [1, 2, 3, 4])
+      a.ws.send(
+        JSON.stringify({
+          v: 2,
+          type: "facts",
+          facts: { ...facts("node-a", [10]), capture: { ...facts("node-a", [10]).capture, frames: n } },
+        }),
+      );
     await expect.poll(() => hub.agents.list()[0]?.facts?.capture.frames).toBe(1);
     await new Promise((r) => setTimeout(r, 100));
     expect(hub.agents.list()[0]?.facts?.capture.frames).toBe(1);
@@ -248,7 +312,16 @@ function facts(node: string, macs: number[]) {
   return {
     node,
     agentVersion: "t",
-    interfaces: macs.map((n, i) => ({ name: `eth${i}`, mac: mac(n), up: true, master: null, addresses: [], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: { arpIgnore: 0, arpAnnounce: 0 }, captured: true })),
+    interfaces: macs.map((n, i) => ({
+      name: `eth${i}`,
+      mac: mac(n),
+      up: true,
+      master: null,
+      addresses: [],
+      own: { arpIgnore: 0, arpAnnounce: 0 },
+      effective: { arpIgnore: 0, arpAnnounce: 0 },
+      captured: true,
+    })),
     sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
     kubeIpvs0: { present: false, addresses: 0 },
     kubeProxyMode: "not-ipvs",
@@ -268,7 +341,9 @@ describe("agents on ServiceAccount tokens", () => {
 
   it("binds the connection to the token's node, and lets a newer connection of that node replace the old", async () => {
     const { agentUrl, hub } = await startHub({ extra: { agentReviewer: reviewer } });
-    expect((await agent(agentUrl, "node-b", "token-of-node-a-0123456789")).outcome).toBe("1008 hello names node-b but the token is bound to a Pod on node-a");
+    expect((await agent(agentUrl, "node-b", "token-of-node-a-0123456789")).outcome).toBe(
+      "1008 hello names node-b but the token is bound to a Pod on node-a",
+    );
     const old = await agent(agentUrl, "node-a", "token-of-node-a-0123456789");
     expect(old.outcome).toBe("welcome");
     const closed = once(old.ws, "close");

@@ -50,16 +50,47 @@ describe("a database an older hub (or an attacker's agents) filled", () => {
     const path = join(tmp(), "whohas.db");
     const db = openSqlite(path);
     new Store(db, Date.now()); // the schema
-    const iface = (i: number) => ({ name: `e${i}`, mac: `02:00:5e:00:${(i >> 8).toString(16).padStart(2, "0")}:${(i & 255).toString(16).padStart(2, "0")}`, up: true });
-    const huge = { node: "node-a", agentVersion: "t", interfaces: Array.from({ length: 4096 }, (_, i) => ({ ...iface(i), master: null, addresses: [], own: { arpIgnore: 0, arpAnnounce: 0 }, effective: { arpIgnore: 0, arpAnnounce: 0 }, captured: false })), sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } }, kubeIpvs0: { present: false, addresses: 0 }, kubeProxyMode: "not-ipvs", capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 } };
-    const row = (node: string, interfaces: unknown, facts: unknown) => db.run("INSERT INTO agents (node, version, first_seen, last_seen, interfaces, facts, dropped) VALUES (?, 't', 1, 1, ?, ?, 0)", [node, JSON.stringify(interfaces), facts === null ? null : JSON.stringify(facts)]);
+    const iface = (i: number) => ({
+      name: `e${i}`,
+      mac: `02:00:5e:00:${(i >> 8).toString(16).padStart(2, "0")}:${(i & 255).toString(16).padStart(2, "0")}`,
+      up: true,
+    });
+    const huge = {
+      node: "node-a",
+      agentVersion: "t",
+      interfaces: Array.from({ length: 4096 }, (_, i) => ({
+        ...iface(i),
+        master: null,
+        addresses: [],
+        own: { arpIgnore: 0, arpAnnounce: 0 },
+        effective: { arpIgnore: 0, arpAnnounce: 0 },
+        captured: false,
+      })),
+      sysctl: { all: { arpIgnore: 0, arpAnnounce: 0 }, default: { arpIgnore: 0, arpAnnounce: 0 } },
+      kubeIpvs0: { present: false, addresses: 0 },
+      kubeProxyMode: "not-ipvs",
+      capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
+    };
+    const row = (node: string, interfaces: unknown, facts: unknown) =>
+      db.run("INSERT INTO agents (node, version, first_seen, last_seen, interfaces, facts, dropped) VALUES (?, 't', 1, 1, ?, ?, 0)", [
+        node,
+        JSON.stringify(interfaces),
+        facts === null ? null : JSON.stringify(facts),
+      ]);
     row("node-a", [iface(1)], huge);
-    row("node-b", Array.from({ length: 4096 }, (_, i) => iface(i)), null);
+    row(
+      "node-b",
+      Array.from({ length: 4096 }, (_, i) => iface(i)),
+      null,
+    );
     row("!0-rogue", [iface(2)], null);
     db.run("UPDATE agents SET facts = '{not json' WHERE node = 'node-b'");
     db.close();
     const again = new Hub({ store: new Store(openSqlite(path), Date.now()) });
-    expect(again.agents.list().map((a) => [a.node, a.interfaces.length, a.facts])).toEqual([["node-a", 1, null], ["node-b", 0, null]]);
+    expect(again.agents.list().map((a) => [a.node, a.interfaces.length, a.facts])).toEqual([
+      ["node-a", 1, null],
+      ["node-b", 0, null],
+    ]);
     expect(again.nodeOfMac(iface(1).mac)).toBe("node-a");
   });
 });

@@ -28,7 +28,10 @@ export function users(): LocalUser[] {
 }
 
 /** A stub for Next.js: says what it was asked, and who the hub told it is signed in. */
-export const echoPages: RequestListener = (req, res) => res.writeHead(200, { "content-type": "text/plain" }).end(`page ${req.url ?? ""} as ${String(req.headers["x-whohas-user"])}/${String(req.headers["x-whohas-role"])}`);
+export const echoPages: RequestListener = (req, res) =>
+  res
+    .writeHead(200, { "content-type": "text/plain" })
+    .end(`page ${req.url ?? ""} as ${String(req.headers["x-whohas-user"])}/${String(req.headers["x-whohas-role"])}`);
 
 export interface TestHub {
   readonly hub: Hub;
@@ -62,9 +65,31 @@ export interface StartOptions {
 export async function startHub(o: StartOptions = {}): Promise<TestHub> {
   const hub = o.hub ?? new Hub();
   const u = users();
-  const auth = new Auth({ users: u, proxy: null, sessionTtlMs: 3_600_000, trustedProxies: o.trustedProxies ?? [], viewerToken: VIEWER_TOKEN }, hub.store.access, hub.store.settings, o.logger ?? silentLogger, o.clock ?? Date.now);
-  const settings = new Settings({ settings: hub.store.settings, access: hub.store.access, audit: hub.store.audit, fileRetentionMs: 7 * 86_400_000, users: u, methods: auth.methods, clock: hub.clock });
-  const server = createHubServer({ hub, agentToken: AGENT_TOKEN, auth, settings, logger: o.logger ?? silentLogger, pages: echoPages, ...o.extra });
+  const auth = new Auth(
+    { users: u, proxy: null, sessionTtlMs: 3_600_000, trustedProxies: o.trustedProxies ?? [], viewerToken: VIEWER_TOKEN },
+    hub.store.access,
+    hub.store.settings,
+    o.logger ?? silentLogger,
+    o.clock ?? Date.now,
+  );
+  const settings = new Settings({
+    settings: hub.store.settings,
+    access: hub.store.access,
+    audit: hub.store.audit,
+    fileRetentionMs: 7 * 86_400_000,
+    users: u,
+    methods: auth.methods,
+    clock: hub.clock,
+  });
+  const server = createHubServer({
+    hub,
+    agentToken: AGENT_TOKEN,
+    auth,
+    settings,
+    logger: o.logger ?? silentLogger,
+    pages: echoPages,
+    ...o.extra,
+  });
   hubs.push(server);
   const main = server.createServer();
   const side = createServer(server.metricsListener);
@@ -74,19 +99,41 @@ export async function startHub(o: StartOptions = {}): Promise<TestHub> {
     await once(s, "listening");
   }
   const port = (main.address() as AddressInfo).port;
-  return { hub, auth, server, origin: `http://127.0.0.1:${port}`, metrics: `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`, agentUrl: `ws://127.0.0.1:${port}/agent` };
+  return {
+    hub,
+    auth,
+    server,
+    origin: `http://127.0.0.1:${port}`,
+    metrics: `http://127.0.0.1:${(side.address() as AddressInfo).port}/metrics`,
+    agentUrl: `ws://127.0.0.1:${port}/agent`,
+  };
 }
 
 /** signIn signs in through the form as a browser does; returns the cookie and the page's CSRF token. */
-export async function signIn(origin: string, username: string, password = PASSWORD, headers: Record<string, string> = {}): Promise<{ status: number; location: string | null; cookie: string; csrf: string }> {
-  const res = await fetch(`${origin}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin, ...headers }, body: new URLSearchParams({ username, password }) });
+export async function signIn(
+  origin: string,
+  username: string,
+  password = PASSWORD,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; location: string | null; cookie: string; csrf: string }> {
+  const res = await fetch(`${origin}/api/auth/login`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", origin, ...headers },
+    body: new URLSearchParams({ username, password }),
+  });
   const cookie = (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
   const me = cookie === "" ? null : ((await (await fetch(`${origin}/api/auth/me`, { headers: { cookie } })).json()) as { csrf: string });
   return { status: res.status, location: res.headers.get("location"), cookie, csrf: me?.csrf ?? "" };
 }
 
 /** raw sends a request with its target exactly as given (no URL normalisation), and returns status and headers. */
-export function raw(origin: string, target: string, headers: Record<string, string> = {}, method = "GET"): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+export function raw(
+  origin: string,
+  target: string,
+  headers: Record<string, string> = {},
+  method = "GET",
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const u = new URL(origin);
   return new Promise((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, method, path: target, headers }, (res) => {

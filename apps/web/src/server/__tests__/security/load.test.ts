@@ -9,7 +9,8 @@ const bearer = { authorization: `Bearer ${VIEWER_TOKEN}` };
 describe("load one principal can put on the hub", () => {
   it("answers a batch of at most MAX_BATCH calls, and refuses a larger one before running any", async () => {
     const { origin } = await startHub();
-    const batch = (n: number) => raw(origin, `/api/trpc/${Array.from({ length: n }, () => "ips.list").join(",")}?batch=1&input=%7B%7D`, bearer);
+    const batch = (n: number) =>
+      raw(origin, `/api/trpc/${Array.from({ length: n }, () => "ips.list").join(",")}?batch=1&input=%7B%7D`, bearer);
     expect((await batch(MAX_BATCH)).status).toBe(200);
     const refused = await batch(MAX_BATCH + 1);
     expect(refused.status).toBe(400);

@@ -107,7 +107,8 @@ describe("sign-in cannot be walked around", () => {
     const roles = { viewer: await signIn(origin, "vic"), operator: await signIn(origin, "olga"), admin: await signIn(origin, "ada") };
     for (const [role, s] of Object.entries(roles)) {
       for (const p of PAGES) expect([role, p, (await raw(origin, p, { cookie: s.cookie })).status]).toEqual([role, p, 200]);
-      for (const p of REST) expect([role, p, (await raw(origin, p, { cookie: s.cookie })).status]).toEqual([role, p, p.endsWith("198.51.100.7") ? 404 : 200]);
+      for (const p of REST)
+        expect([role, p, (await raw(origin, p, { cookie: s.cookie })).status]).toEqual([role, p, p.endsWith("198.51.100.7") ? 404 : 200]);
     }
     // The agents' token is no way into the dashboard or the read API.
     const agent = { authorization: `Bearer ${AGENT_TOKEN}` };
@@ -137,7 +138,14 @@ describe("sign-in cannot be walked around", () => {
     // A subscription answers over SSE with status 200 and the refusal as its only event; the others with the status.
     const call = async (name: string, headers: Record<string, string>) => {
       const type = procedures[name]?._def.type;
-      if (type === "mutation") return (await fetch(`${origin}/api/trpc/${name}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" })).status;
+      if (type === "mutation")
+        return (
+          await fetch(`${origin}/api/trpc/${name}`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...headers },
+            body: "{}",
+          })
+        ).status;
       const r = await raw(origin, `/api/trpc/${name}`, headers);
       if (type !== "subscription") return r.status;
       const events = r.body.split("\n\n").filter((e) => e.trim() !== "");
@@ -208,11 +216,14 @@ describe("undecodable input", () => {
     expect((await raw(origin, "/api/auth/logout", bad, "POST")).status).toBe(303);
   });
 
-  it.each(["/api/v1/ips/%E0", "/ips/%E0", "/api/trpc/ips.byIp?input=%E0", "/incidents/%FF%FE", "/%C0%AE%C0%AE/ips"])("answers %s with 400", async (target) => {
-    const { origin } = await startHub();
-    const r = await raw(origin, target);
-    expect([r.status, r.body]).toEqual([400, "bad request: the path holds a percent sign that does not start a valid UTF-8 escape\n"]);
-  });
+  it.each(["/api/v1/ips/%E0", "/ips/%E0", "/api/trpc/ips.byIp?input=%E0", "/incidents/%FF%FE", "/%C0%AE%C0%AE/ips"])(
+    "answers %s with 400",
+    async (target) => {
+      const { origin } = await startHub();
+      const r = await raw(origin, target);
+      expect([r.status, r.body]).toEqual([400, "bad request: the path holds a percent sign that does not start a valid UTF-8 escape\n"]);
+    },
+  );
 
   it("answers 500 when a handler throws, and goes on serving", async () => {
     const { origin } = await startHub({
@@ -257,7 +268,11 @@ describe("response headers", () => {
     const { origin, metrics } = await startHub();
     for (const url of [`${origin}/api/v1/ips`, `${origin}/healthz`, `${origin}/api/auth/me`, `${origin}/api/trpc/ips.list`, metrics]) {
       const r = await fetch(url);
-      expect([url, r.headers.get("content-security-policy"), r.headers.get("x-content-type-options")]).toEqual([url, "default-src 'none'; frame-ancestors 'none'", "nosniff"]);
+      expect([url, r.headers.get("content-security-policy"), r.headers.get("x-content-type-options")]).toEqual([
+        url,
+        "default-src 'none'; frame-ancestors 'none'",
+        "nosniff",
+      ]);
     }
   });
 });

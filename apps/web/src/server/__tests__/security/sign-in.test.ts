@@ -44,30 +44,58 @@ describe("sign-in limits", () => {
     const lines: string[] = [];
     const logger = jsonLogger("hub", (l) => lines.push(l));
     const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"], clock: () => now, logger });
-    for (const client of ["203.0.113.1", "203.0.113.2", "203.0.113.3"]) for (let i = 0; i < 7; i++) await attempt(origin, "olga", `guess-${i}`, client);
-    const locked = await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.20" }, body: JSON.stringify({ username: "olga", password: PASSWORD }) });
+    for (const client of ["203.0.113.1", "203.0.113.2", "203.0.113.3"])
+      for (let i = 0; i < 7; i++) await attempt(origin, "olga", `guess-${i}`, client);
+    const locked = await fetch(`${origin}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.20" },
+      body: JSON.stringify({ username: "olga", password: PASSWORD }),
+    });
     expect(locked.status).toBe(429);
     expect(await locked.json()).toEqual({ error: "too many failed sign-ins for this user: wait a minute and try again" });
     // Other users are not held by it.
     expect(await attempt(origin, "vic", PASSWORD, "198.51.100.20")).toBe(200);
     now += 60_000;
     expect(await attempt(origin, "olga", PASSWORD, "198.51.100.20")).toBe(200);
-    const throttled = lines.map((l) => JSON.parse(l) as { event?: string; scope?: string; user?: string; client?: string }).filter((l) => l.event === "auth.login_throttled");
+    const throttled = lines
+      .map((l) => JSON.parse(l) as { event?: string; scope?: string; user?: string; client?: string })
+      .filter((l) => l.event === "auth.login_throttled");
     expect(throttled).toContainEqual(expect.objectContaining({ scope: "user", user: "olga", client: "198.51.100.20" }));
   });
 
   it("lets the owner in from a browser that signed in before while someone else's guessing holds the account", async () => {
     const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
-    const first = await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.20" }, body: JSON.stringify({ username: "ada", password: PASSWORD }) });
-    const device = first.headers.getSetCookie().find((c) => c.startsWith("whohas_device="))?.split(";")[0] ?? "";
+    const first = await fetch(`${origin}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.20" },
+      body: JSON.stringify({ username: "ada", password: PASSWORD }),
+    });
+    const device =
+      first.headers
+        .getSetCookie()
+        .find((c) => c.startsWith("whohas_device="))
+        ?.split(";")[0] ?? "";
     expect(device).toMatch(/^whohas_device=[\w-]+\.[\w-]+\.[\w-]{32}$/);
     // Two addresses keep ada's account locked, each within its own allowance.
     for (const client of ["203.0.113.5", "203.0.113.6"]) for (let i = 0; i < 10; i++) await attempt(origin, "ada", `guess-${i}`, client);
-    const login = (cookie: string, client: string) => fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": client, cookie }, body: JSON.stringify({ username: "ada", password: PASSWORD }) });
+    const login = (cookie: string, client: string) =>
+      fetch(`${origin}/api/auth/login`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": client, cookie },
+        body: JSON.stringify({ username: "ada", password: PASSWORD }),
+      });
     expect((await login("", "198.51.100.21")).status).toBe(429);
     expect((await login(device, "198.51.100.21")).status).toBe(200);
     // The cookie is ada's only, and cannot be forged or moved to another account.
-    expect((await fetch(`${origin}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.22", cookie: device }, body: JSON.stringify({ username: "olga", password: "guess" }) })).status).toBe(401);
+    expect(
+      (
+        await fetch(`${origin}/api/auth/login`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-forwarded-for": "198.51.100.22", cookie: device },
+          body: JSON.stringify({ username: "olga", password: "guess" }),
+        })
+      ).status,
+    ).toBe(401);
     const forged = device.replace(/.$/, (c) => (c === "A" ? "B" : "A"));
     expect((await login(forged, "198.51.100.23")).status).toBe(429);
   });
@@ -119,7 +147,14 @@ describe("redirect after sign-in", () => {
   it("sends the browser where it was going after the form, and never off this hub", async () => {
     const { origin } = await startHub();
     const form = async (next: string) =>
-      (await fetch(`${origin}/api/auth/login`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body: new URLSearchParams({ username: "vic", password: PASSWORD, next }) })).headers.get("location");
+      (
+        await fetch(`${origin}/api/auth/login`, {
+          method: "POST",
+          redirect: "manual",
+          headers: { "content-type": "application/x-www-form-urlencoded", origin },
+          body: new URLSearchParams({ username: "vic", password: PASSWORD, next }),
+        })
+      ).headers.get("location");
     expect(await form("/nodes")).toBe("/nodes");
     expect(await form("/\t/evil.example")).toBe("/");
     expect(await form("/\\/evil.example")).toBe("/");
@@ -130,7 +165,13 @@ describe("sign-out", () => {
   it("needs the page's CSRF token, in the header or the form", async () => {
     const { origin } = await startHub();
     const s = await signIn(origin, "vic");
-    const out = (headers: Record<string, string>, body = "") => fetch(`${origin}/api/auth/logout`, { method: "POST", redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", origin, cookie: s.cookie, ...headers }, body });
+    const out = (headers: Record<string, string>, body = "") =>
+      fetch(`${origin}/api/auth/logout`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", origin, cookie: s.cookie, ...headers },
+        body,
+      });
     expect((await out({ "x-whohas-csrf": `${s.csrf.slice(0, -1)}x` })).status).toBe(403);
     expect((await out({}, "csrf=nope")).status).toBe(403);
     expect((await out({}, `csrf=${encodeURIComponent(s.csrf)}`)).status).toBe(303);

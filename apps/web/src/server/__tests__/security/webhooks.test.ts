@@ -37,7 +37,14 @@ async function receiver(answer: (res: ServerResponse) => void = (res) => res.wri
 
 function alerter(receivers: Receiver[], policy: Partial<AlertPolicy> = {}): { hub: Hub; a: Alerter } {
   const hub = new Hub();
-  const a = new Alerter({ hub, outbox: hub.store.outbox, settings: hub.store.settings, receivers: () => receivers, policy: { ...DEFAULT_POLICY, ...policy }, logger: silentLogger });
+  const a = new Alerter({
+    hub,
+    outbox: hub.store.outbox,
+    settings: hub.store.settings,
+    receivers: () => receivers,
+    policy: { ...DEFAULT_POLICY, ...policy },
+    logger: silentLogger,
+  });
   return { hub, a };
 }
 
@@ -46,7 +53,11 @@ const hook = (url: string): Receiver => ({ name: "ops", url, format: "generic", 
 describe("receivers cannot reach the hub's own network", () => {
   it.each([
     { case: "loopback written as an address", host: "127.0.0.1", why: /^127\.0\.0\.1 is a loopback address: refused/ },
-    { case: "a name that resolves to loopback", host: "localhost", why: /^localhost resolves to (127\.0\.0\.1|::1), which is a loopback address: refused/ },
+    {
+      case: "a name that resolves to loopback",
+      host: "localhost",
+      why: /^localhost resolves to (127\.0\.0\.1|::1), which is a loopback address: refused/,
+    },
     { case: "loopback written as IPv4-mapped IPv6", host: "[::ffff:127.0.0.1]", why: /^::ffff:7f00:1 is a loopback address: refused/ },
     { case: "IPv6 loopback", host: "[::1]", why: /^::1 is a loopback address: refused/ },
     { case: "the unspecified address", host: "0.0.0.0", why: /^0\.0\.0\.0 is an unspecified address: refused/ },
@@ -61,8 +72,12 @@ describe("receivers cannot reach the hub's own network", () => {
 
   it("refuses cloud metadata and private networks unless allowed, and says which key allows them", () => {
     const strict = new Egress({ allowHosts: [], allowPrivate: false });
-    expect(strict.addressRefusal("169.254.169.254", "169.254.169.254")).toBe("169.254.169.254 is a link-local address: refused (list the host in alerting.allowHosts if this receiver is really meant)");
-    expect(strict.addressRefusal("am.corp", "10.1.2.3")).toBe("am.corp resolves to 10.1.2.3, which is a private address: refused (set alerting.allowPrivate: true, or list the host in alerting.allowHosts)");
+    expect(strict.addressRefusal("169.254.169.254", "169.254.169.254")).toBe(
+      "169.254.169.254 is a link-local address: refused (list the host in alerting.allowHosts if this receiver is really meant)",
+    );
+    expect(strict.addressRefusal("am.corp", "10.1.2.3")).toBe(
+      "am.corp resolves to 10.1.2.3, which is a private address: refused (set alerting.allowPrivate: true, or list the host in alerting.allowHosts)",
+    );
     expect(strict.addressRefusal("hooks.example", "93.184.216.34")).toBeNull();
     const onPrem = new Egress({ allowHosts: [], allowPrivate: true });
     expect(onPrem.addressRefusal("am.corp", "10.1.2.3")).toBeNull();
@@ -132,7 +147,19 @@ describe("receivers cannot reach the hub's own network", () => {
     const r = await receiver((res) => res.writeHead(503, { "retry-after": "99999999999" }).end("secret-from-the-internal-service"));
     const { hub, a } = alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"], groupWaitMs: 0 });
     const now = Date.now();
-    hub.store.incidents.open({ ip: "198.51.100.7", type: "multi-responder", macs: ["02:00:5e:00:00:0a", "02:00:5e:00:00:0b"], detail: "two answer", firstSeen: now, lastSeen: now, count: 1, samples: [now] }, {});
+    hub.store.incidents.open(
+      {
+        ip: "198.51.100.7",
+        type: "multi-responder",
+        macs: ["02:00:5e:00:00:0a", "02:00:5e:00:00:0b"],
+        detail: "two answer",
+        firstSeen: now,
+        lastSeen: now,
+        count: 1,
+        samples: [now],
+      },
+      {},
+    );
     a.enqueue("198.51.100.7", "firing");
     await a.deliverDue();
     const [row] = hub.store.outbox.recent(10);
@@ -145,7 +172,9 @@ describe("receivers cannot reach the hub's own network", () => {
   it("refuses to save a receiver on loopback in Settings", async () => {
     const { hub, a } = alerter([]);
     const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
-    await expect(caller.alerts.saveReceiver({ name: "x", url: "http://127.0.0.1:9093/", format: "generic", secret: null })).rejects.toThrow(/loopback address: refused/);
+    await expect(caller.alerts.saveReceiver({ name: "x", url: "http://127.0.0.1:9093/", format: "generic", secret: null })).rejects.toThrow(
+      /loopback address: refused/,
+    );
     expect(hub.store.audit.list()[0]).toMatchObject({ action: "receiver.save", outcome: "refused" });
   });
 });
@@ -158,7 +187,20 @@ describe("Slack messages", () => {
     status: "firing",
     services: [{ namespace: "web", name: "<!here>" }],
     expectedOwner: node,
-    alerts: [{ incidentId: 1, type: "multi-responder", status: "firing", detail, macs: ["02:00:5e:00:00:0a"], nodes: [node], firstSeen: 0, lastSeen: 0, resolvedAt: null, samples: [] }],
+    alerts: [
+      {
+        incidentId: 1,
+        type: "multi-responder",
+        status: "firing",
+        detail,
+        macs: ["02:00:5e:00:00:0a"],
+        nodes: [node],
+        firstSeen: 0,
+        lastSeen: 0,
+        resolvedAt: null,
+        samples: [],
+      },
+    ],
     externalUrl: "https://whohas.example/a|b?x=1&y=2",
   });
 
@@ -173,8 +215,12 @@ describe("Slack messages", () => {
   });
 
   it("sends every mrkdwn text verbatim (no mentions or links made from bare names), on one line per value", () => {
-    const body = slackBody(notice("node-a", "one\nline\u2028more")) as { blocks: { text?: { type: string; verbatim?: boolean }; elements?: { type: string; verbatim?: boolean }[] }[] };
-    const texts = body.blocks.flatMap((b) => [...(b.text === undefined ? [] : [b.text]), ...(b.elements ?? [])]).filter((t) => t.type === "mrkdwn");
+    const body = slackBody(notice("node-a", "one\nline\u2028more")) as {
+      blocks: { text?: { type: string; verbatim?: boolean }; elements?: { type: string; verbatim?: boolean }[] }[];
+    };
+    const texts = body.blocks
+      .flatMap((b) => [...(b.text === undefined ? [] : [b.text]), ...(b.elements ?? [])])
+      .filter((t) => t.type === "mrkdwn");
     expect(texts.length).toBeGreaterThan(2);
     expect(texts.every((t) => t.verbatim === true)).toBe(true);
     expect(JSON.stringify(body)).toContain("one line more");

@@ -23,10 +23,14 @@ async function refusal<T>(fn: () => T | Promise<T>): Promise<T> {
 
 export const actionsRouter = {
   /** reannounce: the expected owner sends MetalLB's gratuitous announcements for the IP (audited). */
-  reannounce: operatorProcedure.input(z.object({ ip })).mutation(({ ctx, input }) => refusal(() => actionsOf(ctx).reannounce(input.ip, ctx.principal.user))),
+  reannounce: operatorProcedure
+    .input(z.object({ ip }))
+    .mutation(({ ctx, input }) => refusal(() => actionsOf(ctx).reannounce(input.ip, ctx.principal.user))),
 
   /** probe starts (or joins) a probe of the IP from two nodes and returns its id (audited). */
-  probe: operatorProcedure.input(z.object({ ip })).mutation(({ ctx, input }) => refusal(() => ({ id: actionsOf(ctx).probe(input.ip, ctx.principal.user) }))),
+  probe: operatorProcedure
+    .input(z.object({ ip }))
+    .mutation(({ ctx, input }) => refusal(() => ({ id: actionsOf(ctx).probe(input.ip, ctx.principal.user) }))),
 
   /** durations: how long Probe and Force re-announce run (the buttons say it). */
   durations: viewerProcedure.query(({ ctx }) => actionsOf(ctx).durations),
@@ -39,7 +43,11 @@ export const actionsRouter = {
   }),
 
   /** probeLive pushes a probe run as it changes (about one round a second) until it ends. */
-  probeLive: viewerProcedure.input(z.object({ id: z.string().uuid(), lastEventId: z.string().nullish() })).subscription(async function* ({ ctx, input, signal }) {
+  probeLive: viewerProcedure.input(z.object({ id: z.string().uuid(), lastEventId: z.string().nullish() })).subscription(async function* ({
+    ctx,
+    input,
+    signal,
+  }) {
     const a = actionsOf(ctx);
     const ac = new AbortController();
     signal?.addEventListener("abort", () => ac.abort(), { once: true });

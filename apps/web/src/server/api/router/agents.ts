@@ -7,5 +7,11 @@ export const agentsRouter = {
   list: viewerProcedure.query(({ ctx }) => ctx.hub.agents.list()),
 
   /** live pushes the agent list whenever it changes; resumable. */
-  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => held(ctx.streams, ctx.principal.user, live(ctx.hub.feed, signal, matters.agents, input?.lastEventId, () => ctx.hub.agents.list()))),
+  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) =>
+    held(
+      ctx.streams,
+      ctx.principal.user,
+      live(ctx.hub.feed, signal, matters.agents, input?.lastEventId, () => ctx.hub.agents.list()),
+    ),
+  ),
 } satisfies TRPCRouterRecord;

@@ -19,7 +19,10 @@ async function refused<T>(fn: () => T | Promise<T>): Promise<T> {
   }
 }
 
-const name = z.string().trim().regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (at most 64)");
+const name = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (at most 64)");
 
 export const alertsRouter = {
   /** receivers: every receiver (config file, environment, Settings) with how its notifications fare. */
@@ -30,7 +33,15 @@ export const alertsRouter = {
 
   /** saveReceiver adds or edits a receiver of Settings (those of the config file are edited there); audited. */
   saveReceiver: adminProcedure
-    .input(z.object({ name, url: z.string().trim().min(1).max(2048), format: z.enum(FORMATS), secret: z.string().min(16, "at least 16 characters (openssl rand -base64 32)").max(256).nullable(), keepSecret: z.boolean().default(false) }))
+    .input(
+      z.object({
+        name,
+        url: z.string().trim().min(1).max(2048),
+        format: z.enum(FORMATS),
+        secret: z.string().min(16, "at least 16 characters (openssl rand -base64 32)").max(256).nullable(),
+        keepSecret: z.boolean().default(false),
+      }),
+    )
     .mutation(({ ctx, input }) =>
       refused(() => {
         alertsOf(ctx).saveReceiver(input, ctx.principal.user);
@@ -47,5 +58,7 @@ export const alertsRouter = {
   ),
 
   /** testReceiver sends a test notification now and says how the receiver answered (status and reason); audited. */
-  testReceiver: adminProcedure.input(z.object({ name })).mutation(({ ctx, input }) => refused(() => alertsOf(ctx).testReceiver(input.name, ctx.principal.user))),
+  testReceiver: adminProcedure
+    .input(z.object({ name }))
+    .mutation(({ ctx, input }) => refused(() => alertsOf(ctx).testReceiver(input.name, ctx.principal.user))),
 } satisfies TRPCRouterRecord;

@@ -4,7 +4,11 @@ import { isIP } from "@whohas/core";
 import { LIST_INTERVAL_MS, held, live, liveInput, matters } from "../live.js";
 import { operatorProcedure, viewerProcedure } from "../trpc.js";
 
-const filter = z.object({ state: z.enum(["open", "resolved", "all"]).default("all"), ip: z.string().refine(isIP, "not an IP address").optional(), limit: z.number().int().min(1).max(5000).default(500) });
+const filter = z.object({
+  state: z.enum(["open", "resolved", "all"]).default("all"),
+  ip: z.string().refine(isIP, "not an IP address").optional(),
+  limit: z.number().int().min(1).max(5000).default(500),
+});
 const query = (f: z.infer<typeof filter>) => ({ open: f.state === "all" ? undefined : f.state === "open", ip: f.ip, limit: f.limit });
 
 export const incidentsRouter = {
@@ -16,12 +20,17 @@ export const incidentsRouter = {
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
   acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) => {
-    if (!ctx.hub.judging.acknowledge(input.id, ctx.principal.user)) throw new TRPCError({ code: "NOT_FOUND", message: `no incident ${input.id}` });
+    if (!ctx.hub.judging.acknowledge(input.id, ctx.principal.user))
+      throw new TRPCError({ code: "NOT_FOUND", message: `no incident ${input.id}` });
     return ctx.hub.judging.incident(input.id);
   }),
 
   live: viewerProcedure.input(liveInput.extend({ filter: filter.optional() }).optional()).subscription(({ ctx, signal, input }) => {
     const f = filter.parse(input?.filter ?? {});
-    return held(ctx.streams, ctx.principal.user, live(ctx.hub.feed, signal, matters.incidents, input?.lastEventId, () => ctx.hub.judging.incidents(query(f)), LIST_INTERVAL_MS));
+    return held(
+      ctx.streams,
+      ctx.principal.user,
+      live(ctx.hub.feed, signal, matters.incidents, input?.lastEventId, () => ctx.hub.judging.incidents(query(f)), LIST_INTERVAL_MS),
+    );
   }),
 } satisfies TRPCRouterRecord;

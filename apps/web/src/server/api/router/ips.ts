@@ -26,8 +26,20 @@ export const ipsRouter = {
   }),
 
   /** live pushes the whole list, then only the IPs that changed, at most once a second; resumable. */
-  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) => held(ctx.streams, ctx.principal.user, liveIps(ctx.hub.feed, (ips) => (ips === null ? ctx.hub.ips().map(rowOf) : ctx.hub.views.rows(ips)), signal, input?.lastEventId))),
+  live: viewerProcedure.input(liveInput.optional()).subscription(({ ctx, signal, input }) =>
+    held(
+      ctx.streams,
+      ctx.principal.user,
+      liveIps(ctx.hub.feed, (ips) => (ips === null ? ctx.hub.ips().map(rowOf) : ctx.hub.views.rows(ips)), signal, input?.lastEventId),
+    ),
+  ),
 
   /** byIpLive pushes one IP whenever it changes. */
-  byIpLive: viewerProcedure.input(liveInput.extend({ ip })).subscription(({ ctx, signal, input }) => held(ctx.streams, ctx.principal.user, live(ctx.hub.feed, signal, matters.ip(input.ip), input.lastEventId, () => ctx.hub.ip(input.ip)))),
+  byIpLive: viewerProcedure.input(liveInput.extend({ ip })).subscription(({ ctx, signal, input }) =>
+    held(
+      ctx.streams,
+      ctx.principal.user,
+      live(ctx.hub.feed, signal, matters.ip(input.ip), input.lastEventId, () => ctx.hub.ip(input.ip)),
+    ),
+  ),
 } satisfies TRPCRouterRecord;

@@ -4,12 +4,21 @@ import { RemediationRefused, type Remediation } from "../../remediation/remediat
 import { operatorProcedure, viewerProcedure, type Context } from "../trpc.js";
 
 function remediationOf(ctx: Context): Remediation {
-  if (ctx.remediation === undefined) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "no Kubernetes access: the strictARP fix needs the hub to reach the cluster (kubernetes.kubeconfig, or run in a pod)" });
+  if (ctx.remediation === undefined)
+    throw new TRPCError({
+      code: "PRECONDITION_FAILED",
+      message: "no Kubernetes access: the strictARP fix needs the hub to reach the cluster (kubernetes.kubeconfig, or run in a pod)",
+    });
   return ctx.remediation;
 }
 
 /** guarded turns a refusal into its tRPC code (409, 403, 412) with the message, and audits it. */
-async function guarded<T>(ctx: Context & { principal: { user: string } }, action: string, input: unknown, fn: () => T | Promise<T>): Promise<T> {
+async function guarded<T>(
+  ctx: Context & { principal: { user: string } },
+  action: string,
+  input: unknown,
+  fn: () => T | Promise<T>,
+): Promise<T> {
   try {
     return await fn();
   } catch (e) {
@@ -27,12 +36,18 @@ export const remediationRouter = {
   /** apply starts the fix with the resourceVersion of the preview (409 when it changed; never overwrites). */
   apply: operatorProcedure
     .input(z.object({ resourceVersion: z.string().min(1).max(64), dryRun: z.boolean().default(false) }))
-    .mutation(({ ctx, input }) => guarded(ctx, "remediation.apply", input, () => ({ id: remediationOf(ctx).apply(input.resourceVersion, ctx.principal.user, input.dryRun).id }))),
+    .mutation(({ ctx, input }) =>
+      guarded(ctx, "remediation.apply", input, () => ({
+        id: remediationOf(ctx).apply(input.resourceVersion, ctx.principal.user, input.dryRun).id,
+      })),
+    ),
 
   /** rollback restores a backup's text byte for byte and restarts kube-proxy. */
   rollback: operatorProcedure
     .input(z.object({ backup: z.string().min(1).max(253) }))
-    .mutation(({ ctx, input }) => guarded(ctx, "remediation.rollback", input, () => ({ id: remediationOf(ctx).rollback(input.backup, ctx.principal.user).id }))),
+    .mutation(({ ctx, input }) =>
+      guarded(ctx, "remediation.rollback", input, () => ({ id: remediationOf(ctx).rollback(input.backup, ctx.principal.user).id })),
+    ),
 
   /** live pushes the running (or last) run's steps as they change. */
   live: viewerProcedure.input(z.object({ lastEventId: z.string().nullish() }).optional()).subscription(async function* ({ ctx, signal }) {

@@ -4,7 +4,8 @@ import { MAX_RETENTION_MS, MIN_RETENTION_MS, SettingsRefused, type Settings } fr
 import { adminProcedure, viewerProcedure, type Context } from "../trpc.js";
 
 function settingsOf(ctx: Context): Settings {
-  if (ctx.settings === undefined) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "settings are not available in this process" });
+  if (ctx.settings === undefined)
+    throw new TRPCError({ code: "PRECONDITION_FAILED", message: "settings are not available in this process" });
   return ctx.settings;
 }
 
@@ -25,15 +26,30 @@ export const settingsRouter = {
   /** get: everything the Settings page shows. */
   get: adminProcedure.query(({ ctx }) => {
     const s = settingsOf(ctx);
-    return { retention: s.retention(), fileRetentionMs: s.fileRetentionMs, users: s.users.map((u) => ({ name: u.name, role: u.role })), methods: s.methods, tokens: s.tokens() };
+    return {
+      retention: s.retention(),
+      fileRetentionMs: s.fileRetentionMs,
+      users: s.users.map((u) => ({ name: u.name, role: u.role })),
+      methods: s.methods,
+      tokens: s.tokens(),
+    };
   }),
 
   /** setRetention: how long traffic and resolved incidents are kept (null: the config file's); audited. */
-  setRetention: adminProcedure.input(z.object({ ms: z.number().int().min(MIN_RETENTION_MS).max(MAX_RETENTION_MS).nullable() })).mutation(({ ctx, input }) => settingsOf(ctx).setRetention(input.ms, ctx.principal.user)),
+  setRetention: adminProcedure
+    .input(z.object({ ms: z.number().int().min(MIN_RETENTION_MS).max(MAX_RETENTION_MS).nullable() }))
+    .mutation(({ ctx, input }) => settingsOf(ctx).setRetention(input.ms, ctx.principal.user)),
 
   /** createToken makes a read-API token; the token is in this answer only (the store keeps a hash); audited. */
   createToken: adminProcedure
-    .input(z.object({ name: z.string().trim().regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (at most 64)") }))
+    .input(
+      z.object({
+        name: z
+          .string()
+          .trim()
+          .regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, . _ - (at most 64)"),
+      }),
+    )
     .mutation(({ ctx, input }) => refused(() => settingsOf(ctx).createToken(input.name, ctx.principal.user))),
 
   /** revokeToken deletes a read-API token at once; audited. */
@@ -45,5 +61,7 @@ export const settingsRouter = {
   ),
 
   /** audit: the newest entries of the audit log (admins only). */
-  audit: adminProcedure.input(z.object({ limit: z.number().int().min(1).max(1000).default(200) }).optional()).query(({ ctx, input }) => settingsOf(ctx).auditLog(input?.limit ?? 200)),
+  audit: adminProcedure
+    .input(z.object({ limit: z.number().int().min(1).max(1000).default(200) }).optional())
+    .query(({ ctx, input }) => settingsOf(ctx).auditLog(input?.limit ?? 200)),
 } satisfies TRPCRouterRecord;
