@@ -241,6 +241,13 @@ async function main(): Promise<void> {
   if (process.send !== undefined) process.once("disconnect", () => process.kill(process.pid, "SIGKILL"));
   // The channel only watches the launcher: it must not keep a one-shot command (--help, hash-password) running.
   process.channel?.unref();
+  // A log sink that went away (whatever read our output died) ends the hub, as SIGPIPE ends a C daemon: otherwise
+  // each failed write is reported by writing again, and the process spins at full CPU for ever.
+  for (const out of [process.stdout, process.stderr]) {
+    out.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "EPIPE" || e.code === "ECONNRESET" || e.code === "ERR_STREAM_DESTROYED") process.exit(141);
+    });
+  }
   const args = parseArgs({ options: { config: { type: "string" }, help: { type: "boolean" } }, strict: true, allowPositionals: true });
   if (args.values.help === true) return void process.stdout.write(HELP);
   if (args.positionals[0] === "hash-password") return hashFromStdin();

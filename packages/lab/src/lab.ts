@@ -155,11 +155,29 @@ export async function collectGarbage(): Promise<string[]> {
       // No owner file: a lab from a run that died before writing it, or one created by hand with our prefix.
     }
     if (owner !== 0 && alive(owner)) continue;
+    await killReferring(`${LAB_STATE_DIR}/${id}/`);
     for (const ns of nss) await removeNs(ns);
     await rm(`${LAB_STATE_DIR}/${id}`, { recursive: true, force: true });
     removed.push(id);
   }
   return removed;
+}
+
+/**
+ * killReferring kills the processes whose command line names a path under `dir`: the lab's hub and API server run
+ * outside its namespaces (`--config /run/whohas-lab/ID/hub.yaml`), and outlive a test runner that was killed.
+ */
+async function killReferring(dir: string): Promise<void> {
+  for (const pid of await readdir("/proc").catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (!cmdline.split("\0").some((arg) => arg.includes(dir))) continue;
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+  }
 }
 
 /** requireRoot explains what the lab needs when it is not run as root. */

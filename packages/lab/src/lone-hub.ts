@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -16,6 +16,8 @@ export interface LoneHub {
   readonly viewerToken: string;
   readonly users: { readonly viewer: LabUser; readonly operator: LabUser; readonly admin: LabUser };
   readonly dir: string;
+  /** The launcher's process (its output goes to hub.log). */
+  readonly process: ChildProcess;
   stop(): Promise<void>;
 }
 
@@ -66,5 +68,5 @@ export async function startLoneHub(extra: Readonly<Record<string, unknown>> = {}
     await stop();
     throw e;
   }
-  return { url, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, agentToken, viewerToken, users, dir, stop };
+  return { url, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, agentToken, viewerToken, users, dir, process: child, stop };
 }

@@ -115,3 +115,21 @@ describe("the production hub's HTTP surface", () => {
     expect([mode(join(hub.dir, "db")), mode(db), mode(`${db}-wal`)]).toEqual(["700", "600", "600"]);
   });
 });
+
+describe("a hub whose log reader is gone", () => {
+  it("exits (141, as SIGPIPE would) instead of spinning on writes that fail", async () => {
+    const hub = await startLoneHub();
+    try {
+      const exited = new Promise<number | null>((r) => hub.process.once("exit", (code) => r(code)));
+      // Whatever read the hub's output dies: its end of the pipes closes.
+      hub.process.stdout?.destroy();
+      hub.process.stderr?.destroy();
+      // Something for the hub to log.
+      await raw(hub.url, "/_next/../ips").catch(() => undefined);
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r("still running"), 10_000))]);
+      expect(code).toBe(141);
+    } finally {
+      await hub.stop();
+    }
+  });
+});

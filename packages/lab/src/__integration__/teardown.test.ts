@@ -19,7 +19,7 @@ describe("lab teardown", () => {
     expect(await labNamespaces(lab.names.id)).toEqual([]);
   });
 
-  it("gc removes the lab of a dead run, processes inside it included, and leaves live labs alone", async () => {
+  it("gc removes the lab of a dead run, processes inside it and its hub included, and leaves live labs alone", async () => {
     const dead = await createLab({ nodes: 1, vips: 1 });
     const live = await createLab({ nodes: 1, vips: 1 });
     try {
@@ -27,6 +27,8 @@ describe("lab teardown", () => {
       const gone = spawnSync("true").pid;
       await writeFile(`${dead.names.stateDir}/owner.json`, JSON.stringify({ pid: gone }));
       const orphan = spawn("ip", ["netns", "exec", dead.names.nodeNs(1), "sleep", "600"], { stdio: "ignore" });
+      // The dead run's hub, outside any namespace, known by the config file its command line names.
+      const hub = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", `${dead.names.stateDir}/hub.yaml`], { stdio: "ignore" });
       await new Promise((r) => setTimeout(r, 200));
       const removed = await collectGarbage();
       expect(removed).toContain(dead.names.id);
@@ -35,6 +37,7 @@ describe("lab teardown", () => {
       expect(await labNamespaces(live.names.id)).toHaveLength(3);
       await new Promise((r) => setTimeout(r, 200));
       expect(orphan.exitCode !== null || orphan.signalCode !== null).toBe(true);
+      expect(hub.signalCode).toBe("SIGKILL");
     } finally {
       await dead.destroy();
       await live.destroy();
