@@ -81,3 +81,51 @@ describe("parseAgentMessage", () => {
     expect(parseHubMessage("[]").ok).toBe(false);
   });
 });
+
+describe("the observations fast path", () => {
+  const good = {
+    v: WIRE_VERSION,
+    type: "observations",
+    dropped: 0,
+    entries: [
+      {
+        ip: "192.0.2.10",
+        mac: "02:00:5e:00:00:0a",
+        kind: "reply",
+        iface: "eth0",
+        count: 2,
+        firstSeen: 1,
+        lastSeen: 2,
+        targetMac: null,
+        ethernetMismatch: 0,
+        ethSrc: null,
+      },
+    ],
+    requests: [{ ip: "192.0.2.10", asker: "192.0.2.1", iface: "eth0", times: [1, 2], replies: [[0, "02:00:5e:00:00:0a", 0.3]] }],
+  };
+  /** Each way to spoil the message, with what the schema says of it. */
+  const spoiled: [string, (m: typeof good) => unknown][] = [
+    ["a bad MAC", (m) => ({ ...m, entries: [{ ...m.entries[0], mac: "zz" }] })],
+    ["an unknown kind", (m) => ({ ...m, entries: [{ ...m.entries[0], kind: "shout" }] })],
+    ["a zero count", (m) => ({ ...m, entries: [{ ...m.entries[0], count: 0 }] })],
+    ["an unsafe time", (m) => ({ ...m, entries: [{ ...m.entries[0], lastSeen: 2 ** 60 }] })],
+    ["a long interface", (m) => ({ ...m, entries: [{ ...m.entries[0], iface: "x".repeat(16) }] })],
+    ["a reply past the window", (m) => ({ ...m, requests: [{ ...m.requests[0], replies: [[0, "02:00:5e:00:00:0a", 5000]] }] })],
+    ["no times", (m) => ({ ...m, requests: [{ ...m.requests[0], times: [] }] })],
+    ["a bad asker", (m) => ({ ...m, requests: [{ ...m.requests[0], asker: "nope" }] })],
+    ["no requests", (m) => ({ ...m, requests: undefined })],
+    ["a negative drop count", (m) => ({ ...m, dropped: -1 })],
+  ];
+
+  it("takes a well-formed message as it is, and what it does not take goes to the schema, which says why", () => {
+    expect(parseAgentMessage(JSON.stringify(good))).toEqual({ ok: true, value: good });
+    for (const [what, spoil] of spoiled) {
+      const r = parseAgentMessage(JSON.stringify(spoil(good)));
+      expect([what, r.ok]).toEqual([what, false]);
+      if (!r.ok) expect(r.message).toMatch(/^wire: (entries|requests|dropped)/);
+    }
+    // A field it does not know: the schema takes the message and leaves the field out.
+    const extra = parseAgentMessage(JSON.stringify({ ...good, entries: [{ ...good.entries[0], peerIp: "192.0.2.1" }] }));
+    expect(extra).toEqual({ ok: true, value: good });
+  });
+});
