@@ -44,7 +44,8 @@ export interface MacState {
   /** Replies with a delay, and their sum: who tends to answer first. */
   delayCount: number;
   delaySum: number;
-  episodes: Episode[];
+  /** Made at its first announcement (most MACs never announce). */
+  episodes: Episode[] | null;
   /** The kind and THA of its latest announcement (Linux takes a gratuitous reply only with THA = SHA). */
   lastAnnounceKind: string | null;
   lastAnnounceTha: string | null;
@@ -64,13 +65,15 @@ interface Evidence {
   detail: string;
 }
 
+const NO_HANDOVERS: readonly Handover[] = [];
+
 const newMac = (): MacState => ({
   lastReply: 0,
   streakStart: 0,
   lastMissed: 0,
   delayCount: 0,
   delaySum: 0,
-  episodes: [],
+  episodes: null,
   lastAnnounceKind: null,
   lastAnnounceTha: null,
 });
@@ -86,7 +89,7 @@ export class IpJudgement {
   /** The single MAC answering, and its latest reply; null before anyone answered. */
   owner: { mac: string; lastReply: number } | null = null;
   /** MACs that answered one request together with the owner during its tenure: a move to one is no clean handover. */
-  readonly #coAnswered = new Set<string>();
+  #coAnswered: Set<string> | null = null;
   /** Final requests the owner would have seen and nobody answered, since the owner's last reply. */
   #unanswered = 0;
   /** Since when the IP has been asked without an answer (the first such final request), null while answered. */
@@ -95,15 +98,23 @@ export class IpJudgement {
   lastAsked = -Infinity;
   /** The latest request answered by two or more MACs; -Infinity: never. */
   lastMulti = -Infinity;
-  readonly #moves: Move[] = [];
+  #moves: Move[] | null = null;
+  /**
+   * Urgent: what arrived may change the verdict at once (a new IP, an answer from another MAC than the owner, an
+   * announcement, evidence): the hub judges it now rather than on its next round. The judge clears it.
+   */
+  urgent = true;
   /** When the answers last completed a flip-flop, and between which MACs. */
   flip: { at: number; macs: [string, string] } | null = null;
-  readonly handovers: Handover[] = [];
+  #handovers: Handover[] | null = null;
+  /** Handovers found between two judgements (requests are settled as their reports arrive), for the next one. */
+  #found: Handover[] | null = null;
   /** Handovers whose announcement is not checked yet (until the new owner's first reply + ANNOUNCE_GRACE_MS). */
-  readonly #unchecked: { handover: Handover; firstReply: number; since: number }[] = [];
+  #unchecked: { handover: Handover; firstReply: number; since: number }[] | null = null;
   /** The latest gratuitous announcement, by whom. */
   lastAnnouncer: { mac: string; at: number } | null = null;
-  readonly evidence = new Map<"multi-responder" | "changed" | "ethernet-mismatch", Evidence>();
+  /** Made when there is some: tens of thousands of IPs are judged, few have evidence. */
+  #evidenceByType: Map<"multi-responder" | "changed" | "ethernet-mismatch", Evidence> | null = null;
 
   constructor(readonly ip: string) {}
 
@@ -122,10 +133,11 @@ export class IpJudgement {
     // seen answer and did not has stopped answering (known now, not only once the request is final).
     if (now - t > REPLY_WINDOW_MS) {
       for (const [mac, m] of this.macs)
-        if (m.lastReply > 0 && m.lastReply < t && !j.request.replies.has(mac) && lens.watches(mac, [point]))
+        if (m.lastReply > 0 && m.lastReply < t && j.request.replyAt(mac) === undefined && lens.watches(mac, [point]))
           m.lastMissed = Math.max(m.lastMissed, t);
     }
     for (const [mac, at] of replies) {
+      if (this.owner?.mac !== mac) this.urgent = true;
       const m = this.#mac(mac);
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
       if (at > m.lastReply) m.lastReply = at;
@@ -133,9 +145,9 @@ export class IpJudgement {
       m.delaySum += at - t;
     }
     const r = j.request;
-    if (j.added.length > 0 && r.replies.size >= 2 && !r.ambiguous) {
+    if (j.added.length > 0 && r.replyCount >= 2 && !r.ambiguous) {
       this.lastMulti = Math.max(this.lastMulti, r.t);
-      const macs = [...r.replies.keys()];
+      const macs = r.answerers();
       this.#evidence(
         "multi-responder",
         macs,
@@ -148,15 +160,17 @@ export class IpJudgement {
   /** aggregate takes what counts cannot say elsewhere: announcements, and frames whose Ethernet source lies. */
   aggregate(e: ObservationAggregate, lens: Lens): void {
     if (roleOf(e.kind) === "announce") {
+      this.urgent = true;
       const m = this.#mac(e.mac);
-      const last = m.episodes[m.episodes.length - 1];
+      const episodes = (m.episodes ??= []);
+      const last = episodes[episodes.length - 1];
       if (last !== undefined && e.firstSeen - last.last <= EPISODE_GAP_MS && e.lastSeen >= last.first - EPISODE_GAP_MS) {
         last.first = Math.min(last.first, e.firstSeen);
         last.last = Math.max(last.last, e.lastSeen);
       } else {
-        m.episodes.push({ first: e.firstSeen, last: e.lastSeen });
-        m.episodes.sort((a, b) => a.first - b.first);
-        if (m.episodes.length > MAX_EPISODES) m.episodes.shift();
+        episodes.push({ first: e.firstSeen, last: e.lastSeen });
+        episodes.sort((a, b) => a.first - b.first);
+        if (episodes.length > MAX_EPISODES) episodes.shift();
       }
       if (this.lastAnnouncer === null || e.lastSeen >= this.lastAnnouncer.at) {
         this.lastAnnouncer = { mac: e.mac, at: e.lastSeen };
@@ -175,9 +189,11 @@ export class IpJudgement {
   }
 
   #evidence(type: "multi-responder" | "changed" | "ethernet-mismatch", macs: readonly string[], at: number, detail: string): void {
-    const e = this.evidence.get(type);
+    this.urgent = true;
+    this.#evidenceByType ??= new Map();
+    const e = this.#evidenceByType.get(type);
     if (e === undefined) {
-      this.evidence.set(type, { macs: new Set(macs), at, detail });
+      this.#evidenceByType.set(type, { macs: new Set(macs), at, detail });
       return;
     }
     for (const m of macs) e.macs.add(m);
@@ -187,9 +203,10 @@ export class IpJudgement {
 
   /** takeEvidence returns the evidence gathered since the last call, as findings, and forgets it. */
   takeEvidence(): LiveFinding[] {
-    const out = [...this.evidence].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail, at: e.at }));
-    this.evidence.clear();
-    return out;
+    const all = this.#evidenceByType;
+    if (all === null) return [];
+    this.#evidenceByType = null;
+    return [...all].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail, at: e.at }));
   }
 
   /**
@@ -198,20 +215,23 @@ export class IpJudgement {
    * come (a capture file ended), so everything is final now. Returns new handovers.
    */
   settle(now: number, lens: Lens, end = false): Handover[] {
-    const out: Handover[] = [];
+    const out: Handover[] = this.#found ?? [];
+    this.#found = null;
     for (const r of this.requests.finalize(now, end)) {
       if (r.ambiguous || r.late) continue;
       const h = this.#final(r, lens);
       if (h !== null) out.push(h);
     }
-    for (let i = this.#unchecked.length - 1; i >= 0; i--) {
-      const u = this.#unchecked[i];
+    const unchecked = this.#unchecked ?? [];
+    for (let i = unchecked.length - 1; i >= 0; i--) {
+      const u = unchecked[i];
       if (u === undefined || (!end && now - u.firstReply < ANNOUNCE_GRACE_MS)) continue;
-      this.#unchecked.splice(i, 1);
+      unchecked.splice(i, 1);
       const announced = this.#announcedBetween(u.handover.to.mac, u.since, u.firstReply + ANNOUNCE_GRACE_MS);
-      const k = this.handovers.indexOf(u.handover);
+      const all = this.#handovers ?? [];
+      const k = all.indexOf(u.handover);
       const checked = { ...u.handover, announced };
-      if (k >= 0) this.handovers[k] = checked;
+      if (k >= 0) all[k] = checked;
       if (!announced) {
         const { from, to } = u.handover;
         this.#evidence(
@@ -225,18 +245,34 @@ export class IpJudgement {
     return out;
   }
 
+  /**
+   * settleEarly takes the requests that became final as reports arrive, so that they are not held until the IP is
+   * judged; the handovers it finds wait for the next settle.
+   */
+  settleEarly(now: number, lens: Lens): void {
+    for (const r of this.requests.finalize(now)) {
+      if (r.ambiguous || r.late) continue;
+      const h = this.#final(r, lens);
+      if (h !== null) (this.#found ??= []).push(h);
+    }
+  }
+
+  /** handovers seen, newest first (at most MAX_HANDOVERS). */
+  get handovers(): readonly Handover[] {
+    return this.#handovers ?? NO_HANDOVERS;
+  }
+
   #announcedBetween(mac: string, from: number, to: number): boolean {
     return (this.macs.get(mac)?.episodes ?? []).some((e) => e.last >= from && e.first <= to);
   }
 
   /** #final takes one final request: who answered it decides who owns the IP, and whether it moved. */
   #final(r: JoinedRequest, lens: Lens): Handover | null {
-    const points = r.seen.keys();
-    const seen = [...points];
+    const seen = r.points();
     // Who would have been seen answering and was not: their answers for this IP are older than this request.
     for (const [mac, m] of this.macs)
-      if (!r.replies.has(mac) && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
-    const macs = [...r.replies.keys()];
+      if (r.replyAt(mac) === undefined && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
+    const macs = r.answerers();
     if (macs.length === 0) {
       // Unanswered, as far as the capture points can tell: the owner's node saw the request (else it is blind).
       if (this.owner === null || lens.watches(this.owner.mac, seen)) {
@@ -246,10 +282,11 @@ export class IpJudgement {
       return null;
     }
     this.unansweredSince = null;
-    const at = (mac: string) => r.replies.get(mac) ?? r.t;
+    const at = (mac: string) => r.replyAt(mac) ?? r.t;
     if (macs.length >= 2) {
-      if (this.owner !== null && r.replies.has(this.owner.mac)) {
+      if (this.owner !== null && r.replyAt(this.owner.mac) !== undefined) {
         this.owner.lastReply = at(this.owner.mac);
+        this.#coAnswered ??= new Set();
         for (const m of macs) if (m !== this.owner.mac) this.#coAnswered.add(m);
       }
       this.#unanswered = 0;
@@ -262,9 +299,9 @@ export class IpJudgement {
       return null;
     }
     const old = this.owner;
-    const clean = lens.watches(old.mac, seen) && !this.#coAnswered.has(mac);
+    const clean = lens.watches(old.mac, seen) && this.#coAnswered?.has(mac) !== true;
     this.owner = { mac, lastReply: at(mac) };
-    this.#coAnswered.clear();
+    this.#coAnswered = null;
     const firstReply = at(mac);
     this.#move({ from: old.mac, to: mac, at: firstReply });
     const unanswered = this.#unanswered;
@@ -282,20 +319,22 @@ export class IpJudgement {
       unanswered,
       announced: null,
     };
-    this.handovers.unshift(h);
-    if (this.handovers.length > MAX_HANDOVERS) this.handovers.pop();
-    this.#unchecked.push({ handover: h, firstReply, since: old.lastReply });
+    const all = (this.#handovers ??= []);
+    all.unshift(h);
+    if (all.length > MAX_HANDOVERS) all.pop();
+    (this.#unchecked ??= []).push({ handover: h, firstReply, since: old.lastReply });
     return h;
   }
 
   /** #move remembers the answers moving, and marks a flip-flop when they went back and forth FLIP_FLOP_MOVES times. */
   #move(m: Move): void {
-    this.#moves.push(m);
-    while (this.#moves.length > 0 && m.at - (this.#moves[0]?.at ?? 0) > FLIP_FLOP_MS) this.#moves.shift();
+    const moves = (this.#moves ??= []);
+    moves.push(m);
+    while (moves.length > 0 && m.at - (moves[0]?.at ?? 0) > FLIP_FLOP_MS) moves.shift();
     const pair = [m.from, m.to].sort();
     let n = 0;
-    for (let i = this.#moves.length - 1; i >= 0; i--) {
-      const x = this.#moves[i];
+    for (let i = moves.length - 1; i >= 0; i--) {
+      const x = moves[i];
       if (x === undefined || [x.from, x.to].sort().join() !== pair.join()) break;
       n++;
     }
@@ -315,7 +354,7 @@ export class IpJudgement {
   answering(mac: string, now: number): boolean {
     const m = this.macs.get(mac);
     if (m === undefined) return false;
-    const lastAnnounce = m.episodes[m.episodes.length - 1]?.last ?? 0;
+    const lastAnnounce = m.episodes?.[m.episodes.length - 1]?.last ?? 0;
     const claim = Math.max(m.lastReply, this.lastAsked === -Infinity ? lastAnnounce : 0);
     return now - claim <= ANSWER_WINDOW_MS && claim >= m.lastMissed;
   }
@@ -324,8 +363,8 @@ export class IpJudgement {
   idle(now: number): boolean {
     return (
       !this.requests.pending &&
-      this.#unchecked.length === 0 &&
-      this.evidence.size === 0 &&
+      (this.#unchecked?.length ?? 0) === 0 &&
+      this.#evidenceByType === null &&
       now - this.lastAsked > ANSWER_WINDOW_MS + FINAL_MS
     );
   }

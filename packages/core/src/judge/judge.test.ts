@@ -272,4 +272,24 @@ describe("the judge, per request", () => {
     expect(c.opened()).toEqual(["ethernet-mismatch"]);
     expect(c.transitions[0]?.finding.macs).toEqual(["02:00:5e:00:00:0a", "02:00:5e:00:00:99"]);
   });
+
+  it("interns the IP and MAC texts of a batch, keeping their values", () => {
+    const judge = new Judge();
+    // Texts built at run time, as JSON.parse makes them: equal values, distinct copies.
+    const parsed = (): { entries: ObservationAggregate[]; requests: RequestReport[] } =>
+      JSON.parse(
+        JSON.stringify({
+          entries: [agg("reply", "node-a", 1000)],
+          requests: [{ ip: VIP, asker: CLIENT, iface: "eth0", times: [1000], replies: [[0, mac("node-a"), 0.3]] }],
+        }),
+      ) as { entries: ObservationAggregate[]; requests: RequestReport[] };
+    const one = parsed();
+    const two = parsed();
+    judge.intern(one);
+    judge.intern(two);
+    expect(two).toEqual(one);
+    expect(two.entries[0]?.mac).toBe(mac("node-a"));
+    expect(two.requests[0]?.replies[0]?.[1]).toBe(mac("node-a"));
+    expect(two.requests[0]?.asker).toBe(CLIENT);
+  });
 });

@@ -11,10 +11,14 @@ export interface Batch {
   readonly requests: readonly RequestReport[];
 }
 
-/** A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen. */
+/**
+ * A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen; with
+ * its key (verdictKey) at that moment.
+ */
 export interface Verdict {
   readonly transitions: readonly Transition[];
   readonly handovers: readonly Handover[];
+  readonly key: string;
 }
 
 /**
@@ -67,6 +71,9 @@ export const nodeOfPoint = (point: string): string => point.slice(0, point.lastI
  * IPs as their data arrives and once a second; `whohas analyze` feeds it a capture file through the same
  * CapturePoint an agent uses. Pure: time, the cluster (IpContext) and the MACs' owners (Lens) are given.
  */
+/** MAX_TEXTS bounds the interned IP and MAC texts (past it they start over). */
+const MAX_TEXTS = 400_000;
+
 export class Judge {
   readonly counts: IpTable;
   readonly #ips = new Map<string, IpJudgement>();
@@ -79,32 +86,85 @@ export class Judge {
     this.#tracker = new FindingTracker(opts.clearAfterMs ?? CLEAR_AFTER_MS);
   }
 
+  /** The name of each capture point, made once (every request of every report names one). */
+  readonly #points = new Map<string, string>();
+
+  #point(node: string, iface: string): string {
+    const k = `${node}\0${iface}`;
+    let p = this.#points.get(k);
+    if (p === undefined) {
+      if (this.#points.size > 100_000) this.#points.clear();
+      this.#points.set(k, (p = pointOf(node, iface)));
+    }
+    return p;
+  }
+
+  /**
+   * One copy of each IP and MAC text: tens of thousands of IPs are reported many times a minute, and each parsed
+   * message brings its own copies, which the judge and the store would keep. Bounded like #points.
+   */
+  readonly #texts = new Map<string, string>();
+
+  #text(s: string): string {
+    const t = this.#texts.get(s);
+    if (t !== undefined) return t;
+    if (this.#texts.size >= MAX_TEXTS) this.#texts.clear();
+    this.#texts.set(s, s);
+    return s;
+  }
+
+  /**
+   * intern replaces, in place, the IP and MAC texts of a batch just parsed by the copies the judge already holds, so
+   * that what the caller keeps of the batch (the store's minute buckets) shares them too.
+   */
+  intern(batch: Batch): void {
+    for (const e of batch.entries as ObservationAggregate[]) {
+      e.ip = this.#text(e.ip);
+      e.mac = this.#text(e.mac);
+    }
+    for (const r of batch.requests as RequestReport[]) {
+      r.ip = this.#text(r.ip);
+      r.asker = this.#text(r.asker);
+      for (const reply of r.replies) reply[1] = this.#text(reply[1]);
+    }
+  }
+
   #judgement(ip: string): IpJudgement {
     let j = this.#ips.get(ip);
     if (j === undefined) this.#ips.set(ip, (j = new IpJudgement(ip)));
     return j;
   }
 
-  /** ingest takes one batch of the capture points of `node` and returns the IPs it touched. */
-  ingest(node: string, batch: Batch, now: number, lens: Lens): Set<string> {
+  /**
+   * ingest takes one batch of the capture points of `node` and returns the IPs it touched, and among them the urgent
+   * ones: those whose verdict may have moved at once (a new IP, an answer from another MAC than the owner, an
+   * announcement, evidence), to judge now; the others change only with time and are judged on the next round.
+   */
+  ingest(node: string, batch: Batch, now: number, lens: Lens): { touched: Set<string>; urgent: Set<string> } {
     const touched = this.counts.apply(node, batch.entries);
     for (const e of batch.entries) this.#judgement(e.ip).aggregate(e, lens);
     for (const r of batch.requests) {
       touched.add(r.ip);
       const j = this.#judgement(r.ip);
-      const point = pointOf(node, r.iface);
-      const byIndex = new Map<number, [string, number][]>();
-      for (const [i, mac, delay] of r.replies) {
-        const t = r.times[i];
-        if (t === undefined) continue;
-        let list = byIndex.get(i);
-        if (list === undefined) byIndex.set(i, (list = []));
-        list.push([mac, t + delay]);
+      const point = this.#point(node, r.iface);
+      for (let i = 0; i < r.times.length; i++) {
+        const t = r.times[i] ?? 0;
+        // Replies are few (one per MAC that answered): gathered per request without an index.
+        const replies: [string, number][] = [];
+        for (const [k, mac, delay] of r.replies) if (k === i) replies.push([mac, t + delay]);
+        j.sighting(point, r.asker, t, replies, now, lens);
       }
-      for (const [i, t] of r.times.entries()) j.sighting(point, r.asker, t, byIndex.get(i) ?? [], now, lens);
+      j.settleEarly(now, lens);
     }
-    for (const ip of touched) this.#awake.add(ip);
-    return touched;
+    const urgent = new Set<string>();
+    for (const ip of touched) {
+      this.#awake.add(ip);
+      const j = this.#ips.get(ip);
+      if (j?.urgent !== true) continue;
+      j.urgent = false;
+      urgent.add(ip);
+    }
+    return { touched, urgent };
   }
 
   /** restore adds counts read back from storage (history only: verdicts start from the live data). */
@@ -125,18 +185,14 @@ export class Judge {
   judge(ip: string, now: number, ctx: IpContext, lens: Lens, end = false): Verdict {
     const j = this.#ips.get(ip);
     const handovers = j?.settle(now, lens, end) ?? [];
-    const present = findingsNow(
-      ip,
-      j,
-      { responders: this.#answeringNow(ip, j, now, lens), capturedBy: this.counts.capturePoints(ip) },
-      ctx,
-      now,
-      lens,
-    );
+    const responders = this.#answeringNow(ip, j, now, lens);
+    // Who captured the IP matters only when some capture point is down (is the IP blind?).
+    const capturedBy = ctx.downNodes.size === 0 ? [] : this.counts.capturePoints(ip);
+    const present = findingsNow(ip, j, { responders, capturedBy }, ctx, now, lens);
     const transitions = this.#tracker.update(ip, now, present);
     const quiet = (j === undefined || j.idle(now)) && now - this.counts.lastActivity(ip) > QUIET_MS && !this.#tracker.has(ip);
     if (quiet) this.#awake.delete(ip);
-    return { transitions, handovers };
+    return { transitions, handovers, key: keyOf(j, responders, now) };
   }
 
   /** awake lists the IPs to judge on each round (the others change only when data about them arrives). */
@@ -204,16 +260,7 @@ export class Judge {
    */
   verdictKey(ip: string, now: number, lens: Lens): string {
     const j = this.#ips.get(ip);
-    const answering = this.#answeringNow(ip, j, now, lens).map((r) => r.mac);
-    const state =
-      j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS
-        ? "m"
-        : answering.length > 0
-          ? "s"
-          : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS
-            ? "n"
-            : "i";
-    return `${state}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
+    return keyOf(j, this.#answeringNow(ip, j, now, lens), now);
   }
 
   /** answeringCount is how many MACs answer for `ip` at `now`. */
@@ -255,4 +302,17 @@ export class Judge {
     if (j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS) return "no-responder";
     return "idle";
   }
+}
+
+/** keyOf is verdictKey's text from the MACs answering now. */
+function keyOf(j: IpJudgement | undefined, answering: readonly { readonly mac: string }[], now: number): string {
+  const state =
+    j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS
+      ? "m"
+      : answering.length > 0
+        ? "s"
+        : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS
+          ? "n"
+          : "i";
+  return `${state}|${answering.map((r) => r.mac).join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
 }

@@ -12,7 +12,7 @@ describe("RequestJoin", () => {
     j.add("node-a/eth0", "192.0.2.1", t, [[A, t + 1]], t);
     const r = j.add("node-b/eth0", "192.0.2.1", t + JOIN_MS, [[B, t + JOIN_MS + 1]], t);
     expect(r?.added).toEqual([B]);
-    expect([...(r?.request.replies.keys() ?? [])]).toEqual([A, B]);
+    expect(r?.request.answerers()).toEqual([A, B]);
     expect(r?.request.ambiguous).toBe(false);
   });
 
@@ -41,7 +41,7 @@ describe("RequestJoin", () => {
     expect(j.finalize(10_000 + FINAL_MS - 1)).toEqual([]);
     expect(j.finalize(10_100 + FINAL_MS).map((r) => r.asker)).toEqual(["192.0.2.1", "192.0.2.2"]);
     const late = j.add("node-b/eth0", "192.0.2.1", 10_001, [[B, 10_002]], 10_000 + FINAL_MS + 500);
-    expect(late?.request.seen.size).toBe(2);
+    expect(late?.request.points()).toHaveLength(2);
     const lost = j.add("node-b/eth0", "192.0.2.9", 10_001, [], 10_000 + FINAL_MS + 500);
     expect(lost?.request.late).toBe(true);
     expect(j.pending).toBe(false);

@@ -3,16 +3,18 @@ import { FINAL_MS, JOIN_MS } from "./findings.js";
 /**
  * A JoinedRequest is one request of one asker for one IP as every capture point saw it: who saw it, and the union of
  * the replies they saw. A node sees every broadcast request and only its own replies; a client's capture sees every
- * reply to its own requests: either way, two MACs in `replies` means one request answered twice.
+ * reply to its own requests: either way, two MACs among its replies means one request answered twice. Thousands
+ * arrive every second on a busy hub and live a few seconds: its sightings and replies are kept in two flat arrays,
+ * not Maps.
  */
-export interface JoinedRequest {
-  readonly asker: string;
-  /** When the first capture point to report it saw it (its clock). */
-  readonly t: number;
-  /** Each capture point that saw it, with the time on its own clock. */
-  readonly seen: Map<string, number>;
-  /** Each MAC that answered, with when (the reporting point's clock). */
-  readonly replies: Map<string, number>;
+export class JoinedRequest {
+  /**
+   * Who saw it and who answered it: capture points first, then MACs from `#firstReply` on; `#times` holds each one's
+   * time (a point's sighting on its clock, a MAC's reply on its reporter's). Two flat arrays, the times unboxed.
+   */
+  readonly #keys: string[];
+  readonly #times: number[];
+  #firstReply = 1;
   /**
    * Ambiguous: another request of the same asker came within JOIN_MS, so which sightings belong together is not
    * known; it counts as asked but never as evidence of who answered.
@@ -20,6 +22,84 @@ export interface JoinedRequest {
   ambiguous: boolean;
   /** Reported only after it was final: too late to be placed in order; evidence of several answers still counts. */
   late: boolean;
+  /** Handed out as final (or late): no longer waiting. */
+  final = false;
+
+  /** A request as the first capture point to report it saw it: `point` at `t`, and the replies it saw. */
+  constructor(
+    readonly asker: string,
+    /** When the first capture point to report it saw it (its clock). */
+    readonly t: number,
+    ambiguous: boolean,
+    late: boolean,
+    point: string,
+    replies: readonly (readonly [string, number])[],
+  ) {
+    this.ambiguous = ambiguous;
+    this.late = late;
+    // Arrays of their exact size: an array that grows by push keeps room for sixteen, and these are many.
+    const macs = new Set(replies.map(([mac]) => mac));
+    this.#keys = new Array<string>(1 + macs.size);
+    this.#times = new Array<number>(1 + macs.size);
+    this.#keys[0] = point;
+    this.#times[0] = t;
+    let i = 1;
+    for (const mac of macs) {
+      this.#keys[i] = mac;
+      this.#times[i++] = Math.min(...replies.filter(([m]) => m === mac).map(([, at]) => at));
+    }
+  }
+
+  #find(key: string, from: number, to: number): number {
+    for (let i = from; i < to; i++) if (this.#keys[i] === key) return i;
+    return -1;
+  }
+
+  /** seenAt is when `point` saw it, undefined when it did not report it. */
+  seenAt(point: string): number | undefined {
+    const i = this.#find(point, 0, this.#firstReply);
+    return i < 0 ? undefined : this.#times[i];
+  }
+
+  /** points lists the capture points that saw it. */
+  points(): string[] {
+    return this.#keys.slice(0, this.#firstReply);
+  }
+
+  /** see records `point`'s sighting at `t`. */
+  see(point: string, t: number): void {
+    if (this.#find(point, 0, this.#firstReply) >= 0) return;
+    this.#keys.splice(this.#firstReply, 0, point);
+    this.#times.splice(this.#firstReply, 0, t);
+    this.#firstReply++;
+  }
+
+  /** replyAt is when `mac` answered it, undefined when it did not. */
+  replyAt(mac: string): number | undefined {
+    const i = this.#find(mac, this.#firstReply, this.#keys.length);
+    return i < 0 ? undefined : this.#times[i];
+  }
+
+  /** answerers lists the MACs that answered it. */
+  answerers(): string[] {
+    return this.#keys.slice(this.#firstReply);
+  }
+
+  get replyCount(): number {
+    return this.#keys.length - this.#firstReply;
+  }
+
+  /** reply records `mac`'s answer at `at` (the earliest wins); true when `mac` is new to it. */
+  reply(mac: string, at: number): boolean {
+    const i = this.#find(mac, this.#firstReply, this.#keys.length);
+    if (i < 0) {
+      this.#keys.push(mac);
+      this.#times.push(at);
+      return true;
+    }
+    if (at < (this.#times[i] ?? Infinity)) this.#times[i] = at;
+    return false;
+  }
 }
 
 /** What adding a sighting did: the request it joined, and the MACs it added to it. */
@@ -28,10 +108,20 @@ export interface Joined {
   readonly added: readonly string[];
 }
 
-/** KEEP_MS: a final request stays this long after it was final, for sightings that arrive late to join it. */
-const KEEP_MS = FINAL_MS;
+const NONE: readonly JoinedRequest[] = [];
+const EMPTY: JoinedRequest[] = [];
+
+/**
+ * KEEP_MS: a final request stays this long after it was final, for sightings that arrive late to join it (an agent
+ * reports a request within its reply window and a flush: later than FINAL_MS + KEEP_MS is a link that stalled, and
+ * such a sighting still counts as asked, and as evidence of several answers).
+ */
+const KEEP_MS = 1000;
 /** MAX_OPEN bounds the requests of one IP waiting to be final (a flood of askers cannot grow it without end). */
 const MAX_OPEN = 4096;
+
+/** SMALL: lists up to this long are copied to their exact size on each change (most IPs hold one or two requests). */
+const SMALL = 8;
 
 /**
  * A RequestJoin joins the sightings of one IP's requests from every capture point and hands them out in order once
@@ -39,15 +129,17 @@ const MAX_OPEN = 4096;
  * that could belong to two requests makes both ambiguous instead of guessing.
  */
 export class RequestJoin {
-  /** Not final yet, in time order. */
-  readonly #open: JoinedRequest[] = [];
-  /** Final, kept KEEP_MS for late sightings, in time order. */
-  readonly #done: JoinedRequest[] = [];
+  /**
+   * Open and final requests (final ones are kept KEEP_MS for late sightings), in time order. Tens of thousands of IPs
+   * each hold one or two: a short list is kept at its exact size (an array grown by push keeps room for sixteen).
+   */
+  #list: JoinedRequest[] = EMPTY;
+  #open = 0;
   #dropped = 0;
 
   /** pending tells whether requests wait to be final. */
   get pending(): boolean {
-    return this.#open.length > 0;
+    return this.#open > 0;
   }
 
   /** dropped counts sightings refused at MAX_OPEN. */
@@ -61,29 +153,29 @@ export class RequestJoin {
    */
   add(point: string, asker: string, t: number, replies: readonly (readonly [string, number])[], now: number): Joined | null {
     const late = now - t >= FINAL_MS;
-    const near = [...nearby(this.#open, asker, t), ...nearby(this.#done, asker, t)];
+    const near: JoinedRequest[] = [];
+    nearby(this.#list, asker, t, near);
     // The same point telling more of a request it reported before (a reply seen after its first report).
-    let r = near.find((j) => j.seen.get(point) === t);
+    let r = near.find((j) => j.seenAt(point) === t);
     if (r === undefined) {
       const only = near.length === 1 ? near[0] : undefined;
-      if (only !== undefined && !only.seen.has(point)) r = only;
+      if (only !== undefined && only.seenAt(point) === undefined) r = only;
       else {
-        if (!late && this.#open.length >= MAX_OPEN) {
+        if (!late && this.#open >= MAX_OPEN) {
           this.#dropped++;
           return null;
         }
-        r = { asker, t, seen: new Map(), replies: new Map(), ambiguous: near.length > 0, late };
+        const fresh = new JoinedRequest(asker, t, near.length > 0, late, point, replies);
+        fresh.final = late;
+        if (!late) this.#open++;
         for (const j of near) j.ambiguous = true;
-        insert(late ? this.#done : this.#open, r);
+        this.#insert(fresh);
+        return { request: fresh, added: fresh.answerers() };
       }
-      r.seen.set(point, t);
+      r.see(point, t);
     }
     const added: string[] = [];
-    for (const [mac, at] of replies) {
-      const was = r.replies.get(mac);
-      if (was === undefined) added.push(mac);
-      if (was === undefined || at < was) r.replies.set(mac, at);
-    }
+    for (const [mac, at] of replies) if (r.reply(mac, at)) added.push(mac);
     return { request: r, added };
   }
 
@@ -91,32 +183,41 @@ export class RequestJoin {
    * finalize hands out the requests that became final by `now` (every one when `all`: no more sightings will come),
    * in time order, and forgets old final ones.
    */
-  finalize(now: number, all = false): JoinedRequest[] {
-    let n = all ? this.#open.length : 0;
-    while (n < this.#open.length && now - (this.#open[n]?.t ?? 0) >= FINAL_MS) n++;
-    const out = this.#open.splice(0, n);
-    for (const r of out) this.#done.push(r);
+  finalize(now: number, all = false): readonly JoinedRequest[] {
+    const list = this.#list;
+    let out: JoinedRequest[] | null = null;
+    if (this.#open > 0)
+      for (const r of list) {
+        if (!all && now - r.t < FINAL_MS) break;
+        if (r.final) continue;
+        r.final = true;
+        this.#open--;
+        (out ??= []).push(r);
+      }
     let gone = 0;
-    while (gone < this.#done.length && now - (this.#done[gone]?.t ?? 0) >= FINAL_MS + KEEP_MS) gone++;
-    this.#done.splice(0, gone);
-    return out;
+    while (gone < list.length && list[gone]?.final === true && now - (list[gone]?.t ?? 0) >= FINAL_MS + KEEP_MS) gone++;
+    if (gone > 0) {
+      if (list.length - gone <= SMALL) this.#list = gone === list.length ? EMPTY : list.slice(gone);
+      else list.splice(0, gone);
+    }
+    return out ?? NONE;
   }
 
-  /** recent lists the requests asked since `since` (open and final), in time order. */
-  recent(since: number): JoinedRequest[] {
-    return [...this.#done, ...this.#open].filter((r) => r.t >= since);
+  #insert(r: JoinedRequest): void {
+    const list = this.#list;
+    const at = upperBound(list, r.t);
+    if (list.length >= SMALL) list.splice(at, 0, r);
+    else this.#list = list.slice(0, at).concat(r, list.slice(at));
   }
 }
 
-/** nearby lists the requests of `asker` within JOIN_MS of `t` (the list is in time order). */
-function nearby(list: readonly JoinedRequest[], asker: string, t: number): JoinedRequest[] {
-  const out: JoinedRequest[] = [];
+/** nearby adds to `out` the requests of `asker` within JOIN_MS of `t` (the list is in time order). */
+function nearby(list: readonly JoinedRequest[], asker: string, t: number, out: JoinedRequest[]): void {
   for (let i = upperBound(list, t + JOIN_MS) - 1; i >= 0; i--) {
     const r = list[i];
     if (r === undefined || r.t < t - JOIN_MS) break;
     if (r.asker === asker) out.push(r);
   }
-  return out;
 }
 
 /** upperBound is the index of the first request later than `t`. */
@@ -129,8 +230,4 @@ function upperBound(list: readonly JoinedRequest[], t: number): number {
     else hi = mid;
   }
   return lo;
-}
-
-function insert(list: JoinedRequest[], r: JoinedRequest): void {
-  list.splice(upperBound(list, r.t), 0, r);
 }

@@ -158,7 +158,7 @@ export function silentDropNodes(answering: RuleView["responders"], local: IpCont
 function splitBrain(j: IpJudgement, now: number): [string, string] | null {
   const claims: { mac: string; first: number; end: number; last: number }[] = [];
   for (const [mac, m] of j.macs) {
-    const e = m.episodes[m.episodes.length - 1];
+    const e = m.episodes?.[m.episodes.length - 1];
     if (e === undefined || now - e.last > SPLIT_BRAIN_MS) continue;
     claims.push({ mac, first: e.first, end: Math.max(e.last, m.lastReply >= e.first ? m.lastReply : 0), last: e.last });
   }
