@@ -44,7 +44,7 @@ describe("Hub", () => {
     hub.connect(hello("node-a", A));
     hub.observe("node-a", answered("192.0.2.7", 9_000, A));
     const batch = (await next).value as readonly Sequenced[];
-    expect(batch.map((c) => c.kind)).toEqual(expect.arrayContaining(["agents", "everything", "ip"]));
+    expect(batch.map((c) => c.kind)).toEqual(expect.arrayContaining(["agents", "everything", "ips"]));
     // Before the MACs learned (everything may read differently) a list is sent whole; after, only what changed.
     const everything = batch.find((c) => c.kind === "everything")?.seq ?? 0;
     expect(hub.feed.ipsSince(everything - 1)).toEqual({ full: true, ips: [] });

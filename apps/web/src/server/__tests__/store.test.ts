@@ -80,6 +80,31 @@ describe("Store", () => {
     expect(s.flush(MIN, true)).toBe(10);
   });
 
+  it("keeps one row per MAC when a flood of MACs claims one IP, and lets written minutes go", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    const macs = Array.from({ length: 100 }, (_, i) => `02:00:5e:00:01:${i.toString(16).padStart(2, "0")}`);
+    for (const round of [1, 2])
+      s.traffic.record(
+        "node-a",
+        macs.map((m, i) => entry("reply", m, 10 * MIN + round * 1000 + i)),
+      );
+    expect(s.traffic.pendingRows).toBe(100);
+    const timeline = s.traffic.timeline(VIP, 0, 20 * MIN);
+    expect(timeline).toHaveLength(100);
+    expect(timeline.every((p) => p.count === 2)).toBe(true);
+    expect(s.flush(11 * MIN, true)).toBe(100);
+    // The minute is over and written: its buckets leave memory; a late frame for it adds to the stored row.
+    s.flush(12 * MIN, false);
+    s.traffic.record("node-a", [entry("reply", macs[0] ?? "", 10 * MIN + 59_000)]);
+    s.flush(12 * MIN + 1, true);
+    const first = s.traffic.timeline(VIP, 0, 20 * MIN).find((p) => p.mac === macs[0]);
+    expect(first?.count).toBe(3);
+    expect(s.traffic.aggregates(0).find((a) => a.mac === macs[0])).toMatchObject({
+      firstSeen: 10 * MIN + 1000,
+      lastSeen: 10 * MIN + 59_000,
+    });
+  });
+
   it("adds to a minute stored by a previous process instead of overwriting it", () => {
     const path = tmpDb();
     const a = new Store(openSqlite(path), 0);

@@ -73,7 +73,7 @@ export async function* liveIps(
   const first = send();
   if (first !== null) yield first;
   for await (const batch of feed.changes(ac, since)) {
-    if (!batch.some((c) => c.kind === "ip" || c.kind === "everything")) continue;
+    if (!batch.some((c) => c.kind === "ips" || c.kind === "everything")) continue;
     const wait = sentAt + LIST_INTERVAL_MS - Date.now();
     if (wait > 0) await sleep(wait);
     if (ac.aborted) return;
@@ -102,7 +102,8 @@ export async function* held<T>(slots: StreamSlots | undefined, who: string, gen:
 
 /** Filters of what matters to each subscription. */
 export const matters = {
-  ip: (ip: string) => (c: Change) => (c.kind === "ip" && c.ip === ip) || c.kind === "everything" || (c.kind === "handover" && c.ip === ip),
+  ip: (ip: string) => (c: Change) =>
+    (c.kind === "ips" && c.ips.includes(ip)) || c.kind === "everything" || (c.kind === "handover" && c.ip === ip),
   cluster: (c: Change) => c.kind === "cluster" || c.kind === "agents",
   agents: (c: Change) => c.kind === "agents",
   incidents: (c: Change) => c.kind === "incident",

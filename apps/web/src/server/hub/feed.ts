@@ -4,7 +4,7 @@ import type { Handover, Transition } from "@whohas/core";
 /**
  * A Change is one thing that moved in the hub, as its parts publish it. Subscriptions, the alerter and the fix
  * consume these instead of polling and comparing.
- * - `ip`: one IP's view changed (new traffic, a verdict, a finding).
+ * - `ips`: these IPs' views changed (new traffic, a verdict, a finding): one change per agent message, not per IP.
  * - `everything`: what every IP's view depends on moved (the cluster's inventory, a MAC changing node).
  * - `agents`: an agent connected, left, reported facts, or went silent.
  * - `cluster`: the cluster summary moved (kube-proxy's config, its rollout, strictARP, staleness).
@@ -12,7 +12,7 @@ import type { Handover, Transition } from "@whohas/core";
  * - `handover`: an IP moved from one node to another.
  */
 export type Change =
-  | { readonly kind: "ip"; readonly ip: string }
+  | { readonly kind: "ips"; readonly ips: readonly string[] }
   | { readonly kind: "everything" }
   | { readonly kind: "agents" }
   | { readonly kind: "cluster" }
@@ -22,8 +22,12 @@ export type Change =
 /** A Sequenced change carries its place in the feed. */
 export type Sequenced = Change & { readonly seq: number };
 
-/** LOG_SIZE: how many recent changes are kept to tell a resuming subscriber whether anything it cares for moved. */
+/**
+ * LOG_SIZE: how many recent changes are kept to tell a resuming subscriber whether anything it cares for moved. The
+ * log is trimmed by a quarter at a time, so that publishing stays O(1) amortised at tens of thousands a second.
+ */
 const LOG_SIZE = 10_000;
+const LOG_SLACK = LOG_SIZE / 4;
 
 /**
  * The Feed is the hub's typed, sequence-numbered change log. Publishing is synchronous and cheap; subscribers are
@@ -47,10 +51,10 @@ export class Feed {
 
   publish(c: Change): void {
     const s: Sequenced = { ...c, seq: ++this.#seq };
-    if (c.kind === "ip") this.#ipSeq.set(c.ip, s.seq);
+    if (c.kind === "ips") for (const ip of c.ips) this.#ipSeq.set(ip, s.seq);
     if (c.kind === "everything") this.#everythingSeq = s.seq;
     this.#log.push(s);
-    if (this.#log.length > LOG_SIZE) this.#log.splice(0, this.#log.length - LOG_SIZE);
+    if (this.#log.length > LOG_SIZE + LOG_SLACK) this.#log.splice(0, this.#log.length - LOG_SIZE);
     if (this.#scheduled) return;
     this.#scheduled = true;
     queueMicrotask(() => {
@@ -81,6 +85,7 @@ export class Feed {
    */
   movedSince(since: number, matches: (c: Change) => boolean): boolean {
     if (since < 0 || since > this.#seq || (this.#log[0]?.seq ?? since + 1) > since + 1) return true;
+    // Newest first, back to `since`: the log is consecutive, so this looks at the changes after `since` only.
     for (let i = this.#log.length - 1; i >= 0; i--) {
       const c = this.#log[i];
       if (c === undefined || c.seq <= since) break;
@@ -103,8 +108,9 @@ export class Feed {
       for (;;) {
         if (signal.aborted) return;
         if (this.#seq > seen) {
-          const first = this.#log.findIndex((c) => c.seq > seen);
-          const batch = first < 0 ? [] : this.#log.slice(first);
+          // Sequence numbers are consecutive in the log: the first unseen change is found by arithmetic.
+          const first = Math.max(0, seen + 1 - (this.#log[0]?.seq ?? this.#seq + 1));
+          const batch = this.#log.slice(first);
           seen = this.#seq;
           if (batch.length > 0) yield batch;
           continue;

@@ -99,11 +99,14 @@ export class Hub {
     this.feed.publish({ kind: "cluster" });
   }
 
-  /** observe takes one observations message from `node`; what it touched is judged at once. */
+  /**
+   * observe takes one observations message from `node`; what may have changed a verdict at once (a new IP, another
+   * MAC answering, an announcement, evidence) is judged at once, the rest on the next round.
+   */
   observe(node: string, msg: Observations): void {
     this.agents.heard(node, msg.dropped);
-    const touched = this.traffic.ingest(node, msg);
-    if (touched.size > 0) this.judging.soon(touched);
+    const { urgent } = this.traffic.ingest(node, msg);
+    if (urgent.size > 0) this.judging.soon(urgent);
   }
 
   hasAgent(node: string): boolean {

@@ -18,6 +18,18 @@ import type { Traffic } from "./traffic.js";
 /** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
 export const WRITE_EVERY_MS = 10_000;
 
+/**
+ * ROUND_SKIP_MS / STEADY_SKIP_MS: a round leaves out an IP judged this recently: one with something wrong, or
+ * nobody answering, every round; one that a single MAC answers, with nothing open, every other round. What can
+ * change such an IP at once (another MAC answering, an announcement, evidence) is judged as it arrives; the round is
+ * for what changes with time alone (a MAC that stopped answering), which a second's delay does not hurt.
+ */
+const ROUND_SKIP_MS = 900;
+const STEADY_SKIP_MS = 1900;
+
+/** CONTEXT_MS: the judgements' shared context (inventory, down nodes) is worked out again at most this often. */
+const CONTEXT_MS = 250;
+
 const incidentKey = (subject: string, type: string) => `${subject}|${type}`;
 
 /** Context is what every judgement depends on besides an IP's own traffic; `key` moves when any of it does. */
@@ -48,13 +60,18 @@ export interface JudgingOptions {
 export class Judging {
   readonly #ids = new Map<string, number>();
   readonly #nodeTracker = new FindingTracker();
-  /** What each IP's verdict was last time it was judged: when it moves with time alone, subscribers are told. */
-  readonly #verdicts = new Map<string, string>();
+  /**
+   * What each IP's latest judgement said (its verdict key: when it moves with time alone, subscribers are told),
+   * when it was made, and whether the IP was steady then (one MAC answering, nothing open): one lookup per IP a round.
+   */
+  readonly #judged = new Map<string, { key: string; at: number; steady: boolean }>();
+  #rounds = 0;
   readonly #soon = new Set<string>();
   #scheduled = false;
   #contextKey = "";
   #round: { ctx: Context; ips: Iterator<string> } | null = null;
   #lastWrite = 0;
+  #ctx: { at: number; version: string; ctx: Context } | null = null;
   readonly #handoverListeners: ((ip: string, h: Handover) => void)[] = [];
 
   constructor(readonly o: JudgingOptions) {
@@ -74,10 +91,20 @@ export class Judging {
     this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).map(asFinding));
   }
 
+  /**
+   * #context is what every IP's judgement shares: the inventory, the nodes that are down, and a key that changes with
+   * them. Agents report many times a second; it is worked out again at most every CONTEXT_MS (a node goes down after
+   * 30 s of silence, the inventory and MAC versions move its key at once).
+   */
   #context(now: number): Context {
+    const c = this.#ctx;
+    const version = `${this.o.cluster.version}|${this.o.agents.macVersion}`;
+    if (c !== null && now - c.at < CONTEXT_MS && c.version === version) return { ...c.ctx, now };
     const inventory = this.o.cluster.inventory();
     const down = this.o.agents.downNodes(now);
-    return { now, inventory, down, key: `${this.o.cluster.version}|${[...down].sort().join(",")}|${this.o.agents.macVersion}` };
+    const ctx = { now, inventory, down, key: `${version}|${[...down].sort().join(",")}` };
+    this.#ctx = { at: now, version, ctx };
+    return ctx;
   }
 
   /** ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind nodes. */
@@ -121,24 +148,41 @@ export class Judging {
       if (ctx.key !== this.#contextKey) {
         this.#contextKey = ctx.key;
         this.o.traffic.judge.wakeAll();
-        for (const ip of ctx.inventory.keys()) this.#verdicts.delete(ip);
+        // Every IP is judged again with the new context, however recently it was judged with the old; subscribers
+        // of the cluster's IPs hear of each (their Service, their owner may have moved).
+        for (const j of this.#judged.values()) j.at = -Infinity;
+        for (const ip of ctx.inventory.keys()) this.#judged.delete(ip);
       }
-      this.#round = { ctx, ips: [...this.o.traffic.judge.awake()][Symbol.iterator]() };
+      // The awake set itself is walked (no copy of tens of thousands of IPs a second): IPs that wake meanwhile are
+      // judged in this round too, those that fall quiet leave it.
+      this.#round = { ctx, ips: this.o.traffic.judge.awake() };
       this.#judgeNodes(ctx);
+      // Once a minute, what is kept per IP for IPs that left the live view goes.
+      if (++this.#rounds % 60 === 0) this.#forgetGone();
     }
     const { ctx, ips } = this.#round;
-    for (let n = 0; n < budget; n++) {
+    for (let n = 0; n < budget;) {
       const next = ips.next();
       if (next.done === true) {
         this.#round = null;
         return;
       }
-      this.#judge(next.value, ctx);
+      // An IP judged a moment ago needs no second look yet (the context moving clears these times).
+      const ip = next.value;
+      const last = this.#judged.get(ip);
+      if (last !== undefined && ctx.now - last.at < (last.steady ? STEADY_SKIP_MS : ROUND_SKIP_MS)) continue;
+      this.#judge(ip, ctx);
+      n++;
     }
   }
 
   get ticking(): boolean {
     return this.#round !== null;
+  }
+
+  #forgetGone(): void {
+    const t = this.o.traffic;
+    for (const ip of this.#judged.keys()) if (!t.tracks(ip)) this.#judged.delete(ip);
   }
 
   #judge(ip: string, ctx: Context): void {
@@ -150,11 +194,12 @@ export class Judging {
       for (const fn of this.#handoverListeners) fn(ip, h);
     }
     for (const tr of v.transitions) this.#record(tr, ip);
-    const key = t.judge.verdictKey(ip, ctx.now, t.lens);
-    if (this.#verdicts.get(ip) !== key) {
-      this.#verdicts.set(ip, key);
-      this.o.feed.publish({ kind: "ip", ip });
-    }
+    const before = this.#judged.get(ip);
+    const moved = before?.key !== v.key;
+    const steady = v.key.startsWith("s|") && !t.judge.holds(ip);
+    if (before === undefined) this.#judged.set(ip, { key: v.key, at: ctx.now, steady });
+    else Object.assign(before, { key: v.key, at: ctx.now, steady });
+    if (moved) this.o.feed.publish({ kind: "ips", ips: [ip] });
   }
 
   /** #judgeNodes judges every node once a round: its agent down, its ARP behaviour drifted from kube-proxy's config. */
@@ -194,7 +239,7 @@ export class Judging {
       this.#ids.delete(key);
     }
     this.o.feed.publish({ kind: "incident", id, subject, transition: t });
-    if (subjectNode(subject) === null) this.o.feed.publish({ kind: "ip", ip: subject });
+    if (subjectNode(subject) === null) this.o.feed.publish({ kind: "ips", ips: [subject] });
   }
 
   /** open lists the open findings of an IP with their incident ids. */

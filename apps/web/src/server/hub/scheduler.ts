@@ -7,8 +7,8 @@ export const ROUND_MS = 1000;
 /** WRITE_MS: how often what the hub buffered is written (half a round after each round). */
 const WRITE_MS = 1000;
 /** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
-const JUDGE_SLICE = 2500;
-const WRITE_SLICE = 1500;
+const JUDGE_SLICE = 1000;
+const WRITE_SLICE = 500;
 /** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
 const PRUNE_EVERY_MS = 10 * 60_000;
 

@@ -78,15 +78,16 @@ export class Traffic {
     this.judge.restore(this.o.repo.aggregates(since));
   }
 
-  /** ingest takes one agent's batch and returns the IPs it touched. */
-  ingest(node: string, batch: Batch): Set<string> {
+  /** ingest takes one agent's batch and returns the IPs it touched, and the urgent ones among them (Judge.ingest). */
+  ingest(node: string, batch: Batch): { touched: Set<string>; urgent: Set<string> } {
     const now = this.o.clock();
+    this.judge.intern(batch);
     this.o.repo.record(node, batch.entries);
-    const touched = this.judge.ingest(node, batch, now, this.lens);
-    if (touched.size === 0) return touched;
+    const r = this.judge.ingest(node, batch, now, this.lens);
+    if (r.touched.size === 0) return r;
     this.#enforceLimits(now);
-    for (const ip of touched) this.o.feed.publish({ kind: "ip", ip });
-    return touched;
+    this.o.feed.publish({ kind: "ips", ips: [...r.touched] });
+    return r;
   }
 
   /** tracks tells whether `ip` is in the live view. */

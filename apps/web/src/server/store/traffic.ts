@@ -21,10 +21,13 @@ export interface TimelinePoint {
 
 /**
  * A Bucket is one minute of (ip, mac, kind) in memory: each capture point's count (the row's count is the largest:
- * every agent on the segment sees the same broadcast), and how much of it is already written.
+ * every agent on the segment sees the same broadcast), and how much of it is already written. Hundreds of thousands
+ * live at once on a busy hub: its times are small integers (the minute's number, milliseconds from its start), which
+ * V8 keeps unboxed.
  */
 interface Bucket {
-  minute: number;
+  /** The minute: its start is minuteNo * MINUTE_MS. */
+  minuteNo: number;
   ip: string;
   mac: string;
   kind: string;
@@ -34,9 +37,15 @@ interface Bucket {
   more: Map<string, number> | null;
   count: number;
   written: number;
+  /** First and last frame, in ms from the minute's start (the first may be before it). */
   first: number;
   last: number;
 }
+
+/** CROWDED: past this many buckets an IP's are also indexed by key (a flood of MACs for one IP stays cheap). */
+const CROWDED = 32;
+
+const bucketKey = (minuteNo: number, mac: string, kind: string) => `${minuteNo}|${mac}|${kind}`;
 
 /**
  * The TrafficRepo keeps per-minute counts per (IP, MAC, kind), counted once across capture points. Ingest is buffered
@@ -44,34 +53,47 @@ interface Bucket {
  * second become a few thousand row updates.
  */
 export class TrafficRepo {
-  readonly #buckets = new Map<string, Bucket>();
+  /** Each IP's buckets (a few: its MACs and kinds, this minute and the last), and an index for crowded IPs. */
+  readonly #buckets = new Map<string, Bucket[]>();
+  readonly #crowded = new Map<string, Map<string, Bucket>>();
   readonly #dirty = new Set<Bucket>();
   #evicted = 0;
 
   constructor(readonly db: Db) {}
 
+  #bucket(node: string, e: ObservationAggregate): Bucket {
+    const minuteNo = Math.floor(e.lastSeen / MINUTE_MS);
+    let list = this.#buckets.get(e.ip);
+    if (list === undefined) this.#buckets.set(e.ip, (list = []));
+    const index = this.#crowded.get(e.ip);
+    if (index !== undefined) {
+      const b = index.get(bucketKey(minuteNo, e.mac, e.kind));
+      if (b !== undefined) return b;
+    } else for (const b of list) if (b.minuteNo === minuteNo && b.mac === e.mac && b.kind === e.kind) return b;
+    const start = minuteNo * MINUTE_MS;
+    const b: Bucket = {
+      minuteNo,
+      ip: e.ip,
+      mac: e.mac,
+      kind: e.kind,
+      node,
+      nodeCount: 0,
+      more: null,
+      count: 0,
+      written: 0,
+      first: e.firstSeen - start,
+      last: e.lastSeen - start,
+    };
+    list.push(b);
+    if (index !== undefined) index.set(bucketKey(minuteNo, e.mac, e.kind), b);
+    else if (list.length > CROWDED) this.#crowded.set(e.ip, new Map(list.map((x) => [bucketKey(x.minuteNo, x.mac, x.kind), x])));
+    return b;
+  }
+
   /** record adds one agent's batch to the minute buckets (in memory until the next flush). */
   record(node: string, entries: readonly ObservationAggregate[]): void {
     for (const e of entries) {
-      const minute = e.lastSeen - (e.lastSeen % MINUTE_MS);
-      const key = `${minute}|${e.ip}|${e.mac}|${e.kind}`;
-      let b = this.#buckets.get(key);
-      if (b === undefined) {
-        b = {
-          minute,
-          ip: e.ip,
-          mac: e.mac,
-          kind: e.kind,
-          node,
-          nodeCount: 0,
-          more: null,
-          count: 0,
-          written: 0,
-          first: e.firstSeen,
-          last: e.lastSeen,
-        };
-        this.#buckets.set(key, b);
-      }
+      const b = this.#bucket(node, e);
       let n: number;
       if (b.node === node) n = b.nodeCount += e.count;
       else {
@@ -80,8 +102,9 @@ export class TrafficRepo {
         b.more.set(node, n);
       }
       if (n > b.count) b.count = n;
-      if (e.firstSeen < b.first) b.first = e.firstSeen;
-      if (e.lastSeen > b.last) b.last = e.lastSeen;
+      const start = b.minuteNo * MINUTE_MS;
+      if (e.firstSeen - start < b.first) b.first = e.firstSeen - start;
+      if (e.lastSeen - start > b.last) b.last = e.lastSeen - start;
       this.#dirty.add(b);
     }
   }
@@ -110,7 +133,7 @@ export class TrafficRepo {
         `INSERT INTO minute_stats (minute, ip, mac, kind, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (minute, ip, mac, kind) DO UPDATE SET count = minute_stats.count + excluded.count,
            first_seen = MIN(minute_stats.first_seen, excluded.first_seen), last_seen = MAX(minute_stats.last_seen, excluded.last_seen)`,
-        [b.minute, b.ip, b.mac, b.kind, delta, b.first, b.last],
+        [b.minuteNo * MINUTE_MS, b.ip, b.mac, b.kind, delta, b.minuteNo * MINUTE_MS + b.first, b.minuteNo * MINUTE_MS + b.last],
       );
       b.written = b.count;
     }
@@ -118,8 +141,16 @@ export class TrafficRepo {
     // added to the stored row.
     if (now - this.#evicted >= EVICT_EVERY_MS) {
       this.#evicted = now;
-      const current = now - (now % MINUTE_MS);
-      for (const [key, b] of this.#buckets) if (b.minute < current && !this.#dirty.has(b)) this.#buckets.delete(key);
+      const current = Math.floor(now / MINUTE_MS);
+      const over = (b: Bucket) => b.minuteNo < current && !this.#dirty.has(b);
+      for (const [ip, list] of this.#buckets) {
+        if (!list.some(over)) continue;
+        const kept = list.filter((b) => !over(b));
+        if (kept.length === 0) this.#buckets.delete(ip);
+        else this.#buckets.set(ip, kept);
+        this.#crowded.delete(ip);
+        if (kept.length > CROWDED) this.#crowded.set(ip, new Map(kept.map((x) => [bucketKey(x.minuteNo, x.mac, x.kind), x])));
+      }
     }
     return rows.length;
   }
@@ -153,11 +184,12 @@ export class TrafficRepo {
       [ip, start, to],
     );
     const byKey = new Map(rows.map((r) => [`${r.minute}|${r.mac}|${r.kind}`, { ...r }]));
-    for (const b of this.#dirty) {
-      if (b.ip !== ip || b.minute < start || b.minute > to || b.count === b.written) continue;
-      const key = `${b.minute}|${b.mac}|${b.kind}`;
+    for (const b of this.#buckets.get(ip) ?? []) {
+      const minute = b.minuteNo * MINUTE_MS;
+      if (minute < start || minute > to || b.count === b.written) continue;
+      const key = `${minute}|${b.mac}|${b.kind}`;
       const r = byKey.get(key);
-      if (r === undefined) byKey.set(key, { minute: b.minute, mac: b.mac, kind: b.kind as ObservationKind, count: b.count - b.written });
+      if (r === undefined) byKey.set(key, { minute, mac: b.mac, kind: b.kind as ObservationKind, count: b.count - b.written });
       else r.count += b.count - b.written;
     }
     return [...byKey.values()].sort((a, b) => a.minute - b.minute || a.mac.localeCompare(b.mac) || a.kind.localeCompare(b.kind));
