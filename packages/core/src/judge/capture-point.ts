@@ -39,12 +39,27 @@ interface Slot {
  */
 interface Sighting {
   t: number;
+  /** Shared NO_REPLIES until the first reply (most requests get one or none). */
   replies: number[];
   sent: number;
   drained: boolean;
 }
 
-const ipText = (k: IpKey): string => (typeof k === "number" ? formatIPv4Number(k) : k);
+const NO_REPLIES: number[] = [];
+
+/** The texts of recent IPv4 keys, made once each: every drain names each busy IP again. */
+const ipTexts = new Map<number, string>();
+const MAX_IP_TEXTS = 200_000;
+
+function ipText(k: IpKey): string {
+  if (typeof k !== "number") return k;
+  let t = ipTexts.get(k);
+  if (t === undefined) {
+    if (ipTexts.size >= MAX_IP_TEXTS) ipTexts.clear();
+    ipTexts.set(k, (t = formatIPv4Number(k)));
+  }
+  return t;
+}
 const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, b) => n * 256 + b, 0) : s);
 
 /** A Drained batch is what goes to the judge (the hub): aggregates, request reports, and frames lost to the bound. */
@@ -104,7 +119,7 @@ export class CapturePoint {
       this.#dropped++;
       return;
     }
-    list.push({ t: now, replies: [], sent: 0, drained: false });
+    list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
     this.#sightings++;
   }
 
@@ -117,7 +132,9 @@ export class CapturePoint {
       if (s === undefined || s.t > now) continue;
       if (now - s.t > REPLY_WINDOW_MS) return;
       for (let k = 0; k < s.replies.length; k += 2) if (s.replies[k] === mac) return;
-      s.replies.push(mac, now - s.t);
+      // An array literal has its exact size; one grown by push keeps room for sixteen.
+      if (s.replies === NO_REPLIES) s.replies = [mac, now - s.t];
+      else s.replies.push(mac, now - s.t);
       return;
     }
   }
@@ -254,13 +271,16 @@ export class CapturePoint {
       for (const [ip, askers] of ips) {
         for (const [asker, list] of askers) {
           if (out.length === max) return out;
-          const times: number[] = [];
-          const replies: [number, string, number][] = [];
+          // Most lists have nothing due at a drain: their arrays are made only when something is.
+          let times: number[] | null = null;
+          let replies: [number, string, number][] | null = null;
           for (const s of list) {
-            if (times.length === MAX_REQUEST_TIMES) break;
+            if (times?.length === MAX_REQUEST_TIMES) break;
             const over = final || now - s.t > REPLY_WINDOW_MS;
             const fresh = s.replies.length > s.sent;
             if (!fresh && (s.drained || !over)) continue;
+            times ??= [];
+            replies ??= [];
             const i = times.length;
             times.push(Math.round(s.t));
             for (let k = s.sent; k < s.replies.length; k += 2)
@@ -268,12 +288,14 @@ export class CapturePoint {
             s.sent = s.replies.length;
             s.drained = true;
           }
-          if (times.length > 0) out.push({ ip: ipText(ip), asker: ipText(asker), iface, times, replies });
+          if (times !== null) out.push({ ip: ipText(ip), asker: ipText(asker), iface, times, replies: replies ?? [] });
           // Requests whose window is over and that were reported are forgotten; the latest ones stay to time replies.
           let keep = 0;
           for (const s of list) if (!(s.drained && (final || now - s.t > REPLY_WINDOW_MS))) list[keep++] = s;
-          this.#sightings -= list.length - keep;
-          list.length = keep;
+          if (keep < list.length) {
+            this.#sightings -= list.length - keep;
+            list.length = keep;
+          }
           if (keep === 0) askers.delete(asker);
         }
         if (askers.size === 0) ips.delete(ip);

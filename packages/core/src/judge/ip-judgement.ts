@@ -62,7 +62,8 @@ interface Move {
 interface Evidence {
   macs: Set<string>;
   at: number;
-  detail: string;
+  /** Written out only when taken: on a busy IP the latest of thousands is the one read. */
+  detail: () => string;
 }
 
 const NO_HANDOVERS: readonly Handover[] = [];
@@ -152,7 +153,7 @@ export class IpJudgement {
         "multi-responder",
         macs,
         r.t,
-        `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`,
+        () => `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`,
       );
     }
   }
@@ -178,17 +179,19 @@ export class IpJudgement {
         m.lastAnnounceTha = e.targetMac;
       }
     }
-    if (e.ethernetMismatch > 0 && e.ethSrc !== null) {
+    const ethSrc = e.ethSrc;
+    if (e.ethernetMismatch > 0 && ethSrc !== null) {
       this.#evidence(
         "ethernet-mismatch",
-        [e.mac, e.ethSrc],
+        [e.mac, ethSrc],
         e.lastSeen,
-        `Ethernet source ${e.ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`,
+        () =>
+          `Ethernet source ${ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`,
       );
     }
   }
 
-  #evidence(type: "multi-responder" | "changed" | "ethernet-mismatch", macs: readonly string[], at: number, detail: string): void {
+  #evidence(type: "multi-responder" | "changed" | "ethernet-mismatch", macs: readonly string[], at: number, detail: () => string): void {
     this.urgent = true;
     this.#evidenceByType ??= new Map();
     const e = this.#evidenceByType.get(type);
@@ -206,7 +209,7 @@ export class IpJudgement {
     const all = this.#evidenceByType;
     if (all === null) return [];
     this.#evidenceByType = null;
-    return [...all].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail, at: e.at }));
+    return [...all].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail(), at: e.at }));
   }
 
   /**
@@ -238,7 +241,8 @@ export class IpJudgement {
           "changed",
           [from.mac, to.mac],
           u.handover.at,
-          `${this.ip} moved from ${name(from.mac, lens)} to ${name(to.mac, lens)} without a gratuitous announcement from ${name(to.mac, lens)}: switches and clients that cached ${name(from.mac, lens)} keep sending there until they ask again`,
+          () =>
+            `${this.ip} moved from ${name(from.mac, lens)} to ${name(to.mac, lens)} without a gratuitous announcement from ${name(to.mac, lens)}: switches and clients that cached ${name(from.mac, lens)} keep sending there until they ask again`,
         );
       }
     }

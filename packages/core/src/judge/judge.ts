@@ -89,13 +89,19 @@ export class Judge {
   /** The name of each capture point, made once (every request of every report names one). */
   readonly #points = new Map<string, string>();
 
+  /** The last capture point named: a batch's reports mostly name one. */
+  #lastPoint = { node: "", iface: "", point: "" };
+
   #point(node: string, iface: string): string {
+    const last = this.#lastPoint;
+    if (last.node === node && last.iface === iface) return last.point;
     const k = `${node}\0${iface}`;
     let p = this.#points.get(k);
     if (p === undefined) {
       if (this.#points.size > 100_000) this.#points.clear();
       this.#points.set(k, (p = pointOf(node, iface)));
     }
+    this.#lastPoint = { node, iface, point: p };
     return p;
   }
 

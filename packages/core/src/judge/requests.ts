@@ -38,15 +38,23 @@ export class JoinedRequest {
     this.ambiguous = ambiguous;
     this.late = late;
     // Arrays of their exact size: an array that grows by push keeps room for sixteen, and these are many.
-    const macs = new Set(replies.map(([mac]) => mac));
-    this.#keys = new Array<string>(1 + macs.size);
-    this.#times = new Array<number>(1 + macs.size);
+    // Sized for the distinct MACs among the replies (a MAC may come twice: its earliest reply counts).
+    let n = 1;
+    distinct: for (let k = 0; k < replies.length; k++) {
+      for (let j = 0; j < k; j++) if (replies[j]?.[0] === replies[k]?.[0]) continue distinct;
+      n++;
+    }
+    this.#keys = new Array<string>(n);
+    this.#times = new Array<number>(n);
     this.#keys[0] = point;
     this.#times[0] = t;
-    let i = 1;
-    for (const mac of macs) {
-      this.#keys[i] = mac;
-      this.#times[i++] = Math.min(...replies.filter(([m]) => m === mac).map(([, at]) => at));
+    n = 1;
+    for (const [mac, at] of replies) {
+      const i = this.#find(mac, 1, n);
+      if (i < 0) {
+        this.#keys[n] = mac;
+        this.#times[n++] = at;
+      } else if (at < (this.#times[i] ?? Infinity)) this.#times[i] = at;
     }
   }
 

@@ -58,13 +58,21 @@ export function macToNumber(bytes: Uint8Array, offset: number): number {
   );
 }
 
+/** The texts of recent MACs, made once each (a capture holds a few MACs, in millions of frames). */
+const macTexts = new Map<number, string>();
+const MAX_MAC_TEXTS = 4096;
+
 /** formatMacNumber renders a macToNumber value as lowercase colon-separated hex. */
 export function formatMacNumber(n: number): string {
+  const known = macTexts.get(n);
+  if (known !== undefined) return known;
   let s = "";
   for (let i = 5; i >= 0; i--) {
     const b = Math.floor(n / 2 ** (8 * i)) % 256;
     s += (i === 5 ? "" : ":") + (HEX[b] ?? "00");
   }
+  if (macTexts.size >= MAX_MAC_TEXTS) macTexts.clear();
+  macTexts.set(n, s);
   return s;
 }
 
