@@ -47,13 +47,15 @@ export class AttemptLimiter {
   constructor(
     readonly rate: number,
     readonly burst: number,
+    /** Keys tracked at most (refilled keys go first, then the oldest); Infinity for a table bounded by its callers. */
+    readonly maxKeys = MAX_TRACKED_KEYS,
   ) {}
 
   /** take counts an attempt for `key`; false when its allowance is spent (the attempt must be refused). */
   take(key: string, now: number): boolean {
     let b = this.#buckets.get(key);
     if (b === undefined) {
-      if (this.#buckets.size >= MAX_TRACKED_KEYS) this.#forget(now);
+      if (this.#buckets.size >= this.maxKeys) this.#forget(now);
       b = new TokenBucket(this.rate, this.burst, now);
       this.#buckets.set(key, b);
     }
@@ -67,9 +69,39 @@ export class AttemptLimiter {
 
   #forget(now: number): void {
     for (const [k, b] of this.#buckets) if (b.full(now)) this.#buckets.delete(k);
-    if (this.#buckets.size < MAX_TRACKED_KEYS) return;
+    if (this.#buckets.size < this.maxKeys) return;
     const oldest = this.#buckets.keys().next();
     if (oldest.done !== true) this.#buckets.delete(oldest.value);
+  }
+}
+
+/**
+ * A WorkGate bounds slow work done for anonymous callers (password hashes: 19 MiB and tens of ms each) in total:
+ * at most `running` at once and `waiting` queued; past that, `enter` answers false and the caller is refused at once.
+ * Per-address limits alone let a client with many addresses (an IPv6 /48) tie up every core.
+ */
+export class WorkGate {
+  #running = 0;
+  readonly #queue: (() => void)[] = [];
+
+  constructor(
+    readonly running: number,
+    readonly waiting: number,
+  ) {}
+
+  /** run runs `work` when a slot is free; null (without running it) when the queue is full. */
+  async run<T>(work: () => Promise<T>): Promise<T | null> {
+    if (this.#running >= this.running) {
+      if (this.#queue.length >= this.waiting) return null;
+      await new Promise<void>((resolve) => this.#queue.push(resolve));
+    } else this.#running++;
+    try {
+      return await work();
+    } finally {
+      const next = this.#queue.shift();
+      if (next !== undefined) next();
+      else this.#running--;
+    }
   }
 }
 

@@ -33,6 +33,8 @@ describe("addressScope", () => {
     { case: "6to4 of loopback", ip: "2002:7f00:1::", scope: "loopback" },
     { case: "6to4 of a public address", ip: "2002:5db8:d822::1", scope: "public" },
     { case: "Teredo", ip: "2001:0:4136:e378:8000:63bf:3fff:fdd2", scope: "reserved" },
+    { case: "IPv6 site-local (deprecated)", ip: "fec0::1", scope: "private" },
+    { case: "IPv4-compatible range", ip: "::2", scope: "reserved" },
   ])("$case: $ip is $scope", ({ ip, scope }) => {
     expect(addressScope(ip)).toBe(scope);
   });

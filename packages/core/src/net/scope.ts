@@ -51,6 +51,10 @@ const V6: readonly Range[] = [
   v6("::1/128", "loopback"),
   v6("fe80::/10", "link-local"),
   v6("fc00::/7", "private"),
+  // Site-local (RFC 3879 deprecated it; some networks still route it inside).
+  v6("fec0::/10", "private"),
+  // The rest of the IPv4-compatible range (RFC 4291 deprecated it): never a public receiver.
+  v6("::/96", "reserved"),
   v6("ff00::/8", "reserved"),
   v6("2001:db8::/32", "reserved"),
   v6("100::/64", "reserved"),

@@ -174,14 +174,22 @@ describe("roles and CSRF", () => {
     ]);
   });
 
-  it("refuses a viewer's mutation (403 naming the role) and anyone unsigned (401)", async () => {
-    const { origin } = await start();
+  it("refuses a viewer's mutation (403 naming the role, audited) and anyone unsigned (401)", async () => {
+    const { hub, origin } = await start();
     const v = await login(origin, "vic");
     const r = await mutate(origin, "incidents.acknowledge", { id: 1 }, { cookie: v.cookie, "x-whohas-csrf": v.csrf });
     expect(r.status).toBe(403);
     expect(r.body.error?.message).toBe(
       "vic is a viewer; this needs the operator role (ask an admin, or map your group in auth.proxy.groupRoles)",
     );
+    expect(hub.store.audit.list()).toEqual([
+      expect.objectContaining({
+        actor: "vic",
+        action: "incidents.acknowledge",
+        outcome: "refused",
+        detail: expect.stringMatching(/needs the operator role/),
+      }),
+    ]);
     expect((await fetch(`${origin}/api/trpc/ips.list`)).status).toBe(401);
     // The read API's token reads, and cannot act.
     expect((await fetch(`${origin}/api/trpc/ips.list`, { headers: { authorization: `Bearer ${VIEWER}` } })).status).toBe(200);

@@ -142,7 +142,7 @@ export class Egress {
             const status = res.statusCode ?? 0;
             const redirect =
               status >= 300 && status < 400
-                ? `the receiver redirects to ${String(res.headers.location ?? "?").slice(0, 200)}: whohas does not follow redirects, use the final URL`
+                ? `the receiver answers ${res.statusCode} (a redirect): whohas does not follow redirects, use the final URL`
                 : null;
             const ra = res.headers["retry-after"];
             finish({

@@ -5,7 +5,7 @@ import type { TLSSocket } from "node:tls";
 import type { Logger } from "@whohas/core";
 import type { AccessRepo } from "../store/access.js";
 import type { SettingsRepo } from "../store/settings.js";
-import { AttemptLimiter } from "../limits.js";
+import { AttemptLimiter, WorkGate } from "../limits.js";
 import { ClientAddresses, limitKey, peerAddress, trustList } from "../client-address.js";
 import { LogThrottle } from "../log-throttle.js";
 import { verifyPassword } from "./passwords.js";
@@ -42,6 +42,12 @@ export const DEVICE_COOKIE = "whohas_device";
 const DEVICE_TTL_S = 365 * 86_400;
 const DEVICE_RATE = 5 / 60;
 const DEVICE_BURST = 10;
+/**
+ * HASHES_RUNNING / HASHES_WAITING: password checks at once (libuv's four threads) and queued, for every caller
+ * together; more sign-ins than that at once are refused with 429 before any hash.
+ */
+const HASHES_RUNNING = 4;
+const HASHES_WAITING = 64;
 
 export interface LocalUser {
   readonly name: string;
@@ -124,7 +130,10 @@ export class Auth {
   readonly #trusted: BlockList | null;
   readonly #secret: Buffer;
   readonly #byClient = new AttemptLimiter(CLIENT_RATE, CLIENT_BURST);
-  readonly #byUser = new AttemptLimiter(USER_RATE, USER_BURST);
+  readonly #byUser = new AttemptLimiter(USER_RATE, USER_BURST, Infinity);
+  readonly #byUnknownUser = new AttemptLimiter(USER_RATE, USER_BURST);
+  /** Password checks in flight and waiting, all callers together. */
+  readonly #hashing = new WorkGate(HASHES_RUNNING, HASHES_WAITING);
   readonly #byDevice = new AttemptLimiter(DEVICE_RATE, DEVICE_BURST);
   readonly #noisy: LogThrottle;
   /** clients reads a request's real client address (behind trusted proxies). */
@@ -248,7 +257,10 @@ export class Auth {
       };
     }
     const device = this.#device(req, name);
-    const [byAccount, accountKey] = device === null ? [this.#byUser, name] : [this.#byDevice, device];
+    // Names of real users have buckets that are never evicted (as many as configured users); any other name goes to
+    // a bounded table, so that thousands of made-up names cannot push a locked user's bucket out. Both answer alike.
+    const known = this.#users.has(name);
+    const [byAccount, accountKey] = device !== null ? [this.#byDevice, device] : known ? [this.#byUser, name] : [this.#byUnknownUser, name];
     if (!byAccount.take(accountKey, now)) {
       this.#noisy.warn("auth.login_throttled", `${key} ${name}`, {
         user: name,
@@ -262,7 +274,16 @@ export class Auth {
       return { ok: false, status: 429, reason: "locked", message: "too many failed sign-ins for this user: wait a minute and try again" };
     }
     const u = this.#users.get(name);
-    const ok = await verifyPassword(u?.passwordHash ?? null, password);
+    const ok = await this.#hashing.run(() => verifyPassword(u?.passwordHash ?? null, password));
+    if (ok === null) {
+      byAccount.succeeded(accountKey);
+      this.#byClient.succeeded(key);
+      this.#noisy.warn("auth.login_busy", "busy", {
+        client,
+        hint: `more than ${HASHES_RUNNING + HASHES_WAITING} sign-ins at once: a flood of attempts`,
+      });
+      return { ok: false, status: 429, reason: "throttled", message: "the hub is busy checking sign-ins: try again in a moment" };
+    }
     if (!ok || u === undefined) {
       this.logger.warn("auth.login_failed", { user: name, client, reason: u === undefined ? "unknown user" : "wrong password" });
       return { ok: false, status: 401, reason: "invalid", message: "wrong user name or password" };

@@ -22,6 +22,21 @@ describe("sign-in limits", () => {
     expect(await attempt(origin, "ada", PASSWORD)).toBe(429);
   });
 
+  it("checks a bounded number of passwords at once, whatever the number of addresses: the rest get 429", async () => {
+    // 200 clients behind the proxy, each with a fresh allowance and a name of its own: only the hub-wide bound holds.
+    const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
+    const statuses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => attempt(origin, `nobody-${i}`, "guess", `2001:db8:${i.toString(16)}::1`)),
+    );
+    // Without the bound every one of them would be hashed (401); with it, those past 4 running and 64 waiting are not.
+    const checked = statuses.filter((s) => s === 401).length;
+    expect(checked).toBeGreaterThanOrEqual(4 + 64);
+    expect(checked).toBeLessThan(200);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(200 - checked);
+    // Once the flood has passed, the owner signs in.
+    expect(await attempt(origin, "ada", PASSWORD, "198.51.100.30")).toBe(200);
+  });
+
   it("counts clients behind a trusted proxy by X-Forwarded-For: one guessing client locks out only itself", async () => {
     const { origin } = await startHub({ trustedProxies: ["127.0.0.0/8"] });
     for (let i = 0; i < 12; i++) await attempt(origin, "olga", `guess-${i}`, "203.0.113.5");
