@@ -57,6 +57,10 @@ test("Probe counts three responders on every request, live, then summarises", as
 
 test("Force re-announce asks first, runs on the expected owner, and its frames appear in the timeline", async ({ page }) => {
   await page.goto(`${url}/ips/${vip0}`);
+  // The lab runs MetalLB layer 2 without ServiceL2Status: whohas names the announcer and computes MetalLB's election.
+  await expect(page.getByTestId("announcer")).toHaveAttribute("data-announcer", "metallb-l2");
+  await expect(page.getByTestId("announcer")).toContainText("Announced by: MetalLB layer 2");
+  await expect(page.getByTestId("expected-owner")).toContainText("(computed: MetalLB election)");
   const owner = (await page.getByTestId("expected-owner").locator("strong").innerText()).trim();
   expect(nodes.map((n) => n.name)).toContain(owner);
   // The owner's speaker announced when it took the IP over: count what this button adds on top.

@@ -31,6 +31,7 @@ export * from "./kubeproxy/plan.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";
+export * from "./cluster/announcers.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";
 export * from "./net/scope.js";

@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// whohas-lab: the network lab. `demo` runs hub + agents + client until Ctrl-C; `gc` removes leftovers of dead runs.
+// whohas-lab: the network lab. `demo` runs hub + agents + client until Ctrl-C; `kube` runs the test Kubernetes API
+// server alone; `gc` removes leftovers of dead runs.
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { startTestApiServer } from "./kube/server.js";
 import { collectGarbage, requireRoot } from "./lab.js";
 import { startStack } from "./stack.js";
 
@@ -12,8 +16,32 @@ Commands:
         leaves them), start the hub on port P (default 3000), one agent per node, a client that asks for
         every VIP each second, and a test Kubernetes API server holding the matching Services, kube-proxy
         config and MetalLB objects. Runs until Ctrl-C, then tears everything down.
+  kube --kubeconfig-out FILE [--port P]
+        start the test Kubernetes API server alone, empty (no lab, no root needed), write a kubeconfig for it
+        (an admin token, TLS verified) to FILE, print its address, and serve until Ctrl-C. Drive it with
+        kubectl --kubeconfig FILE (MetalLB, Cilium and kube-vip objects included) and point a hub at it.
   gc    remove namespaces and state of labs whose process is gone.
 `;
+
+async function kube(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { "kubeconfig-out": { type: "string" }, port: { type: "string" } } });
+  const out = values["kubeconfig-out"];
+  if (out === undefined) throw new Error("kube needs --kubeconfig-out FILE (where to write the kubeconfig)");
+  const port = Number(values.port ?? 0);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be a port number (got ${values.port})`);
+  const token = randomBytes(24).toString("hex");
+  const api = await startTestApiServer({ tokens: new Map([[token, "admin"]]) }, port);
+  writeFileSync(out, api.kubeconfig(token, "admin"), { mode: 0o600 });
+  process.stdout.write(
+    `test Kubernetes API server at ${api.url}\nkubeconfig: ${out} (kubectl --kubeconfig ${out} get ns)\nCtrl-C stops it.\n`,
+  );
+  const stop = () => {
+    api.server.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
 
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
@@ -64,6 +92,7 @@ async function demo(argv: string[]): Promise<void> {
 async function main(): Promise<void> {
   const [cmd, ...rest] = process.argv.slice(2);
   if (cmd === "demo") return demo(rest);
+  if (cmd === "kube") return kube(rest);
   if (cmd === "gc") {
     await requireRoot();
     const removed = await collectGarbage();

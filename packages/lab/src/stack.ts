@@ -51,6 +51,11 @@ export interface StackOptions {
   readonly serviceAccountAgents?: boolean;
   /** Requests the test API server refuses with 403 (RBAC the hub lacks). */
   readonly forbidden?: readonly ForbiddenRule[];
+  /**
+   * Changes the seeded cluster before the hub starts (needs `kube`): another announcer's Leases, a BGP pool, a
+   * Service's loadBalancerClass: the hub's first verdicts then already follow them.
+   */
+  readonly kubeSetup?: (api: TestApiServer) => void;
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -224,6 +229,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         lab.nodes.map((n) => n.name),
         services,
       );
+      opts.kubeSetup?.(api);
       // The agents' Pods, as the DaemonSet makes them: the hub reads one to learn the node of a Pod-bound token.
       if (saTokens !== null)
         seedAgentPods(

@@ -11,6 +11,7 @@ import { IpActions } from "./ip-actions";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
+import { ANNOUNCER_NAMES, ownerSourceName } from "./ui/ips-view";
 
 type Range = "15m" | "1h" | "24h";
 type Timeline = RouterOutputs["ips"]["timeline"];
@@ -91,17 +92,23 @@ export function IpDetail({ ip }: { ip: string }) {
         )}
         {v.pool === null ? null : <span className="muted"> pool {v.pool}</span>}
       </p>
-      <p data-testid="expected-owner">
-        Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
-        {v.expectedOwner === null ? null : (
+      <p data-testid="announcer" data-announcer={v.announcer ?? ""}>
+        Announced by:{" "}
+        {v.announcer === null ? <span className="muted">no announcer recognised</span> : <strong>{ANNOUNCER_NAMES[v.announcer]}</strong>}
+        {v.interfaces === null ? null : (
           <span className="muted">
-            (
-            {v.expectedOwner.source === "computed"
-              ? "computed with MetalLB's election"
-              : v.expectedOwner.source === "event"
-                ? "MetalLB's nodeAssigned event"
-                : "MetalLB's ServiceL2Status"}
-            )
+            {" "}
+            on {v.interfaces.patterns ? "interfaces matching" : "interfaces"} {v.interfaces.names.join(", ")}
+          </span>
+        )}
+      </p>
+      <p data-testid="expected-owner" data-source={v.expectedOwner?.source ?? ""}>
+        Expected owner: {owner === null ? <span className="muted">unknown</span> : <strong>{owner}</strong>}{" "}
+        {v.expectedOwner === null ? null : <span className="muted">({ownerSourceName(v.expectedOwner.source)})</span>}
+        {v.ownerUnknown === null ? null : (
+          <span className="muted" data-testid="owner-unknown">
+            {" "}
+            ({v.ownerUnknown})
           </span>
         )}
       </p>

@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { memo, useMemo, useRef, useState, type UIEvent } from "react";
-import { STATE_TEXT, ipsQuery, viewRows, type Ip, type SortKey } from "./ui/ips-view";
+import { STATE_TEXT, ipsQuery, ownerSourceName, viewRows, type Ip, type SortKey } from "./ui/ips-view";
 import { Options } from "./ui/table";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
@@ -96,11 +96,13 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
           Finding{" "}
           <select value={finding} onChange={(e) => set({ finding: e.target.value })} data-testid="filter-finding">
             <option value="">any</option>
-            {["multi-responder", "wrong-owner", "silent-drop", "split-brain", "no-responder", "capture-lost"].map((f) => (
-              <option key={f} value={f}>
-                {f}
-              </option>
-            ))}
+            {["multi-responder", "wrong-owner", "wrong-interface", "silent-drop", "split-brain", "no-responder", "capture-lost"].map(
+              (f) => (
+                <option key={f} value={f}>
+                  {f}
+                </option>
+              ),
+            )}
           </select>
         </label>
         <span className="muted" data-testid="row-count">
@@ -181,7 +183,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
           <span className="muted">unknown</span>
         ) : (
           <>
-            {owner} <span className="muted">({ip.expectedOwner?.source})</span>
+            {owner} <span className="muted">({ownerSourceName(ip.expectedOwner?.source)})</span>
           </>
         )}
       </div>

@@ -124,7 +124,8 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         findings.reset();
-        for (const t of ["multi-responder", "wrong-owner", "silent-drop", "split-brain", "no-responder"]) findings.set({ type: t }, 0);
+        for (const t of ["multi-responder", "wrong-owner", "wrong-interface", "silent-drop", "split-brain", "no-responder"])
+          findings.set({ type: t }, 0);
         for (const [type, n] of hub.judging.present()) findings.set({ type }, n);
       },
     });

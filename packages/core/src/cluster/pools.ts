@@ -4,6 +4,8 @@ import { isIPv4, parseIPv4, parseIPv6 } from "../packet/addr.js";
 export interface AddressPool {
   readonly name: string;
   readonly addresses: readonly string[];
+  /** metadata.labels, for L2Advertisements and BGPAdvertisements that select pools by label. */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 function toBig(ip: string): { v6: boolean; n: bigint } | null {

@@ -14,6 +14,8 @@
  *   owner has not announced since: clients and switches that took it keep sending to the wrong node.
  * - `ethernet-mismatch`: a frame's Ethernet source is not its ARP sender MAC (Microsoft NLB does it on purpose).
  * - `wrong-owner`: a node that is not the expected owner answers.
+ * - `wrong-interface`: the owner answers from an interface its announcer does not name (MetalLB's or Cilium's
+ *   `interfaces`).
  * - `silent-drop`: under externalTrafficPolicy Local, a node with no local endpoint answers: clients that cache its
  *   MAC send traffic kube-proxy drops without a word (the hub only: it needs the cluster's EndpointSlices).
  * - `capture-lost`: every agent that captured this IP is down, so whohas is blind to it (the hub only).
@@ -29,6 +31,7 @@ export type FindingType =
   | "stale-announcer"
   | "ethernet-mismatch"
   | "wrong-owner"
+  | "wrong-interface"
   | "silent-drop"
   | "capture-lost"
   | "agent-down"

@@ -210,6 +210,33 @@ describe("the judge, per request", () => {
     expect(unknown.opened()).toEqual([]);
   });
 
+  it("raises wrong-interface when the owner answers from an interface its announcer does not name", () => {
+    const ETH1 = "02:00:5e:00:01:0a";
+    const c = new Cluster();
+    c.ctx = { ...NO_CONTEXT, owner: { node: "node-a", macs: [mac("node-a")] }, ownerOtherMacs: [ETH1] };
+    c.run(OWNER_GRACE_MS + 2000, () => {
+      const report: RequestReport = { ip: VIP, asker: CLIENT, iface: "eth1", times: [c.now], replies: [[0, ETH1, 0.3]] };
+      c.judge.ingest(
+        "node-a",
+        { entries: [{ ...agg("reply", "node-a", c.now), mac: ETH1, iface: "eth1" }], requests: [report] },
+        c.now,
+        lens,
+      );
+    });
+    expect(c.opened()).toEqual(["wrong-interface"]);
+    expect(c.transitions[0]?.finding.macs).toEqual([ETH1]);
+  });
+
+  it("judges nothing of an IP that is not announced over ARP (BGP only), however many answer", () => {
+    const c = new Cluster();
+    c.ctx = { ...NO_CONTEXT, owner: null, layer2: false };
+    c.run(3000, () => c.ask(NODES));
+    expect(c.opened()).toEqual([]);
+    c.ctx = NO_CONTEXT;
+    c.run(1000, () => c.ask(NODES));
+    expect(c.opened()).toEqual(["multi-responder"]);
+  });
+
   it("raises no-responder once requests went unanswered for 3 s, and silent-drop for a node without endpoint", () => {
     const c = new Cluster();
     c.run(1000, () => c.ask(["node-a"]));

@@ -27,6 +27,16 @@ export interface IpContext {
   readonly local: { readonly endpointNodes: readonly string[] } | null;
   /** Nodes whose capture point is down (their agent). */
   readonly downNodes: ReadonlySet<string>;
+  /**
+   * False when the IP is not announced over ARP/NDP (MetalLB BGP only): routers carry it, nodes that answer ARP for
+   * it harm nobody, and nothing is judged. Absent: judged.
+   */
+  readonly layer2?: boolean;
+  /**
+   * The owner's MACs on interfaces its announcer does not allow (MetalLB's and Cilium's `interfaces`): an answer from
+   * one is wrong-interface.
+   */
+  readonly ownerOtherMacs?: readonly string[];
 }
 
 /** The part of an IP's view the rules read. */
@@ -48,6 +58,7 @@ const nameOf = (r: { readonly mac: string; readonly node: string | null }) => r.
  */
 export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView, ctx: IpContext, now: number, lens: Lens): LiveFinding[] {
   const out: LiveFinding[] = j === undefined ? [] : j.takeEvidence();
+  if (ctx.layer2 === false) return [];
   const blind = v.capturedBy.length > 0 && v.capturedBy.every((n) => ctx.downNodes.has(n));
   if (blind) {
     out.push({
@@ -85,6 +96,18 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     }
   }
   const owner = ctx.owner;
+  // The owner answering from an interface its announcer does not name (it may name none the owner has).
+  const other = answering.filter((r) => {
+    const since = j?.answeringSince(r.mac, now) ?? null;
+    return ctx.ownerOtherMacs?.includes(r.mac) === true && (since === null || now - since >= OWNER_GRACE_MS);
+  });
+  if (owner !== null && other.length > 0) {
+    out.push({
+      type: "wrong-interface",
+      macs: other.map((r) => r.mac),
+      detail: `${owner.node ?? "the owner"} answers for ${ip} from ${other.map((r) => r.mac).join(", ")}, an interface its announcer does not name: the announcer never said it would be reached there`,
+    });
+  }
   if (owner !== null && owner.macs.length > 0) {
     // A node that is not the owner answers (with a node owner, only other nodes count: a stranger is another matter),
     // for longer than the owner's status takes to follow a failover.
@@ -96,7 +119,11 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       return (since === null || now - since >= OWNER_GRACE_MS) && !(ownerSince !== Infinity && last < ownerSince);
     };
     const wrong = answering.filter(
-      (r) => !owner.macs.includes(r.mac) && (owner.node === null || (r.node !== null && r.node !== owner.node)) && settled(r.mac),
+      (r) =>
+        !owner.macs.includes(r.mac) &&
+        ctx.ownerOtherMacs?.includes(r.mac) !== true &&
+        (owner.node === null || (r.node !== null && r.node !== owner.node)) &&
+        settled(r.mac),
     );
     if (wrong.length > 0) {
       out.push({

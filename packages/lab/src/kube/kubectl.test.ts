@@ -164,6 +164,66 @@ describe("the test API server, driven by kubectl", () => {
     expect(r.stderr).toMatch(/Forbidden.*User "viewer" cannot patch resource "configmaps" in API group "" in the namespace "kube-system"/);
   });
 
+  it("serves the announcers' resources: Leases (with a field selector leaving node heartbeats out), BGP, Cilium", async () => {
+    const manifests = [
+      {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: "plndr-svcs-lock", namespace: "kube-system" },
+        spec: { holderIdentity: "node-b" },
+      },
+      {
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
+        metadata: { name: "node-a", namespace: "kube-node-lease" },
+        spec: { holderIdentity: "node-a" },
+      },
+      {
+        apiVersion: "metallb.io/v1beta1",
+        kind: "BGPAdvertisement",
+        metadata: { name: "bgp", namespace: "metallb-system" },
+        spec: { ipAddressPools: ["lb"] },
+      },
+      {
+        apiVersion: "metallb.io/v1beta2",
+        kind: "BGPPeer",
+        metadata: { name: "tor", namespace: "metallb-system" },
+        spec: { peerAddress: "192.0.2.1", peerASN: 64500, myASN: 64501 },
+      },
+      {
+        apiVersion: "cilium.io/v2alpha1",
+        kind: "CiliumL2AnnouncementPolicy",
+        metadata: { name: "l2" },
+        spec: { interfaces: ["^eth[0-9]+"], loadBalancerIPs: true },
+      },
+    ];
+    const applied = await kubectl(
+      ["apply", "--validate=false", "-f", "-"],
+      kubeconfig,
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: manifests }),
+    );
+    expect(applied.status, applied.stderr).toBe(0);
+    const holders = await kubectl([
+      "get",
+      "leases",
+      "-A",
+      "--field-selector",
+      "metadata.namespace!=kube-node-lease",
+      "-o",
+      "jsonpath={.items[*].spec.holderIdentity}",
+    ]);
+    expect(holders.stdout).toBe("node-b");
+    expect((await kubectl(["get", "bgpadvertisements.metallb.io", "-n", "metallb-system", "-o", "name"])).stdout).toContain(
+      "bgpadvertisement.metallb.io/bgp",
+    );
+    expect((await kubectl(["get", "bgppeers.v1beta2.metallb.io", "-n", "metallb-system", "-o", "name"])).stdout).toContain(
+      "bgppeer.metallb.io/tor",
+    );
+    expect((await kubectl(["get", "ciliuml2announcementpolicies", "-o", "jsonpath={.items[0].spec.interfaces[0]}"])).stdout).toBe(
+      "^eth[0-9]+",
+    );
+  });
+
   it("refuses an unknown token with 401", async () => {
     const r = await kubectl(["get", "ns"], kubeconfigFor(api.url, "nope-nope-nope", "nobody"));
     expect(r.stderr).toMatch(/Unauthorized|must be logged in/);

@@ -97,6 +97,17 @@ export const RESOURCES: readonly ResourceType[] = [
   { group: "authentication.k8s.io", version: "v1", resource: "tokenreviews", kind: "TokenReview", namespaced: false },
   { group: "metallb.io", version: "v1beta1", resource: "ipaddresspools", kind: "IPAddressPool", namespaced: true },
   { group: "metallb.io", version: "v1beta1", resource: "l2advertisements", kind: "L2Advertisement", namespaced: true },
+  { group: "metallb.io", version: "v1beta1", resource: "bgpadvertisements", kind: "BGPAdvertisement", namespaced: true },
+  { group: "metallb.io", version: "v1beta2", resource: "bgppeers", kind: "BGPPeer", namespaced: true },
+  { group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true },
+  {
+    group: "cilium.io",
+    version: "v2alpha1",
+    resource: "ciliuml2announcementpolicies",
+    kind: "CiliumL2AnnouncementPolicy",
+    namespaced: false,
+    shortNames: ["l2announcement"],
+  },
   {
     group: "metallb.io",
     version: "v1beta1",
@@ -146,9 +157,12 @@ export function groupList(omit: ReadonlySet<string>): unknown {
     kind: "APIGroupList",
     apiVersion: "v1",
     groups: groups.map((g) => {
-      const v = RESOURCES.find((r) => r.group === g)?.version ?? "v1";
-      const gv = { groupVersion: `${g}/${v}`, version: v };
-      return { name: g, versions: [gv], preferredVersion: gv };
+      // Every version the group serves (MetalLB's BGPPeer is v1beta2 beside v1beta1); the first is preferred.
+      const versions = [...new Set(RESOURCES.filter((r) => r.group === g).map((r) => r.version))].map((v) => ({
+        groupVersion: `${g}/${v}`,
+        version: v,
+      }));
+      return { name: g, versions, preferredVersion: versions[0] };
     }),
   };
 }

@@ -17,8 +17,30 @@ export const STATE_TEXT: Record<Ip["state"], string> = {
   "no-responder": "no responder",
   single: "one responder",
   idle: "idle",
+  "not-layer2": "not layer 2 (BGP)",
 };
-const STATE_RANK: Record<Ip["state"], number> = { "multi-responder": 0, "no-responder": 1, single: 2, idle: 3 };
+const STATE_RANK: Record<Ip["state"], number> = { "multi-responder": 0, "no-responder": 1, single: 2, idle: 3, "not-layer2": 4 };
+
+/** How each source of the expected owner is shown (the hub's OwnerSource). */
+const OWNER_SOURCES: Readonly<Record<string, string>> = {
+  servicel2status: "MetalLB ServiceL2Status",
+  event: "MetalLB nodeAssigned event",
+  computed: "computed: MetalLB election",
+  "kube-vip-lease": "kube-vip lease",
+  "kube-vip-annotation": "kube-vip vipHost annotation",
+  "cilium-lease": "Cilium lease",
+};
+
+/** ownerSourceName names where an expected owner came from. */
+export const ownerSourceName = (source: string | undefined): string => (source === undefined ? "" : (OWNER_SOURCES[source] ?? source));
+
+/** How each announcer is shown. */
+export const ANNOUNCER_NAMES: Readonly<Record<string, string>> = {
+  "metallb-l2": "MetalLB layer 2",
+  "metallb-bgp": "MetalLB BGP",
+  "kube-vip": "kube-vip",
+  cilium: "Cilium L2 announcements",
+};
 
 export type SortKey = "ip" | "state" | "service" | "owner" | "responders" | "requests";
 export const SORTS: Record<SortKey, (a: Ip, b: Ip) => number> = {

@@ -119,9 +119,16 @@ export class Actions {
    */
   async reannounce(ip: string, actor: string): Promise<{ node: string; bursts: number; message: string }> {
     const input = { ip };
-    const owner = this.o.hub.ip(ip)?.expectedOwner?.node ?? null;
-    if (owner === null) {
-      const message = `whohas does not know which node should own ${ip}: it needs Kubernetes access with the IP's Service (and MetalLB's status or speakers) to name the owner`;
+    const view = this.o.hub.ip(ip);
+    const owner = view?.expectedOwner?.node ?? null;
+    if (view?.announcer === "metallb-bgp" || owner === null) {
+      // Announcing from a guessed node would pull traffic to the wrong place: refused, with what whohas does know.
+      const message =
+        view?.announcer === "metallb-bgp"
+          ? `${ip} is advertised by MetalLB over BGP, not ARP: routers carry it, and gratuitous ARP would only make a node answer for it`
+          : view === null || view.services.length === 0
+            ? `whohas does not know which node should own ${ip}: no LoadBalancer Service has it (the hub needs Kubernetes access to name the owner)`
+            : `whohas does not know which node should own ${ip}: ${view.ownerUnknown ?? "no announcer recognised"}`;
       this.#audit(actor, "ip.reannounce", input, "refused", message);
       throw new ActionRefused(message);
     }

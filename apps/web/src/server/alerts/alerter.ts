@@ -31,6 +31,7 @@ const REPEAT_SWEEP_MS = 60_000;
 const NOTIFIED = new Set([
   "multi-responder",
   "wrong-owner",
+  "wrong-interface",
   "silent-drop",
   "split-brain",
   "flip-flop",

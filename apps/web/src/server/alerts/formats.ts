@@ -40,6 +40,7 @@ const ZERO_TIME = "0001-01-01T00:00:00Z";
 const SEVERITY: Record<string, "critical" | "warning"> = {
   "multi-responder": "critical",
   "wrong-owner": "critical",
+  "wrong-interface": "warning",
   "split-brain": "critical",
   "silent-drop": "critical",
 };

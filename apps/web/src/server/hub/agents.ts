@@ -78,6 +78,13 @@ export class AgentRegistry {
     return this.#macVersion;
   }
 
+  /** interfacesOf lists `node`'s interfaces (name and MAC), as its agent reported them. */
+  interfacesOf(node: string): { readonly name: string; readonly mac: string }[] {
+    const r = this.#agents.get(node);
+    if (r === undefined) return [];
+    return [...r.interfaces, ...(r.facts?.interfaces ?? [])];
+  }
+
   /** macsOf lists the MACs of `node`'s interfaces, as its agent reported them. */
   macsOf(node: string): string[] {
     const r = this.#agents.get(node);

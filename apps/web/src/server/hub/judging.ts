@@ -1,5 +1,6 @@
 import {
   FindingTracker,
+  allowsInterface,
   nodeFindings,
   subjectNode,
   type Handover,
@@ -111,9 +112,16 @@ export class Judging {
   ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>): IpContext {
     const inv = inventory.get(ip);
     const ownerNode = inv?.expectedOwner?.node ?? null;
-    const owner = ownerNode === null ? null : { node: ownerNode, macs: this.o.agents.macsOf(ownerNode) };
     const local = inv?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: inv.endpointNodes } : null;
-    return { owner, local, downNodes: down };
+    // MetalLB BGP only: not announced over ARP, not judged.
+    if (inv?.announcer === "metallb-bgp") return { owner: null, local: null, downNodes: down, layer2: false };
+    if (ownerNode === null) return { owner: null, local, downNodes: down };
+    // The owner answers from the interfaces its announcer names; its other MACs answering is wrong-interface.
+    const ifaces = this.o.agents.interfacesOf(ownerNode);
+    const allowed = (name: string) => allowsInterface(inv?.interfaces ?? null, name);
+    const macs = [...new Set(ifaces.filter((i) => allowed(i.name)).map((i) => i.mac))];
+    const other = [...new Set(ifaces.filter((i) => !allowed(i.name)).map((i) => i.mac))].filter((m) => !macs.includes(m));
+    return { owner: { node: ownerNode, macs }, local, downNodes: down, ...(other.length > 0 ? { ownerOtherMacs: other } : {}) };
   }
 
   /** onHandover calls `fn` for every handover (the metrics' histogram). */

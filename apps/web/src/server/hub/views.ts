@@ -3,10 +3,20 @@ import type { ClusterState } from "./cluster.js";
 import type { Judging } from "./judging.js";
 import type { Traffic } from "./traffic.js";
 
+/** HubIpState is the judge's state, or "not-layer2": announced by BGP only, its ARP not judged. */
+export type HubIpState = IpView["state"] | "not-layer2";
+
 /** A HubIpView is an IP as the dashboard shows it: the judge's view joined with what the cluster says. */
-export interface HubIpView extends IpView {
+export interface HubIpView extends Omit<IpView, "state"> {
+  readonly state: HubIpState;
   readonly services: IpInventory["services"];
+  /** What announces it (MetalLB layer 2 or BGP, kube-vip, Cilium); null when none is recognised. */
+  readonly announcer: IpInventory["announcer"];
   readonly expectedOwner: IpInventory["expectedOwner"];
+  /** Why the owner is unknown, or why the IP is not judged for ARP. */
+  readonly ownerUnknown: string | null;
+  /** Where the owner may answer; null: any interface. */
+  readonly interfaces: IpInventory["interfaces"];
   /** MetalLB's IPAddressPool holding the IP, when known. */
   readonly pool: string | null;
   /** Nodes hosting a serving endpoint (ETP Local: a responder elsewhere silently drops traffic). */
@@ -23,8 +33,9 @@ export interface HubIpView extends IpView {
  */
 export interface IpRow {
   readonly ip: string;
-  readonly state: IpView["state"];
+  readonly state: HubIpState;
   readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
+  readonly announcer: IpInventory["announcer"];
   readonly expectedOwner: IpInventory["expectedOwner"];
   readonly responders: readonly {
     readonly mac: string;
@@ -46,6 +57,7 @@ export function rowOf(v: HubIpView): IpRow {
     ip: v.ip,
     state: v.state,
     services: v.services.map((x) => ({ namespace: x.namespace, name: x.name, externalTrafficPolicy: x.externalTrafficPolicy })),
+    announcer: v.announcer,
     expectedOwner: v.expectedOwner,
     responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, lastGratuitous: r.lastGratuitous })),
     fastest: v.fastest,
@@ -69,7 +81,10 @@ export function ipJson(v: HubIpView) {
       ports: s.ports,
     })),
     pool: v.pool,
+    announcer: v.announcer,
     expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
+    ownerUnknown: v.ownerUnknown,
+    interfaces: v.interfaces,
     responders: v.responders.map((r) => ({
       mac: r.mac,
       node: r.node,
@@ -101,6 +116,7 @@ export function ipJson(v: HubIpView) {
 export function evidenceOf(v: HubIpView | null): unknown {
   return {
     services: v?.services ?? [],
+    announcer: v?.announcer ?? null,
     expectedOwner: v?.expectedOwner ?? null,
     responders: (v?.responders ?? []).map((r) => ({
       mac: r.mac,
@@ -136,8 +152,12 @@ export class Views {
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: i.endpointNodes } : null;
     return {
       ...v,
+      state: i?.announcer === "metallb-bgp" ? "not-layer2" : v.state,
       services: i?.services ?? [],
+      announcer: i?.announcer ?? null,
       expectedOwner: i?.expectedOwner ?? null,
+      ownerUnknown: i?.ownerUnknown ?? null,
+      interfaces: i?.interfaces ?? null,
       pool: i?.pool ?? null,
       endpointNodes: i?.endpointNodes ?? [],
       silentDropNodes: silentDropNodes(v.responders, local),

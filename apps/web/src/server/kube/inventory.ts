@@ -1,6 +1,7 @@
 import {
   ApisApi,
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
@@ -12,6 +13,7 @@ import {
   type V1DaemonSet,
   type V1EndpointSlice,
   type V1Node,
+  type V1Pod,
   type CoreV1Event,
   type V1Service,
 } from "@kubernetes/client-node";
@@ -75,6 +77,7 @@ function watchResource<T extends KubernetesObject>(
   onChange: () => void,
   logger: Logger,
   fieldSelector?: string,
+  labelSelector?: string,
 ): Watched<T> {
   let failing: { since: number; message: string } | null = null;
   // In sync again: the watch was accepted. Told to the hub, which shows the inventory as stale while it is not.
@@ -85,7 +88,7 @@ function watchResource<T extends KubernetesObject>(
     failing = null;
     onChange();
   };
-  const informer = new ListWatch<T>(path, new HealthWatch(kc, synced), list, false, undefined, fieldSelector);
+  const informer = new ListWatch<T>(path, new HealthWatch(kc, synced), list, false, labelSelector, fieldSelector);
   let stopped = false;
   let delay = BACKOFF_MIN_MS;
   for (const ev of ["add", "update", "delete"] as const) informer.on(ev, () => onChange());
@@ -120,9 +123,31 @@ function watchResource<T extends KubernetesObject>(
 }
 
 interface MetallbObject extends KubernetesObject {
-  spec?: { nodeSelectors?: LabelSelector[]; addresses?: string[] };
+  spec?: {
+    nodeSelectors?: LabelSelector[];
+    addresses?: string[];
+    ipAddressPools?: string[];
+    ipAddressPoolSelectors?: LabelSelector[];
+    interfaces?: string[];
+  };
   status?: { node?: string; serviceName?: string; serviceNamespace?: string };
 }
+
+interface LeaseObject extends KubernetesObject {
+  spec?: { holderIdentity?: string | null };
+}
+
+interface CiliumPolicyObject extends KubernetesObject {
+  spec?: { serviceSelector?: LabelSelector; nodeSelector?: LabelSelector; interfaces?: string[]; loadBalancerIPs?: boolean };
+}
+
+/** The labels of MetalLB's speaker Pods: its manifests' and its Helm chart's. */
+const SPEAKER_SELECTORS = ["app=metallb,component=speaker", "app.kubernetes.io/name=metallb,app.kubernetes.io/component=speaker"];
+/** Node heartbeats are Leases too, one per node every 10 s: left out server-side. */
+const NOT_NODE_LEASES = "metadata.namespace!=kube-node-lease";
+/** Only the annotations whohas reads of a Service (kube-vip's). */
+const keepAnnotations = (a: Record<string, string> | undefined) =>
+  Object.fromEntries(Object.entries(a ?? {}).filter(([k]) => k.startsWith("kube-vip.io/")));
 
 /** An Inventory keeps the cluster objects whohas needs and renders them as core's ClusterInput. */
 export interface Inventory {
@@ -147,6 +172,9 @@ function toService(s: V1Service, slices: readonly V1EndpointSlice[]): LoadBalanc
     name,
     externalTrafficPolicy: s.spec?.externalTrafficPolicy === "Local" ? "Local" : "Cluster",
     ingressIPs: (s.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? "").filter((ip) => ip !== ""),
+    labels: s.metadata?.labels ?? {},
+    annotations: keepAnnotations(s.metadata?.annotations),
+    loadBalancerClass: s.spec?.loadBalancerClass ?? null,
     ports: (s.spec?.ports ?? []).map((p) => ({ port: p.port, protocol: p.protocol ?? "TCP" })),
     endpoints: mine.flatMap((sl) =>
       sl.endpoints.map((e) => ({
@@ -167,9 +195,11 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const disco = kc.makeApiClient(DiscoveryV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   let metallb = false;
+  let cilium = false;
   try {
     const groups = await kc.makeApiClient(ApisApi).getAPIVersions();
     metallb = groups.groups.some((g) => g.name === "metallb.io");
+    cilium = groups.groups.some((g) => g.name === "cilium.io");
   } catch (e) {
     logger.warn("kube.discovery_failed", {
       message: (e as Error).message,
@@ -221,9 +251,56 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
     NODE_ASSIGNED,
   );
   const l2ads = metallb ? crd("l2advertisements") : null;
+  const bgpads = metallb ? crd("bgpadvertisements") : null;
   const l2statuses = metallb ? crd("servicel2statuses") : null;
   const pools = metallb ? crd("ipaddresspools") : null;
-  const all = [services, slices, nodes, configmaps, daemonsets, assigned, l2ads, l2statuses, pools].filter((w) => w !== null);
+  // MetalLB's speakers: a node without a ready one is no candidate, whatever runs there.
+  const speakers = metallb
+    ? SPEAKER_SELECTORS.map((sel) =>
+        watchResource<V1Pod>(
+          kc,
+          "/api/v1/pods",
+          () => core.listPodForAllNamespaces({ labelSelector: sel }),
+          onChange,
+          logger,
+          undefined,
+          sel,
+        ),
+      )
+    : [];
+  // kube-vip's and Cilium's leader election: who holds the Lease announces.
+  const leases = watchResource<LeaseObject>(
+    kc,
+    "/apis/coordination.k8s.io/v1/leases",
+    () => kc.makeApiClient(CoordinationV1Api).listLeaseForAllNamespaces({ fieldSelector: NOT_NODE_LEASES }) as never,
+    onChange,
+    logger,
+    NOT_NODE_LEASES,
+  );
+  const ciliumPolicies = cilium
+    ? watchResource<CiliumPolicyObject>(
+        kc,
+        "/apis/cilium.io/v2alpha1/ciliuml2announcementpolicies",
+        () => custom.listClusterCustomObject({ group: "cilium.io", version: "v2alpha1", plural: "ciliuml2announcementpolicies" }) as never,
+        onChange,
+        logger,
+      )
+    : null;
+  const all = [
+    services,
+    slices,
+    nodes,
+    configmaps,
+    daemonsets,
+    assigned,
+    l2ads,
+    bgpads,
+    l2statuses,
+    pools,
+    leases,
+    ciliumPolicies,
+    ...speakers,
+  ].filter((w) => w !== null);
   return {
     metallb,
     kubeProxyConfig: () => {
@@ -246,7 +323,31 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
           labels: n.metadata?.labels ?? {},
           networkUnavailable: (n.status?.conditions ?? []).some((c) => c.type === "NetworkUnavailable" && c.status === "True"),
         })),
-        l2Advertisements: (l2ads?.list() ?? []).map((a) => ({ nodeSelectors: a.spec?.nodeSelectors ?? [] })),
+        l2Advertisements: (l2ads?.list() ?? []).map((a) => ({
+          name: a.metadata?.name ?? "",
+          ipAddressPools: a.spec?.ipAddressPools ?? [],
+          ipAddressPoolSelectors: a.spec?.ipAddressPoolSelectors ?? [],
+          nodeSelectors: a.spec?.nodeSelectors ?? [],
+          interfaces: a.spec?.interfaces ?? [],
+        })),
+        bgpAdvertisements: (bgpads?.list() ?? []).map((a) => ({
+          name: a.metadata?.name ?? "",
+          ipAddressPools: a.spec?.ipAddressPools ?? [],
+          ipAddressPoolSelectors: a.spec?.ipAddressPoolSelectors ?? [],
+        })),
+        speakerNodes: speakerNodes(speakers.flatMap((w) => w.list())),
+        leases: leases.list().map((l) => ({
+          namespace: l.metadata?.namespace ?? "",
+          name: l.metadata?.name ?? "",
+          holder: l.spec?.holderIdentity ?? null,
+        })),
+        ciliumPolicies: (ciliumPolicies?.list() ?? []).map((p) => ({
+          name: p.metadata?.name ?? "",
+          serviceSelector: p.spec?.serviceSelector ?? null,
+          nodeSelector: p.spec?.nodeSelector ?? null,
+          interfaces: p.spec?.interfaces ?? [],
+          loadBalancerIPs: p.spec?.loadBalancerIPs === true,
+        })),
         l2Statuses: (l2statuses?.list() ?? []).flatMap((s) =>
           s.status?.node && s.status.serviceName
             ? [{ node: s.status.node, serviceName: s.status.serviceName, serviceNamespace: s.status.serviceNamespace ?? "" }]
@@ -254,7 +355,11 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
         ),
         nodeAssigned: latestAssignments(assigned.list()),
         metallbInstalled: metallb,
-        pools: (pools?.list() ?? []).map((p) => ({ name: p.metadata?.name ?? "", addresses: p.spec?.addresses ?? [] })),
+        pools: (pools?.list() ?? []).map((p) => ({
+          name: p.metadata?.name ?? "",
+          addresses: p.spec?.addresses ?? [],
+          labels: p.metadata?.labels ?? {},
+        })),
       };
     },
     stale: () => {
@@ -284,18 +389,33 @@ export function rolloutOf(ds: V1DaemonSet): KubeProxyRollout {
   };
 }
 
+/**
+ * speakerNodes names the nodes with a ready MetalLB speaker Pod; null when no speaker Pod is seen at all (not
+ * readable, or labelled otherwise): the agents' nodes then stand in.
+ */
+export function speakerNodes(pods: readonly V1Pod[]): Set<string> | null {
+  if (pods.length === 0) return null;
+  const ready = pods.filter(
+    (p) => p.spec?.nodeName !== undefined && (p.status?.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True"),
+  );
+  return new Set(ready.map((p) => p.spec?.nodeName ?? ""));
+}
+
 /** NODE_ASSIGNED selects MetalLB's announcement Events server-side. */
 const NODE_ASSIGNED = "reason=nodeAssigned";
-const ANNOUNCING = /announcing from node "([^"]+)"/;
+/** MetalLB's message: announcing from node "X" with protocol "layer2" (or "bgp"; older versions name none). */
+const ANNOUNCING = /announcing from node "([^"]+)"(?: with protocol "([^"]+)")?/;
 
-/** latestAssignments maps each Service ("namespace/name") to the node of its newest nodeAssigned Event. */
+/** latestAssignments maps each Service ("namespace/name") to the node of its newest layer 2 nodeAssigned Event. */
 export function latestAssignments(events: readonly CoreV1Event[]): Map<string, string> {
   const newest = new Map<string, { t: number; node: string }>();
   for (const e of events) {
     const o = e.involvedObject;
     if (o.kind !== "Service" || e.reason !== "nodeAssigned") continue;
-    const node = ANNOUNCING.exec(e.message ?? "")?.[1];
-    if (node === undefined) continue;
+    const m = ANNOUNCING.exec(e.message ?? "");
+    const node = m?.[1];
+    // A BGP announcement says nothing of who answers ARP.
+    if (node === undefined || (m?.[2] !== undefined && m[2] !== "layer2")) continue;
     const when = e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp;
     const t = when === undefined ? 0 : new Date(when).getTime();
     const key = `${o.namespace ?? ""}/${o.name ?? ""}`;
