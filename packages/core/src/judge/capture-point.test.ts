@@ -84,8 +84,9 @@ describe("CapturePoint requests", () => {
     expect(p.drain(10, 1200).requests).toEqual([
       { ip: VIP, asker: CLIENT_IP, iface: "eth0", times: [1000], replies: [[0, NODE_B_MAC, 0.5]] },
     ]);
-    // Nothing more once its window is over.
+    // Nothing more once its window is over; it is forgotten within a second after.
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([]);
+    expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1001).requests).toEqual([]);
     expect(p.pending).toBe(0);
   });
 

@@ -47,6 +47,29 @@ interface Sighting {
 
 const NO_REPLIES: number[] = [];
 
+/** reported: a request drained with all its replies, whose window is over: nothing more can come of it. */
+const reported = (s: Sighting | undefined, now: number): boolean =>
+  s !== undefined && s.drained && s.replies.length === s.sent && now - s.t > REPLY_WINDOW_MS;
+
+/** Asked is what one capture point holds of one asker's requests for one IP on one interface. */
+interface Asked {
+  readonly iface: string;
+  readonly ip: IpKey;
+  readonly asker: IpKey;
+  /** In time order; drained ones stay until their window is over, to time late replies. */
+  readonly list: Sighting[];
+  /** The latest request: an asker silent for IDLE_MS is forgotten (most ask again every second: they are kept). */
+  last: number;
+  /** In the due queue (something to report); forgotten: no longer in the maps. */
+  due: boolean;
+  gone: boolean;
+}
+
+/** SWEEP_MS: how often requests reported and over leave memory (a drain only looks at what has something new). */
+const SWEEP_MS = 1000;
+/** IDLE_MS: an asker with no request this long is forgotten. */
+const IDLE_MS = 10_000;
+
 /** The texts of recent IPv4 keys, made once each: every drain names each busy IP again. */
 const ipTexts = new Map<number, string>();
 const MAX_IP_TEXTS = 200_000;
@@ -79,7 +102,13 @@ export interface Drained {
 export class CapturePoint {
   readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
   /** Per interface, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
-  readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Sighting[]>>>();
+  readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Asked>>>();
+  /**
+   * The Asked with something to report (a request or a reply not drained yet), in the order they became due. A drain
+   * walks these, not every asker of every IP (most have nothing new at any one drain); the rest is swept every SWEEP_MS.
+   */
+  #due: Asked[] = [];
+  #swept = -Infinity;
   #size = 0;
   #sightings = 0;
   #dropped = 0;
@@ -91,7 +120,10 @@ export class CapturePoint {
     return this.#size;
   }
 
-  /** pending is the number of requests held (waiting for replies or for the next drain). */
+  /**
+   * pending is the number of requests held: waiting for replies or for the next drain, and reported ones until the
+   * sweep after their window (at most SWEEP_MS later).
+   */
   get pending(): number {
     return this.#sightings;
   }
@@ -107,26 +139,41 @@ export class CapturePoint {
     this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);
   }
 
+  #askedOf(iface: string, ip: IpKey, asker: IpKey): Asked {
+    let ips = this.#asked.get(iface);
+    if (ips === undefined) this.#asked.set(iface, (ips = new Map<IpKey, Map<IpKey, Asked>>()));
+    let askers = ips.get(ip);
+    if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Asked>()));
+    let a = askers.get(asker);
+    if (a === undefined) askers.set(asker, (a = { iface, ip, asker, list: [], last: -Infinity, due: false, gone: false }));
+    return a;
+  }
+
+  /** #markDue queues `a` for the next drain (once: a flag, not a hash, on the path of every frame). */
+  #markDue(a: Asked): void {
+    if (a.due) return;
+    a.due = true;
+    this.#due.push(a);
+  }
+
   /** #ask notes a request: a new sighting for its asker (the latest one is what replies answer). */
   #ask(iface: string, ip: IpKey, asker: IpKey, now: number): void {
-    let ips = this.#asked.get(iface);
-    if (ips === undefined) this.#asked.set(iface, (ips = new Map<IpKey, Map<IpKey, Sighting[]>>()));
-    let askers = ips.get(ip);
-    if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Sighting[]>()));
-    let list = askers.get(asker);
-    if (list === undefined) askers.set(asker, (list = []));
     if (this.#sightings >= this.maxEntries) {
       this.#dropped++;
       return;
     }
-    list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
+    const a = this.#askedOf(iface, ip, asker);
+    a.list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
+    if (now > a.last) a.last = now;
     this.#sightings++;
+    this.#markDue(a);
   }
 
   /** #answer attaches a reply to the asker's latest request within REPLY_WINDOW_MS (once per MAC). */
   #answer(iface: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
-    const list = this.#asked.get(iface)?.get(ip)?.get(asker);
-    if (list === undefined) return;
+    const a = this.#asked.get(iface)?.get(ip)?.get(asker);
+    if (a === undefined) return;
+    const list = a.list;
     for (let i = list.length - 1; i >= 0; i--) {
       const s = list[i];
       if (s === undefined || s.t > now) continue;
@@ -135,6 +182,7 @@ export class CapturePoint {
       // An array literal has its exact size; one grown by push keeps room for sixteen.
       if (s.replies === NO_REPLIES) s.replies = [mac, now - s.t];
       else s.replies.push(mac, now - s.t);
+      this.#markDue(a);
       return;
     }
   }
@@ -203,16 +251,13 @@ export class CapturePoint {
       const asker = ipKey(r.asker);
       const replies = new Map<number, number[]>();
       for (const [i, mac, delay] of r.replies) replies.set(i, [...(replies.get(i) ?? []), macToNumber(parseMac(mac), 0), delay]);
-      let ips = this.#asked.get(r.iface);
-      if (ips === undefined) this.#asked.set(r.iface, (ips = new Map<IpKey, Map<IpKey, Sighting[]>>()));
-      let askers = ips.get(ip);
-      if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Sighting[]>()));
-      let list = askers.get(asker);
-      if (list === undefined) askers.set(asker, (list = []));
+      const a = this.#askedOf(r.iface, ip, asker);
+      const list = a.list;
       for (const [i, t] of r.times.entries()) {
         list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
         this.#sightings++;
       }
+      this.#markDue(a);
       list.sort((a, b) => a.t - b.t);
     }
     this.#dropped += batch.dropped;
@@ -267,41 +312,74 @@ export class CapturePoint {
 
   #drainRequests(max: number, now: number, final: boolean): RequestReport[] {
     const out: RequestReport[] = [];
+    const due = this.#due;
+    this.#due = [];
+    for (let n = 0; n < due.length; n++) {
+      const a = due[n];
+      if (a === undefined || a.gone) continue;
+      if (out.length === max) {
+        // The rest waits for the next drain, in order.
+        for (const b of due.slice(n)) if (!b.gone) this.#due.push(b);
+        break;
+      }
+      const list = a.list;
+      // Most lists have nothing due at a drain: their arrays are made only when something is.
+      let times: number[] | null = null;
+      let replies: [number, string, number][] | null = null;
+      let waiting = false;
+      for (const s of list) {
+        const over = final || now - s.t > REPLY_WINDOW_MS;
+        const fresh = s.replies.length > s.sent;
+        if (!fresh && (s.drained || !over)) {
+          if (!s.drained) waiting = true;
+          continue;
+        }
+        if (times?.length === MAX_REQUEST_TIMES) {
+          waiting = true;
+          break;
+        }
+        times ??= [];
+        replies ??= [];
+        const i = times.length;
+        times.push(Math.round(s.t));
+        for (let k = s.sent; k < s.replies.length; k += 2)
+          replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
+        s.sent = s.replies.length;
+        s.drained = true;
+      }
+      if (times !== null) out.push({ ip: ipText(a.ip), asker: ipText(a.asker), iface: a.iface, times, replies: replies ?? [] });
+      // Nothing left to report until a request or a reply comes (#ask and #answer queue it again).
+      if (waiting) this.#due.push(a);
+      else a.due = false;
+    }
+    if (final || now - this.#swept >= SWEEP_MS) this.#sweep(now, final);
+    return out;
+  }
+
+  /**
+   * #sweep forgets requests whose window is over and that were reported (the latest ones stay to time replies), and
+   * the askers left with none.
+   */
+  #sweep(now: number, final: boolean): void {
+    this.#swept = now;
     for (const [iface, ips] of this.#asked) {
       for (const [ip, askers] of ips) {
-        for (const [asker, list] of askers) {
-          if (out.length === max) return out;
-          // Most lists have nothing due at a drain: their arrays are made only when something is.
-          let times: number[] | null = null;
-          let replies: [number, string, number][] | null = null;
-          for (const s of list) {
-            if (times?.length === MAX_REQUEST_TIMES) break;
-            const over = final || now - s.t > REPLY_WINDOW_MS;
-            const fresh = s.replies.length > s.sent;
-            if (!fresh && (s.drained || !over)) continue;
-            times ??= [];
-            replies ??= [];
-            const i = times.length;
-            times.push(Math.round(s.t));
-            for (let k = s.sent; k < s.replies.length; k += 2)
-              replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
-            s.sent = s.replies.length;
-            s.drained = true;
-          }
-          if (times !== null) out.push({ ip: ipText(ip), asker: ipText(asker), iface, times, replies: replies ?? [] });
-          // Requests whose window is over and that were reported are forgotten; the latest ones stay to time replies.
+        for (const [asker, a] of askers) {
+          const list = a.list;
           let keep = 0;
-          for (const s of list) if (!(s.drained && (final || now - s.t > REPLY_WINDOW_MS))) list[keep++] = s;
+          for (const s of list) if (!(final ? s.drained && s.replies.length === s.sent : reported(s, now))) list[keep++] = s;
           if (keep < list.length) {
             this.#sightings -= list.length - keep;
             list.length = keep;
           }
-          if (keep === 0) askers.delete(asker);
+          if (keep === 0 && (final || now - a.last > IDLE_MS)) {
+            askers.delete(asker);
+            a.gone = true;
+          }
         }
         if (askers.size === 0) ips.delete(ip);
       }
       if (ips.size === 0) this.#asked.delete(iface);
     }
-    return out;
   }
 }

@@ -98,8 +98,9 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
   const owner = ctx.owner;
   // The owner answering from an interface its announcer does not name (it may name none the owner has).
   const other = answering.filter((r) => {
+    if (ctx.ownerOtherMacs?.includes(r.mac) !== true) return false;
     const since = j?.answeringSince(r.mac, now) ?? null;
-    return ctx.ownerOtherMacs?.includes(r.mac) === true && (since === null || now - since >= OWNER_GRACE_MS);
+    return since === null || now - since >= OWNER_GRACE_MS;
   });
   if (owner !== null && other.length > 0) {
     out.push({
