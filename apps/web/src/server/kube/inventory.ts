@@ -272,7 +272,7 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const leases = watchResource<LeaseObject>(
     kc,
     "/apis/coordination.k8s.io/v1/leases",
-    () => kc.makeApiClient(CoordinationV1Api).listLeaseForAllNamespaces({ fieldSelector: NOT_NODE_LEASES }) as never,
+    () => kc.makeApiClient(CoordinationV1Api).listLeaseForAllNamespaces({ fieldSelector: NOT_NODE_LEASES }),
     onChange,
     logger,
     NOT_NODE_LEASES,
