@@ -35,6 +35,14 @@ test("Fix: from several responders to one, verified; rollback puts back the exac
   await expect(run.locator('li[data-step="rollout"]')).toHaveAttribute("data-state", "ok", { timeout: 60_000 });
   await expect(run).toHaveAttribute("data-result", "verified", { timeout: 120_000 });
   await expect(run.locator('li[data-step="probe"]')).toContainText("every request answered once, by the expected owner");
+  // What verification checked: every LoadBalancer IP, probed with requests, each answered by its owner alone.
+  const checked = page.getByTestId("checked").locator("tbody tr");
+  await expect(checked).toHaveCount(vips.length);
+  for (const ip of vips) {
+    const row = page.locator(`[data-testid="checked"] tr[data-ip="${ip}"]`);
+    await expect(row).toHaveAttribute("data-ok", "true");
+    expect(Number(await row.locator("td").nth(2).innerText())).toBeGreaterThan(0);
+  }
   await shot(page, "fix-verified");
   expect(configText()).toContain("strictARP: true");
 

@@ -154,6 +154,29 @@ export function RemediationPage() {
               </li>
             ))}
           </ol>
+          {run.checked.length === 0 ? null : (
+            <table className="checked" data-testid="checked">
+              <caption>What verification probed</caption>
+              <thead>
+                <tr>
+                  <th scope="col">IP</th>
+                  <th scope="col">Expected owner</th>
+                  <th scope="col">Requests</th>
+                  <th scope="col">Result</th>
+                </tr>
+              </thead>
+              <tbody>
+                {run.checked.map((c) => (
+                  <tr key={c.ip} data-ip={c.ip} data-ok={c.problem === null}>
+                    <td className="mono">{c.ip}</td>
+                    <td>{c.owner ?? <span className="muted">unknown (one answer is enough)</span>}</td>
+                    <td>{c.requests}</td>
+                    <td>{c.problem ?? "answered once, by the owner"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
           {run.result === "running" ? (
             <p className="progress" role="status">
               Working…

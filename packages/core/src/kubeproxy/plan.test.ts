@@ -41,4 +41,10 @@ describe("fixVerdict", () => {
       ]),
     ).toBe("192.0.2.10: 1 requests answered by several MACs, 1 by a node other than node-a, 1 unanswered");
   });
+
+  it("never passes a probe without evidence, and asks only for one answer when no owner is known", () => {
+    expect(fixVerdict("192.0.2.10", "node-a", [])).toBe("192.0.2.10: the probe sent no request, so nothing shows the fix worked");
+    expect(fixVerdict("192.0.2.10", null, [{ replies: [{ node: "node-b" }] }])).toBeNull();
+    expect(fixVerdict("192.0.2.10", null, [{ replies: [] }])).toMatch(/1 unanswered$/);
+  });
 });

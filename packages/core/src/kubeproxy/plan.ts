@@ -62,16 +62,18 @@ export function strictArpFix(input: FixInput): FixPlan {
 }
 
 /**
- * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner.
- * Returns what is still wrong, or null.
+ * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner (by
+ * one node when no owner is known). Returns what is still wrong, or null. No request probed is no evidence: the fix
+ * is then not verified, never passed.
  */
 export function fixVerdict(
   ip: string,
   owner: string | null,
   rounds: readonly { readonly replies: readonly { readonly node: string | null }[] }[],
 ): string | null {
+  if (rounds.length === 0) return `${ip}: the probe sent no request, so nothing shows the fix worked`;
   const several = rounds.filter((r) => r.replies.length > 1).length;
-  const wrong = rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
+  const wrong = owner === null ? 0 : rounds.filter((r) => r.replies.length === 1 && r.replies[0]?.node !== owner).length;
   const none = rounds.filter((r) => r.replies.length === 0).length;
   return several + wrong + none === 0
     ? null

@@ -20,8 +20,11 @@ const CONFIG_KEY = "config.conf";
 /** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */
 const BACKUPS_KEY = "remediation.backups";
 const MAX_BACKUPS = 20;
-/** MAX_PROBED: affected IPs probed during verification (each from two nodes). */
-const MAX_PROBED = 8;
+/**
+ * PROBE_BATCH: LoadBalancer IPs probed at once during verification (each from two nodes; the dashboard's probes
+ * share the limit of eight at once). Every IP is probed, batch after batch.
+ */
+const PROBE_BATCH = 6;
 
 /** A RemediationRefused is a step that cannot go on, with what to do about it; nothing after it ran. */
 export class RemediationRefused extends Error {
@@ -59,6 +62,8 @@ export interface Run {
   message: string;
   readonly steps: Step[];
   backup: string | null;
+  /** What verification probed: each LoadBalancer IP, its expected owner, the requests sent, and what was wrong. */
+  readonly checked: { readonly ip: string; readonly owner: string | null; readonly requests: number; readonly problem: string | null }[];
   version: number;
 }
 
@@ -194,6 +199,7 @@ export class Remediation {
       message: "",
       steps: steps.map((name) => ({ name, state: "pending", detail: "" })),
       backup: null,
+      checked: [],
       version: 1,
     };
     this.#run = run;
@@ -395,30 +401,42 @@ export class Remediation {
     await this.#step(run, "probe", async (say) => {
       const actions = this.o.actions();
       if (actions === undefined) throw new Error("probes are not available in this process");
-      const ips = this.o.hub
-        .ips()
-        .filter((v) => v.services.length > 0 && v.expectedOwner !== null)
-        .slice(0, MAX_PROBED);
+      // Every LoadBalancer IP announced over ARP: its expected owner must answer alone (any one node, owner unknown).
+      const ips = this.o.hub.ips().filter((v) => v.services.length > 0 && v.announcer !== "metallb-bgp");
       if (ips.length === 0) {
-        say("no LoadBalancer IP with a known owner to probe");
+        say("no LoadBalancer IP to probe");
         return;
       }
-      const ids = ips.map((v) => actions.probe(v.ip, run.by));
-      say(`probing ${ips.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(actions.durations.probeMs / 1000)} s`);
-      for (;;) {
-        const views = ids.map((id) => actions.view(id));
-        if (views.every((v) => v !== null && v.state !== "running")) {
-          const bad = views.flatMap((v, i) => {
-            const ip = ips[i];
-            const verdict = v === null || ip === undefined ? null : fixVerdict(ip.ip, ip.expectedOwner?.node ?? null, v.rounds);
-            return verdict === null ? [] : [verdict];
-          });
-          if (bad.length > 0) throw new Error(bad.join("; "));
-          say(`${ips.length} IPs: every request answered once, by the expected owner`);
-          return;
+      const batches = Math.ceil(ips.length / PROBE_BATCH);
+      for (let b = 0; b < batches; b++) {
+        const batch = ips.slice(b * PROBE_BATCH, (b + 1) * PROBE_BATCH);
+        say(
+          `probing ${batch.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(actions.durations.probeMs / 1000)} s (batch ${b + 1} of ${batches}, ${ips.length} IPs)`,
+        );
+        const ids = batch.map((v) => actions.probe(v.ip, run.by));
+        for (;;) {
+          const views = ids.map((id) => actions.view(id));
+          if (views.every((v) => v !== null && v.state !== "running")) {
+            batch.forEach((ip, i) => {
+              const v = views[i] ?? null;
+              const owner = ip.expectedOwner?.node ?? null;
+              const problem =
+                v === null
+                  ? `${ip.ip}: the probe is gone`
+                  : v.state === "failed"
+                    ? `${ip.ip}: the probe failed on every prober (${v.messages.join("; ")})`
+                    : fixVerdict(ip.ip, owner, v.rounds);
+              run.checked.push({ ip: ip.ip, owner, requests: v?.rounds.length ?? 0, problem });
+            });
+            run.version++;
+            break;
+          }
+          await new Promise((r) => setTimeout(r, 500));
         }
-        await new Promise((r) => setTimeout(r, 500));
       }
+      const bad = run.checked.filter((c) => c.problem !== null);
+      if (bad.length > 0) throw new Error(`not verified: ${bad.map((c) => c.problem).join("; ")}`);
+      say(`${ips.length} IPs: every request answered once, by the expected owner`);
     });
   }
 
