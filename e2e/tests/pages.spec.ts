@@ -112,11 +112,15 @@ test("a second page sees the same live data without reloading", async ({ browser
 
 test("the light theme is remembered", async ({ page }) => {
   await page.goto(url);
+  const html = page.locator("html");
+  // The theme in force once the page runs (the system's, or the one remembered).
+  await expect(html).toHaveAttribute("data-theme", /^(light|dark)$/);
+  const before = (await html.getAttribute("data-theme")) ?? "";
   await page.getByRole("button", { name: "switch between light and dark theme" }).click();
-  await expect(page.locator("html")).toHaveAttribute("data-theme", /light|dark/);
-  const theme = await page.locator("html").getAttribute("data-theme");
+  const flipped = before === "light" ? "dark" : "light";
+  await expect(html).toHaveAttribute("data-theme", flipped);
   await page.reload();
-  await expect(page.locator("html")).toHaveAttribute("data-theme", theme ?? "");
+  await expect(html).toHaveAttribute("data-theme", flipped);
 });
 
 test("every page runs under the Content-Security-Policy without a violation, and cannot be framed", async ({ page }) => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { EXCLUDE_LB_LABEL, canServe, elect, orderCandidates, type ElectionInput, type ElectionNode } from "./election.js";
 
@@ -22,13 +23,52 @@ function input(over: Partial<ElectionInput> = {}): ElectionInput {
   };
 }
 
-describe("orderCandidates: MetalLB's own test vectors (layer2_controller_test.go)", () => {
+describe("orderCandidates agrees with what it does not share code with", () => {
+  // MetalLB's speaker/layer2_controller_test.go (TestShouldAnnounceEPSlices): speakers iris1 and iris2, one
+  // L2Advertisement for both, externalTrafficPolicy Local with a ready endpoint on each node: 10.20.30.1 is
+  // announced by iris2 ("" for controller 2, "notOwner" for 1), 10.20.30.2 by iris1.
   it.each([
-    { nodes: ["node-a", "node-b", "node-c"], ip: "10.0.0.1", order: ["node-b", "node-a", "node-c"] },
-    { nodes: ["node-a", "node-b", "node-c"], ip: "10.0.0.2", order: ["node-b", "node-c", "node-a"] },
-    { nodes: ["node-a", "node-b"], ip: "10.20.30.1", order: ["node-b", "node-a"] },
-  ])("$ip over $nodes -> $order", ({ nodes, ip, order }) => {
-    expect(orderCandidates(nodes, ip)).toEqual(order);
+    { ip: "10.20.30.1", owner: "iris2" },
+    { ip: "10.20.30.2", owner: "iris1" },
+  ])("MetalLB's own test: $ip -> $owner", ({ ip, owner }) => {
+    expect(orderCandidates(["iris1", "iris2"], ip)[0]).toBe(owner);
+    const both = elect({
+      ingressIPs: [ip],
+      externalTrafficPolicy: "Local",
+      endpoints: [ready("iris1"), ready("iris2")],
+      nodes: [node("iris1"), node("iris2")],
+      speakers: new Set(["iris1", "iris2"]),
+      l2Advertisements: [{ nodeSelectors: [] }],
+    });
+    expect(both.owner).toBe(owner);
+  });
+
+  it("MetalLB's own test: the owner's endpoint not ready, the other node announces (10.20.30.1 -> iris1)", () => {
+    const e = elect({
+      ingressIPs: ["10.20.30.1"],
+      externalTrafficPolicy: "Local",
+      endpoints: [ready("iris1"), { nodeName: "iris2", ready: false, serving: null }],
+      nodes: [node("iris1"), node("iris2")],
+      speakers: new Set(["iris1", "iris2"]),
+      l2Advertisements: [{ nodeSelectors: [] }],
+    });
+    expect(e.owner).toBe("iris1");
+  });
+
+  // The rule written again here from its definition: ascending sha256 of "node#ip" (hex order is byte order).
+  const byHash = (nodes: string[], ip: string) =>
+    nodes
+      .map((n) => ({ n, h: createHash("sha256").update(`${n}#${ip}`).digest("hex") }))
+      .sort((a, b) => (a.h < b.h ? -1 : a.h > b.h ? 1 : 0))
+      .map((x) => x.n);
+
+  it.each([
+    { nodes: ["node-a", "node-b", "node-c"], ip: "10.0.0.1" },
+    { nodes: ["node-a", "node-b", "node-c"], ip: "10.0.0.2" },
+    { nodes: ["worker-1", "worker-2", "worker-3", "worker-4"], ip: "192.0.2.77" },
+    { nodes: ["k8s-a", "k8s-b"], ip: "2001:db8::10" },
+  ])("sha256(node#ip) ascending over $nodes for $ip", ({ nodes, ip }) => {
+    expect(orderCandidates(nodes, ip)).toEqual(byHash(nodes, ip));
   });
 });
 

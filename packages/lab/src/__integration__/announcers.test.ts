@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { orderCandidates } from "@whohas/core";
 import { resourceNamed } from "../kube/resources.js";
 import type { TestApiServer } from "../kube/server.js";
 import { startStack, type Stack } from "../stack.js";
-import { api as readApi, eventually } from "./hub-client.js";
+import { api as readApi, electedBy, eventually } from "./hub-client.js";
 
 interface IpRow {
   ip: string;
@@ -170,7 +169,7 @@ describe("MetalLB layer 2: the owner among the nodes its advertisements, speaker
   });
 
   const vip0 = () => stack.lab.vips[0] ?? "";
-  const elected = (candidates: string[]) => orderCandidates(candidates, vip0())[0];
+  const elected = (candidates: string[]) => electedBy(candidates, vip0());
 
   it("elects among every node with a ready speaker, as MetalLB does", async () => {
     const rows = await eventually(ips, (r) => row(r, vip0())?.expectedOwner !== null, 20_000);

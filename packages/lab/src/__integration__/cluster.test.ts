@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { orderCandidates } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { resourceNamed } from "../kube/resources.js";
 import { KUBE_PROXY_CONFIG } from "../kube/seed.js";
-import { api as readApi, eventually, query } from "./hub-client.js";
+import { api as readApi, electedBy, eventually, query } from "./hub-client.js";
 
 interface IpRow {
   ip: string;
@@ -55,7 +54,7 @@ describe("the hub joins traffic with the cluster", () => {
       { namespace: "demo", name: "web-0", externalTrafficPolicy: "Cluster", ports: [{ port: 80, protocol: "TCP" }] },
     ]);
     expect(r0?.pool).toBe("lab-pool");
-    expect(r0?.expectedOwner).toEqual({ node: orderCandidates(["node-1", "node-2", "node-3"], vip0 ?? "")[0], source: "computed" });
+    expect(r0?.expectedOwner).toEqual({ node: electedBy(["node-1", "node-2", "node-3"], vip0 ?? ""), source: "computed" });
     // ETP Local: only the node with the endpoint (node-3) may own the IP...
     expect(rows.find((r) => r.ip === vip1)?.expectedOwner).toEqual({ node: "node-3", source: "computed" });
     // ...and the other two answer anyway: traffic that reaches them is dropped without a word.

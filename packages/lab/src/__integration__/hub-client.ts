@@ -1,5 +1,15 @@
 // A minimal reader of the hub's API for tests: plain HTTP GET on tRPC queries with the read token, as any client may do.
+import { createHash } from "node:crypto";
 import { request } from "node:http";
+
+/**
+ * electedBy is MetalLB's layer 2 rule written from its definition, independently of core's election (which the lab's
+ * speakers also run): the node with the smallest sha256 of "node#ip" among the candidates.
+ */
+export function electedBy(candidates: readonly string[], ip: string): string | undefined {
+  const hash = (n: string) => createHash("sha256").update(`${n}#${ip}`).digest("hex");
+  return [...candidates].sort((a, b) => (hash(a) < hash(b) ? -1 : hash(a) > hash(b) ? 1 : 0))[0];
+}
 
 export interface ResponderView {
   mac: string;

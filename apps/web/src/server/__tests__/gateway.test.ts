@@ -215,7 +215,6 @@ describe("agent gateway", () => {
     };
     c.send(JSON.stringify({ v: 2, type: "facts", facts }));
     await expect.poll(() => hub.agents.list()[0]?.facts?.kubeIpvs0.addresses).toBe(306);
-    expect(hs).toBeDefined();
     const results: string[] = [];
     const commandArrives = once(c, "message");
     expect(

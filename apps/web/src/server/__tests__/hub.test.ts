@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { SILENCE_MS } from "@whohas/core";
 import { Hub } from "../hub/hub.js";
 import type { Sequenced } from "../hub/feed.js";
@@ -130,14 +130,18 @@ describe("Hub", () => {
     const batch = (ips: string[]) => observations(ips.map((ip) => aggregate(ip, "request", ASKER.mac, now)));
     hub.observe("node-a", batch(lb));
     expect(hub.traffic.limitStatus()).toMatchObject({ ips: 120, evictedIps: 0 });
+    // Sorting by activity reads each IP's last activity: watched, it says whether a batch sorted the table.
+    const sorted = vi.spyOn(hub.traffic.judge.counts, "lastActivity");
     // Plain IPs then: kept until the table grows another 5 % of the limit, then let go of, oldest first.
     for (let i = 0; i < 5; i++) {
       now += 10;
       hub.observe("node-a", batch([`203.0.113.${i}`]));
     }
     expect(hub.traffic.limitStatus()).toMatchObject({ ips: 125, evictedIps: 0 });
+    expect(sorted).not.toHaveBeenCalled();
     now += 10;
     hub.observe("node-a", batch(["203.0.113.5"]));
+    expect(sorted).toHaveBeenCalled();
     expect(hub.traffic.limitStatus()).toMatchObject({ ips: 120, evictedIps: 6 });
     expect(hub.ips().filter((v) => v.ip.startsWith("198.51.100."))).toHaveLength(120);
   });
