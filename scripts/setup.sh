@@ -21,6 +21,7 @@ command -v tshark >/dev/null || missing+=(tshark)
 command -v taskset >/dev/null || missing+=(util-linux)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v make >/dev/null || missing+=(make)
+[ -x /usr/bin/time ] || missing+=(time)
 command -v g++ >/dev/null || missing+=(g++)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

@@ -1,5 +1,7 @@
-// Benchmark of `whohas analyze` (issue 3): frames per second end to end on one core and peak RSS, against
-// `tcpdump -nn -r` and `tshark -T fields` on the same file in the same run. Prints figures; asserts nothing.
+// Benchmark of `whohas analyze`: frames per second end to end on one core and peak RSS, against tools reading the
+// same file in the same run: `arp-count` (bench/ref, C and libpcap: reads and counts requests and replies per IP and
+// MAC, the same counting without the judging: the floor), `tcpdump -nn -r` and `tshark -T fields` (which format
+// every frame instead). Prints figures; asserts nothing.
 import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -8,6 +10,7 @@ import { ISSUE_SHAPE, generateCapture, type CaptureShape } from "./generate.js";
 
 const AGENT_MAIN = fileURLToPath(new URL("../../apps/agent/dist/main.js", import.meta.url));
 const RSS_HOOK = fileURLToPath(new URL("../src/rss-hook.mjs", import.meta.url));
+const ARP_COUNT_C = fileURLToPath(new URL("../ref/arp-count.c", import.meta.url));
 
 async function ensureCapture(shape: CaptureShape): Promise<string> {
   const path = `${tmpdir()}/whohas-bench-${shape.frames}-${shape.vips}-${shape.clients}-${shape.responders}.pcap`;
@@ -33,7 +36,9 @@ interface Run {
 function timed(tool: string, cmd: string, args: string[], keepStdout = false): Promise<Run & { stderr: string; stdout: string }> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn("taskset", ["-c", "0", cmd, ...args], { stdio: ["ignore", keepStdout ? "pipe" : "ignore", "pipe"] });
+    // GNU time reports each tool's peak RSS the same way (node's own hook says it too).
+    const time = existsSync("/usr/bin/time") ? ["/usr/bin/time", "-f", "whohas-bench-maxrss-kb %M"] : [];
+    const child = spawn("taskset", ["-c", "0", ...time, cmd, ...args], { stdio: ["ignore", keepStdout ? "pipe" : "ignore", "pipe"] });
     let stderr = "";
     let stdout = "";
     child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -41,8 +46,8 @@ function timed(tool: string, cmd: string, args: string[], keepStdout = false): P
     child.once("error", reject);
     child.once("close", (code) => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      const kb = /whohas-bench-maxrss-kb (\d+)/.exec(stderr)?.[1];
-      resolve({ tool, seconds, maxRssMb: kb === undefined ? null : Number(kb) / 1024, exit: code, stderr, stdout });
+      const kbs = [...stderr.matchAll(/whohas-bench-maxrss-kb (\d+)/g)].map((m) => Number(m[1]));
+      resolve({ tool, seconds, maxRssMb: kbs.length === 0 ? null : Math.max(...kbs) / 1024, exit: code, stderr, stdout });
     });
   });
 }
@@ -65,6 +70,15 @@ async function main(): Promise<void> {
   }
   if (report.ips.some((ip) => ip.responders.length !== shape.responders)) throw new Error("whohas analyze missed responders");
   runs.push(whohas);
+  // The C reference, built here from bench/ref (libpcap's headers are part of the set-up).
+  const arpCount = `${tmpdir()}/whohas-arp-count`;
+  if (has("cc") && spawnSync("cc", ["-O2", "-o", arpCount, ARP_COUNT_C, "-lpcap"]).status === 0) {
+    const ref = await timed("arp-count (C)", arpCount, [file], true);
+    // It must have read every frame and found every VIP's responders, like whohas.
+    if (!new RegExp(`^arp-count: ${frames} frames`, "m").test(ref.stderr))
+      throw new Error(`arp-count read a different capture:\n${ref.stderr}`);
+    runs.push(ref);
+  }
   if (has("tcpdump")) runs.push(await timed("tcpdump -nn -r", "tcpdump", ["-nn", "-r", file]));
   if (has("tshark"))
     runs.push(await timed("tshark -T fields", "tshark", ["-r", file, "-T", "fields", "-e", "arp.src.hw_mac", "-e", "arp.src.proto_ipv4"]));
@@ -77,7 +91,12 @@ async function main(): Promise<void> {
     `${"tool".padEnd(20)} ${"seconds".padStart(8)} ${"frames/s".padStart(12)} ${"peak RSS".padStart(10)}  whohas is`,
   ];
   for (const r of runs) {
-    const ratio = r === whohas ? "" : `${(r.seconds / whohas.seconds).toFixed(1)}x faster`;
+    const ratio =
+      r === whohas
+        ? ""
+        : r.seconds >= whohas.seconds
+          ? `${(r.seconds / whohas.seconds).toFixed(1)}x faster`
+          : `${(whohas.seconds / r.seconds).toFixed(1)}x slower`;
     lines.push(
       `${r.tool.padEnd(20)} ${r.seconds.toFixed(2).padStart(8)} ${(rate(r) / 1e6).toFixed(2).padStart(10)} M ${r.maxRssMb === null ? "".padStart(10) : `${r.maxRssMb.toFixed(0)} MB`.padStart(10)}  ${ratio}`,
     );
