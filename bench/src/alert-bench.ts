@@ -101,7 +101,8 @@ async function main(): Promise<void> {
     for (const ip of ips) {
       await inNs(second.ns, "ip", "addr", "add", `${ip}/32`, "dev", "kube-ipvs0");
       const start = Date.now();
-      while (!arrivals.has(ip) && Date.now() - start < 15_000) {
+      // Until both ends are known: the webhook, and tcpdump's line for the reply (its output may come after).
+      while (!(arrivals.has(ip) && wire.has(ip)) && Date.now() - start < 15_000) {
         if (!stateAt.has(ip)) {
           const res = await fetch(`${stack.url}/api/v1/ips/${ip}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
           if (res.ok && ((await res.json()) as { state: string }).state === "multi-responder") stateAt.set(ip, Date.now());
