@@ -2,8 +2,10 @@
 // Benchmark of the dashboard (issue 6): the IPs page in Debian's Chromium with 5,000 IPs while 50 updates/s stream
 // into the hub. Measures the first render (navigation start -> every row counted and the first rows drawn) and the
 // frames while the table scrolls for 5 s. The reference in the same run and browser is the naive page: one plain
-// <table> with all 5,000 rows, rendered and scrolled the same way. Asserts nothing.
+// server-rendered <table> with the same rows, loaded by navigation and scrolled the same way. Asserts nothing.
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
@@ -142,16 +144,44 @@ async function main(): Promise<void> {
     const data = (await (await fetch(`${hub.base}/api/trpc/ips.list`, { headers: { authorization: `Bearer ${VIEWER}` } })).json()) as {
       result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] };
     };
-    const ref = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    const html = `<table>${data.result.data.map((i) => `<tr><td>${i.ip}</td><td>${i.state}</td><td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`).join("")}</table>`;
-    await ref.setContent("<!doctype html><body></body>");
-    const refRender = await ref.evaluate((h) => {
-      const t0 = performance.now();
-      document.body.innerHTML = h;
-      void document.body.offsetHeight; // force layout
-      return new Promise<number>((r) => requestAnimationFrame(() => r(performance.now() - t0)));
-    }, html);
+    // Served by a plain HTTP server and loaded by navigation, as the IPs page is: a server-rendered static table.
+    const html = `<!doctype html><html><head><meta charset="utf-8"><title>IPs</title></head><body><table>${data.result.data.map((i) => `<tr data-ip="${i.ip}"><td>${i.ip}</td><td>${i.state}</td><td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`).join("")}</table></body></html>`;
+    const server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const refUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const refVisit = async () => {
+      const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+      const p = await context.newPage();
+      await p.goto(refUrl, { waitUntil: "commit" });
+      await p.waitForFunction(
+        (n) => {
+          const ok = document.querySelectorAll("tr[data-ip]").length === n;
+          const w = window as unknown as { rowsAt?: number };
+          if (ok) w.rowsAt ??= performance.now();
+          return ok;
+        },
+        data.result.data.length,
+        { polling: "raf", timeout: 30_000 },
+      );
+      await p.waitForLoadState("load");
+      const t = await p.evaluate(() => ({
+        rowsAt: (window as unknown as { rowsAt: number }).rowsAt,
+        fcp: performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? Number.NaN,
+      }));
+      return { page: p, context, firstRender: Math.max(t.rowsAt, t.fcp) };
+    };
+    const refVisits = [];
+    for (let i = 0; i < VISITS; i++) refVisits.push(await refVisit());
+    const refSorted = refVisits
+      .slice(1)
+      .map((v) => v.firstRender)
+      .sort((a, b) => a - b);
+    const refRender = refSorted[Math.floor(refSorted.length / 2)] ?? Number.NaN;
+    const ref = refVisits.at(-1)?.page;
+    if (ref === undefined) throw new Error("no reference visit");
     const refScroll = await scrollFrames(ref, null, 5000);
+    for (const v of refVisits) await v.context.close();
+    server.close();
 
     streaming = false;
     await stream;
@@ -167,7 +197,7 @@ async function main(): Promise<void> {
         ),
         `  median of visits 2-${VISITS}: ${warmMedian.toFixed(0)} ms, worst ${(warm.at(-1) ?? Number.NaN).toFixed(0)} ms; ${rows} row elements in the DOM`,
         `  scrolling 5 s: ${fmt(live)}`,
-        `naive <table> (reference, ${data.result.data.length} rows, data already in the page): render ${refRender.toFixed(0)} ms; scrolling 5 s: ${fmt(refScroll)}`,
+        `naive <table> (reference: ${data.result.data.length} rows server-rendered by a plain HTTP server, loaded by navigation; median of visits 2-${VISITS}): first render ${refRender.toFixed(0)} ms; scrolling 5 s: ${fmt(refScroll)}`,
         "",
         `ratio first render / reference render: ${(warmMedian / refRender).toFixed(2)}`,
         `targets: first render <= 1.5 s (median of visits 2-${VISITS}: ${warmMedian <= 1500 ? "met" : "NOT met"}; the hub's first page load: ${cold.firstRender <= 1500 ? "met" : "NOT met"}), no frame over 100 ms while scrolling (${live.over100 === 0 ? "met" : "NOT met"})`,
