@@ -201,7 +201,18 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     auth,
     actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
     settings,
-    remediation: kc === null ? undefined : (actions) => new Remediation({ kc, hub, actions: () => actions, logger }),
+    remediation:
+      kc === null
+        ? undefined
+        : (actions) =>
+            new Remediation({
+              kc,
+              hub,
+              actions: () => actions,
+              logger,
+              rolloutTimeoutMs: config.actions.fixRolloutTimeoutMs,
+              sysctlTimeoutMs: config.actions.fixNodesTimeoutMs,
+            }),
     alerter: (metrics) =>
       new Alerter({
         hub,

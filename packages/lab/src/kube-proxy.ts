@@ -45,6 +45,11 @@ const PODS = "/api/v1/namespaces/kube-system/pods";
 export interface KubeProxies {
   /** The DaemonSet generation each node's kube-proxy last started with. */
   readonly started: ReadonlyMap<string, number>;
+  /**
+   * Nodes whose kube-proxy runs in iptables mode whatever the ConfigMap says (a node started with its own flags):
+   * it restarts and reports Ready, and never sets the sysctls.
+   */
+  readonly iptablesOn: Set<string>;
   stop(): void;
 }
 
@@ -58,6 +63,7 @@ export interface KubeProxies {
  */
 export function startKubeProxies(client: KubeClient, lab: Lab, log: (line: string) => void = () => undefined): KubeProxies {
   const started = new Map<string, number>();
+  const iptablesOn = new Set<string>();
   let busy = false;
   let stopped = false;
 
@@ -65,9 +71,10 @@ export function startKubeProxies(client: KubeClient, lab: Lab, log: (line: strin
     const cm = await call(client, "GET", CM);
     const text = ((cm.json.data ?? {}) as Record<string, string>)["config.conf"];
     const parsed = cm.status === 200 && text !== undefined ? parseKubeProxyConfig(text) : null;
-    if (parsed?.ok === true && parsed.value.mode === "ipvs" && parsed.value.strictARP) await lab.setStrictArp(node, true);
+    const iptables = iptablesOn.has(node.name);
+    if (!iptables && parsed?.ok === true && parsed.value.mode === "ipvs" && parsed.value.strictARP) await lab.setStrictArp(node, true);
     log(
-      `kube-proxy on ${node.name}: started generation ${generation} (${parsed === null ? "no ConfigMap" : parsed.ok ? `mode ${parsed.value.mode}, strictARP ${parsed.value.strictARP}` : parsed.message})`,
+      `kube-proxy on ${node.name}: started generation ${generation} (${iptables ? "mode iptables on this node" : parsed === null ? "no ConfigMap" : parsed.ok ? `mode ${parsed.value.mode}, strictARP ${parsed.value.strictARP}` : parsed.message})`,
     );
     const name = `kube-proxy-${node.name}`;
     const pod = {
@@ -124,6 +131,7 @@ export function startKubeProxies(client: KubeClient, lab: Lab, log: (line: strin
   void loop();
   return {
     started,
+    iptablesOn,
     stop() {
       stopped = true;
       clearInterval(timer);

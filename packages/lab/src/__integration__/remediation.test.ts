@@ -12,6 +12,7 @@ interface Run {
   by: string;
   result: string;
   message: string;
+  backup: string | null;
   steps: { name: string; state: string; detail: string }[];
 }
 
@@ -161,4 +162,64 @@ describe("remediation without the permission to patch", () => {
     expect(run?.steps.find((s) => s.name === "restart")?.state).toBe("skipped");
     expect(await configText(stack)).toBe(before);
   });
+});
+
+// The fix's later steps, each made to fail for real: a node that keeps answering ARP for every address, and a
+// rollout that never completes (the kube-proxy stand-ins stopped). Short waits through the hub's configuration.
+describe("remediation that cannot finish says where it stopped", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({
+      nodes: 2,
+      vips: 1,
+      kube: true,
+      cluster: true,
+      hubConfig: { actions: { fixRolloutTimeout: "15s", fixNodesTimeout: "15s", probeDuration: "3s" } },
+    });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  const settle = (op: Awaited<ReturnType<typeof operator>>) =>
+    eventually(
+      () => op.run(),
+      (r) => r !== null && r.result !== "running",
+      90_000,
+    );
+
+  it("stops at the nodes' check when a node keeps answering for every address after its restart", async () => {
+    const op = await operator(stack);
+    const loose = stack.lab.nodes[1];
+    if (loose === undefined) throw new Error("two nodes needed");
+    // This node's kube-proxy runs in iptables mode (its own flags): it restarts, and leaves the sysctls alone.
+    stack.kubeProxies?.iptablesOn.add(loose.name);
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+    const run = await settle(op);
+    expect(run?.result).toBe("failed");
+    expect(run?.steps.find((s) => s.name === "rollout")?.state).toBe("ok");
+    expect(run?.steps.find((s) => s.name === "sysctls")).toMatchObject({
+      state: "failed",
+      detail: expect.stringMatching(new RegExp(`^${loose.name} still answer ARP for any local address`)),
+    });
+    // Put back for the next test: the backup restores strictARP false.
+    const back = await op.mutate("remediation.rollback", { backup: run?.backup });
+    expect(back.status).toBe(200);
+    expect((await settle(op))?.result).toBe("done");
+  }, 150_000);
+
+  it("stops at the rollout when kube-proxy's pods never come back, with the count and what to check", async () => {
+    const op = await operator(stack);
+    stack.kubeProxies?.stop();
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+    const run = await settle(op);
+    expect(run?.result).toBe("failed");
+    expect(run?.steps.find((s) => s.name === "rollout")).toMatchObject({
+      state: "failed",
+      detail: expect.stringMatching(/^the rollout did not complete in 15 s \(\d+ of 2 available\): check kube-proxy's pods/),
+    });
+    expect(run?.steps.find((s) => s.name === "sysctls")?.state).toBe("skipped");
+  }, 150_000);
 });

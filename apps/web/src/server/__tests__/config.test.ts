@@ -46,7 +46,7 @@ describe("loadConfig", () => {
         `  proxy: { userHeader: X-Forwarded-User, groupsHeader: X-Forwarded-Groups, trustedProxies: [10.0.0.0/8, "::1"], groupRoles: { sre: operator } }`,
         `  sessionTtl: 8h`,
         `  trustedProxies: [192.168.0.0/16]`,
-        `actions: { probeDuration: 5s, announceDuration: 2s }`,
+        `actions: { probeDuration: 5s, announceDuration: 2s, fixRolloutTimeout: 90s, fixNodesTimeout: 1m }`,
         `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 }`,
         `metrics: { listen: "127.0.0.1:9474", tokenFile: DIR/metrics }`,
         `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
@@ -86,7 +86,7 @@ describe("loadConfig", () => {
         sessionTtlMs: 8 * 3_600_000,
         trustedProxies: ["192.168.0.0/16"],
       },
-      actions: { probeMs: 5000, announceMs: 2000 },
+      actions: { probeMs: 5000, announceMs: 2000, fixRolloutTimeoutMs: 90_000, fixNodesTimeoutMs: 60_000 },
       limits: {
         maxIps: 5000,
         maxMacsPerIp: 16,
@@ -229,7 +229,7 @@ describe("loadConfig", () => {
       listen: { host: "0.0.0.0", port: 3000 },
       storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 },
       auth: { users: [{ name: "oncall", role: "operator" }] },
-      actions: { probeMs: 60_000 },
+      actions: { probeMs: 60_000, fixRolloutTimeoutMs: 300_000, fixNodesTimeoutMs: 120_000 },
       limits: { maxIps: 100_000, maxMacsPerIp: 64 },
     });
   });

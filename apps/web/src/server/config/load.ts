@@ -46,7 +46,12 @@ export interface HubConfig {
   readonly alerting: AlertPolicy;
   readonly webhooks: readonly Receiver[];
   /** How long the dashboard's actions run: Probe (60 s) and Force re-announce (MetalLB's 5 s). */
-  readonly actions: { readonly probeMs: number; readonly announceMs: number };
+  readonly actions: {
+    readonly probeMs: number;
+    readonly announceMs: number;
+    readonly fixRolloutTimeoutMs: number;
+    readonly fixNodesTimeoutMs: number;
+  };
   /** What the hub holds at most: IPs (least recently active let go), MACs per IP (oldest folded), agents, connections. */
   readonly limits: {
     readonly maxIps: number;
@@ -211,6 +216,8 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     actions: {
       probeMs: durationMs(key("actions.probeDuration"), c.actions?.probeDuration ?? DEFAULTS.probeDuration, 1000),
       announceMs: durationMs(key("actions.announceDuration"), c.actions?.announceDuration ?? DEFAULTS.announceDuration, 1000),
+      fixRolloutTimeoutMs: durationMs(key("actions.fixRolloutTimeout"), c.actions?.fixRolloutTimeout ?? DEFAULTS.fixRolloutTimeout, 1000),
+      fixNodesTimeoutMs: durationMs(key("actions.fixNodesTimeout"), c.actions?.fixNodesTimeout ?? DEFAULTS.fixNodesTimeout, 1000),
     },
     limits: {
       maxIps: c.limits?.maxIps ?? DEFAULTS.maxIps,

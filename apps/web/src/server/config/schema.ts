@@ -85,7 +85,15 @@ export const ConfigSchema = z.strictObject({
     })
     .optional(),
   tls: z.strictObject({ certFile: path.optional(), keyFile: path.optional() }).optional(),
-  actions: z.strictObject({ probeDuration: duration.optional(), announceDuration: duration.optional() }).optional(),
+  actions: z
+    .strictObject({
+      probeDuration: duration.optional(),
+      announceDuration: duration.optional(),
+      /** How long the strictARP fix waits for kube-proxy's rollout, then for every node's sysctls. */
+      fixRolloutTimeout: duration.optional(),
+      fixNodesTimeout: duration.optional(),
+    })
+    .optional(),
   limits: z
     .strictObject({
       maxIps: z.number().int().min(100, "at least 100").max(10_000_000).optional(),
@@ -161,6 +169,8 @@ export const DEFAULTS = {
   sessionTtl: "12h",
   probeDuration: "60s",
   announceDuration: "5s",
+  fixRolloutTimeout: "5m",
+  fixNodesTimeout: "2m",
   maxIps: 100_000,
   maxMacsPerIp: 64,
   metricsPort: 9473,
