@@ -215,9 +215,9 @@ async function main(): Promise<void> {
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
     const entriesPerSecond = (agents.reduce((n, a) => n + a.entries, 0) - entries0) / seconds;
-    // Keeping up: every message taken, nothing piling up in the client's buffers, and the disk backlog no larger at
-    // the end than at the start (it is bounded per flush; a backlog that grows over the run is falling behind).
-    const keepsUp = accepted >= sent && pending <= Math.max(pending0, 30_000) && maxBuffered < 1024 * 1024;
+    // Keeping up: every message taken, nothing piling up in the client's buffers, and the disk backlog not growing
+    // over the run (it plateaus at the buckets the load keeps dirty; 2 % is the noise of where a flush stops).
+    const keepsUp = accepted >= sent && pending <= Math.max(pending0 * 1.02, 30_000) && maxBuffered < 1024 * 1024;
     const rows = [
       `hub benchmark: ${load.agents} agents over WebSockets, ${load.ipsPerAgent} IPs each (${ipCount} IPs in the hub), ${Math.round(entriesPerSecond)} observations/s for ${seconds.toFixed(1)} s`,
       "",
