@@ -17,7 +17,7 @@ const fmtMs = (ms: number) => (ms < 1 ? `${Math.round(ms * 1000)} µs` : `${ms.t
  * IpActions are what an operator can do about one IP from its page: make the expected owner announce it again, and
  * probe it for a minute from two nodes, watching responders per request live. Viewers see why the buttons are off.
  */
-export function IpActions({ ip, owner }: { ip: string; owner: string | null }) {
+export function IpActions({ ip, owner, ownerUnknown }: { ip: string; owner: string | null; ownerUnknown?: string | null }) {
   const trpc = useTRPC();
   const can = useCan("operator");
   const confirmRef = useRef<HTMLDialogElement>(null);
@@ -40,7 +40,12 @@ export function IpActions({ ip, owner }: { ip: string; owner: string | null }) {
     ),
   );
   const running = probe?.state === "running";
-  const why = !can ? "needs the operator role" : owner === null ? "the expected owner is unknown" : null;
+  // Announcing from a guessed node would pull traffic to the wrong place: the button says why whohas cannot.
+  const why = !can
+    ? "needs the operator role"
+    : owner === null
+      ? `the expected owner is unknown: ${ownerUnknown ?? "no announcer recognised"}`
+      : null;
 
   return (
     <section aria-labelledby="actions-h">

@@ -122,7 +122,7 @@ export function IpDetail({ ip }: { ip: string }) {
           </p>
         ))}
 
-      <IpActions ip={v.ip} owner={owner} />
+      <IpActions ip={v.ip} owner={owner} ownerUnknown={v.ownerUnknown} />
 
       <h2>Who answers</h2>
       {v.responders.length === 0 ? (
