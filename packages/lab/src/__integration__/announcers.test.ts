@@ -169,6 +169,18 @@ describe("MetalLB layer 2: the owner among the nodes its advertisements, speaker
   });
 
   const vip0 = () => stack.lab.vips[0] ?? "";
+  /** speakerReady sets the Ready condition of a node's MetalLB speaker Pod, through its status subresource. */
+  const speakerReady = (node: string, ready: boolean) =>
+    update(
+      api(),
+      "pods",
+      "metallb-system",
+      `speaker-${node}`,
+      (p) => {
+        p.status = { phase: "Running", conditions: [{ type: "Ready", status: ready ? "True" : "False" }] };
+      },
+      true,
+    );
   const elected = (candidates: string[]) => electedBy(candidates, vip0());
 
   it("elects among every node with a ready speaker, as MetalLB does", async () => {
@@ -178,29 +190,11 @@ describe("MetalLB layer 2: the owner among the nodes its advertisements, speaker
 
   it("leaves out a node whose speaker is not ready", async () => {
     const first = elected(nodes) ?? "";
-    update(
-      api(),
-      "pods",
-      "metallb-system",
-      `speaker-${first}`,
-      (p) => {
-        p.status = { phase: "Running", conditions: [{ type: "Ready", status: "False" }] };
-      },
-      true,
-    );
+    speakerReady(first, false);
     const rest = nodes.filter((n) => n !== first);
     const rows = await eventually(ips, (r) => row(r, vip0())?.expectedOwner?.node === elected(rest), 15_000);
     expect(row(rows, vip0())?.expectedOwner?.node).not.toBe(first);
-    update(
-      api(),
-      "pods",
-      "metallb-system",
-      `speaker-${first}`,
-      (p) => {
-        p.status = { phase: "Running", conditions: [{ type: "Ready", status: "True" }] };
-      },
-      true,
-    );
+    speakerReady(first, true);
     await eventually(ips, (r) => row(r, vip0())?.expectedOwner?.node === first, 15_000);
   });
 
