@@ -4,4 +4,4 @@ export { startStack, freePort, HUB_BIN, REQUESTER, type Stack, type StackOptions
 export { startLoneHub, type LoneHub } from "./lone-hub.js";
 export { labNames, labIdOfNs, unixWsUrl, LAB_PREFIX } from "./naming.js";
 export { inNs, run } from "./sh.js";
-export { startTestApiServer, type TestApiServer, type TestApiServerOptions, type ForbiddenRule } from "./kube/server.js";
+export { startTestApiServer, type TestApiServer, type TestApiServerOptions, type ForbiddenRule, type PendingWrite } from "./kube/server.js";

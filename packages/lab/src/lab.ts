@@ -8,6 +8,8 @@ import { LAB_STATE_DIR, labIdOfNs, labNames, newLabId, type LabNames } from "./n
  */
 export const LAB_SUBNET = "198.18.0";
 export const CLIENT_IP = `${LAB_SUBNET}.2`;
+/** HUB_IP is the hub's address on the lab link, when it runs there (LabOptions.hubOnLink). */
+export const HUB_IP = `${LAB_SUBNET}.3`;
 export const nodeIp = (i: number): string => `${LAB_SUBNET}.${10 + i}`;
 export const vipAt = (i: number): string => `${LAB_SUBNET}.${200 + i}`;
 
@@ -22,6 +24,8 @@ export interface LabNode {
 export interface LabOptions {
   readonly nodes: number;
   readonly vips: number;
+  /** A namespace for the hub on the lab link (HUB_IP): agents then reach it over TCP, as in a cluster. */
+  readonly hubOnLink?: boolean;
 }
 
 /** A Lab is the network of one run: a switch, nodes holding every VIP on kube-ipvs0, and a client. */
@@ -30,6 +34,8 @@ export interface Lab {
   readonly nodes: readonly LabNode[];
   readonly vips: readonly string[];
   readonly client: { readonly ns: string; readonly ip: string; readonly mac: string };
+  /** The hub's namespace and address on the link, with hubOnLink. */
+  readonly hub: { readonly ns: string; readonly ip: string } | null;
   /**
    * setStrictArp applies what kube-proxy's IPVS proxier does at start with strictARP true (arp_ignore=1,
    * arp_announce=2 on `all`), or puts back the kernel default (0, 0) that strictARP false leaves.
@@ -108,11 +114,18 @@ export async function createLab(opts: LabOptions): Promise<Lab> {
     await addNs(names.clientNs);
     await plug(names.clientNs, "client", CLIENT_IP);
     const client = { ns: names.clientNs, ip: CLIENT_IP, mac: await macOf(names.clientNs, "eth0") };
+    let hub: Lab["hub"] = null;
+    if (opts.hubOnLink === true) {
+      await addNs(names.hubNs);
+      await plug(names.hubNs, "hub", HUB_IP);
+      hub = { ns: names.hubNs, ip: HUB_IP };
+    }
     return {
       names,
       nodes,
       vips,
       client,
+      hub,
       async setStrictArp(node, strict) {
         await sysctl(node.ns, "net.ipv4.conf.all.arp_ignore", strict ? 1 : 0);
         await sysctl(node.ns, "net.ipv4.conf.all.arp_announce", strict ? 2 : 0);

@@ -15,6 +15,8 @@ export interface LabNames {
   readonly id: string;
   readonly switchNs: string;
   readonly clientNs: string;
+  /** The hub's own namespace on the lab link, when the hub runs as a Pod on the cluster network would. */
+  readonly hubNs: string;
   nodeNs(i: number): string;
   readonly stateDir: string;
   readonly hubSocket: string;
@@ -27,6 +29,7 @@ export function labNames(id: string): LabNames {
     id,
     switchNs: `${LAB_PREFIX}${id}-sw`,
     clientNs: `${LAB_PREFIX}${id}-client`,
+    hubNs: `${LAB_PREFIX}${id}-hub`,
     nodeNs: (i) => `${LAB_PREFIX}${id}-n${i}`,
     stateDir,
     hubSocket: `${stateDir}/hub.sock`,

@@ -7,7 +7,7 @@ import { stringify as stringifyYaml } from "yaml";
 import { createLab, type Lab } from "./lab.js";
 import { unixWsUrl } from "./naming.js";
 import { seedAgentPods, seedCluster, type SeedService } from "./kube/seed.js";
-import { startTestApiServer, type ForbiddenRule, type TestApiServer } from "./kube/server.js";
+import { startTestApiServer, type ForbiddenRule, type PendingWrite, type TestApiServer } from "./kube/server.js";
 import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
 import { elect } from "@whohas/core";
 import { freePort, hashWithHub, stopChild, waitHealthy } from "./hub-process.js";
@@ -18,7 +18,9 @@ export { freePort };
 const AGENT_SA = "system:serviceaccount:whohas:whohas-agent";
 
 export { REPO_ROOT, HUB_BIN, AGENT_MAIN, REQUESTER, SPEAKER } from "./hub-process.js";
-import { AGENT_MAIN, HUB_BIN, REQUESTER, SPEAKER } from "./hub-process.js";
+import { AGENT_MAIN, FORWARD, HUB_BIN, REQUESTER, SPEAKER } from "./hub-process.js";
+import { endpointText, forward, type Endpoint } from "./forward.js";
+import type { Server } from "node:net";
 
 export interface StackOptions {
   readonly nodes?: number;
@@ -49,8 +51,17 @@ export interface StackOptions {
    * against the test API server (needs `kube`), instead of the shared token.
    */
   readonly serviceAccountAgents?: boolean;
+  /**
+   * The hub runs in its own namespace on the lab link (lab.hub) and the agents reach it over TCP at its address, as
+   * they reach a hub Service in a cluster; the hub sees each agent's node address. Its dashboard, metrics and the
+   * test API server are carried between that namespace and this one as `kubectl port-forward` would (Unix sockets
+   * joined by forwards), so `url` and `metricsUrl` work as usual. Webhook receivers in this namespace are out of reach.
+   */
+  readonly hubOnLink?: boolean;
   /** Requests the test API server refuses with 403 (RBAC the hub lacks). */
   readonly forbidden?: readonly ForbiddenRule[];
+  /** Holds each write to the test API server until it settles (see TestApiServerOptions.beforeWrite). */
+  readonly beforeWrite?: (write: PendingWrite) => Promise<void> | void;
   /**
    * Changes the seeded cluster before the hub starts (needs `kube`): another announcer's Leases, a BGP pool, a
    * Service's loadBalancerClass: the hub's first verdicts then already follow them.
@@ -114,6 +125,9 @@ export interface Stack {
   /** stopAgent kills one node's agent (SIGKILL: the hub learns only from the silence); startAgent starts it again. */
   stopAgent(node: string): Promise<void>;
   startAgent(node: string): void;
+  /** pauseRequests stops the client's ARP requests (nothing new on the wire); resumeRequests starts them again. */
+  pauseRequests(): void;
+  resumeRequests(): void;
   stop(): Promise<void>;
 }
 
@@ -122,7 +136,8 @@ export interface Stack {
  * started is stopped again; `stop()` tears it all down (processes first, then namespaces).
  */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const lab = await createLab({ nodes: opts.nodes ?? 3, vips: opts.vips ?? 3 });
+  const lab = await createLab({ nodes: opts.nodes ?? 3, vips: opts.vips ?? 3, hubOnLink: opts.hubOnLink === true });
+  const forwards: Server[] = [];
   const children: ChildProcess[] = [];
   const logDir = opts.logDir ?? `${tmpdir()}/whohas-lab-${lab.names.id}`;
   let stopping = false;
@@ -144,6 +159,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     stopping = true;
     kubeProxies?.stop();
     await Promise.all(children.map(stopChild));
+    for (const f of forwards) f.close();
     await api?.close();
     await lab.destroy();
   };
@@ -187,6 +203,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         ]),
         daemonSetPods: opts.cluster === true,
         forbidden: opts.forbidden,
+        beforeWrite: opts.beforeWrite,
         serviceAccountTokens:
           saTokens === null
             ? undefined
@@ -257,6 +274,41 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       kubeconfig = `${lab.names.stateDir}/kubeconfig`;
       await writeFile(kubeconfig, api.kubeconfig(admin), { mode: 0o600 });
     }
+    // The hub's namespace reaches this one's test API server, and this one its dashboard and metrics, through
+    // forwards joined by Unix sockets (files, seen from every namespace).
+    const hubNs = lab.hub?.ns ?? null;
+    if (hubNs !== null) {
+      const sock = (name: string) => `${lab.names.stateDir}/fwd-${name}.sock`;
+      const tcp = (p: number): Endpoint => ({ tcp: { host: "127.0.0.1", port: p } });
+      const inHub: [Endpoint, Endpoint][] = [
+        [{ unix: sock("dashboard") }, tcp(port)],
+        [{ unix: sock("metrics") }, tcp(metricsPort)],
+      ];
+      const here: [Endpoint, Endpoint][] = [
+        [tcp(port), { unix: sock("dashboard") }],
+        [tcp(metricsPort), { unix: sock("metrics") }],
+      ];
+      if (api !== null) {
+        const apiPort = Number(new URL(api.url).port);
+        inHub.push([tcp(apiPort), { unix: sock("api") }]);
+        here.push([{ unix: sock("api") }, tcp(apiPort)]);
+      }
+      for (const [from, to] of here) forwards.push(await forward(from, to));
+      const relay = spawnLogged("forward", "ip", [
+        "netns",
+        "exec",
+        hubNs,
+        process.execPath,
+        FORWARD,
+        ...inHub.map(([from, to]) => `${endpointText(from)}=${endpointText(to)}`),
+      ]);
+      await new Promise<void>((resolve, reject) => {
+        relay.stdout?.on("data", (d: Buffer) => {
+          if (d.toString().includes("ready")) resolve();
+        });
+        relay.once("exit", (code) => reject(new Error(`the hub namespace's forward exited (${code}); see ${logDir}/forward.log`)));
+      });
+    }
     // One user per role, hashed by the hub's own `whohas-hub hash-password`, as an operator would.
     const users = {
       viewer: { name: "viewer", password: randomBytes(12).toString("base64url"), role: "viewer" as const },
@@ -270,10 +322,14 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     await writeFile(
       hubConfig,
       stringifyYaml({
-        listen: `127.0.0.1:${port}`,
+        listen: hubNs === null ? `127.0.0.1:${port}` : `0.0.0.0:${port}`,
         metrics: { listen: `127.0.0.1:${metricsPort}` },
         storage: { path: dbPath, retention: "1d" },
-        agents: { tokenFile, socket: lab.names.hubSocket, ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }) },
+        agents: {
+          tokenFile,
+          ...(hubNs === null ? { socket: lab.names.hubSocket } : {}),
+          ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }),
+        },
         api: { viewerTokenFile },
         kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
         auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
@@ -282,7 +338,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }),
     );
     const startHub = async () => {
-      const child = spawnLogged("hub", process.execPath, [HUB_BIN, "--config", hubConfig], {
+      const [cmd, ...args] = [...(hubNs === null ? [] : ["ip", "netns", "exec", hubNs]), process.execPath, HUB_BIN, "--config", hubConfig];
+      const child = spawnLogged("hub", cmd ?? "", args, {
         NODE_ENV: "production",
         NEXT_TELEMETRY_DISABLED: "1",
       });
@@ -306,7 +363,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await stopHub();
       await startHubAgain();
     };
-    const hubUrl = unixWsUrl(lab.names.hubSocket, "/agent");
+    const hubUrl = lab.hub === null ? unixWsUrl(lab.names.hubSocket, "/agent") : `ws://${lab.hub.ip}:${port}/agent`;
     const agents = new Map<string, ChildProcess>();
     // With ServiceAccount agents, each agent's token file holds its own Pod's projected token (as kubelet mounts it).
     const agentTokenFile = (node: string) => `${lab.names.stateDir}/agent-sa-token-${node}`;
@@ -357,7 +414,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       if (speaker === undefined) throw new Error(`no speaker on ${node} (start the stack with cluster: true)`);
       speaker.stdin?.write(`${JSON.stringify({ owned: ips, quiet: o.quiet === true })}\n`);
     };
-    spawnLogged("client", "ip", [
+    const requester = spawnLogged("client", "ip", [
       "netns",
       "exec",
       lab.client.ns,
@@ -391,6 +448,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       saTokens,
       stopAgent,
       startAgent,
+      // SIGSTOP holds the client as it is (its socket, its schedule); SIGCONT lets it go on.
+      pauseRequests: () => void requester.kill("SIGSTOP"),
+      resumeRequests: () => void requester.kill("SIGCONT"),
     };
   } catch (e) {
     await stop();

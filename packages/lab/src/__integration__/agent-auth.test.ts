@@ -3,6 +3,9 @@ import WebSocket from "ws";
 import { startStack, type Stack } from "../stack.js";
 import { eventually, query } from "./hub-client.js";
 import { unixWsUrl } from "../naming.js";
+import type { Attempt } from "../agent-attempt.js";
+import { AGENT_ATTEMPT } from "../hub-process.js";
+import { inNs } from "../sh.js";
 
 interface AgentRow {
   node: string;
@@ -90,5 +93,79 @@ describe("agents authenticate with their ServiceAccount", () => {
     for (let i = 0; i < 25; i++) statuses.push(await upgrade(stack, `guess-${i}-0123456789abcdef`));
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
     expect(statuses.slice(0, 15).every((s) => s === 401)).toBe(true);
+  });
+});
+
+/** fromNode makes connection attempts to the hub over TCP from inside `node`'s namespace, in order. */
+async function fromNode(stack: Stack, node: string, attempts: readonly Attempt[]): Promise<string[]> {
+  const n = stack.lab.nodes.find((x) => x.name === node);
+  if (n === undefined || stack.lab.hub === null) throw new Error(`no node ${node} or no hub on the link`);
+  const out = await inNs(n.ns, process.execPath, AGENT_ATTEMPT, `ws://${stack.lab.hub.ip}:${stack.port}/agent`, JSON.stringify(attempts));
+  return JSON.parse(out) as string[];
+}
+
+// As in a cluster: the hub on the cluster network, each agent connecting over TCP from its node's address, so the
+// hub's per-address limits meet real, distinct peers.
+describe("agents over TCP from their nodes' addresses", () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ nodes: 2, vips: 1, kube: true, serviceAccountAgents: true, hubOnLink: true });
+  });
+  afterAll(async () => {
+    await stack.stop();
+  });
+
+  it("connects every agent over TCP, and refuses a missing, wrong or foreign token from a node", async () => {
+    await eventually(
+      () => query<AgentRow[]>(stack, "agents.list"),
+      (rows) => rows.filter((x) => x.up).length === 2,
+      30_000,
+    );
+    const t = stack.saTokens;
+    if (t === null) throw new Error("no ServiceAccount tokens");
+    const [a = "", b = ""] = stack.lab.nodes.map((n) => n.name);
+    expect(
+      await fromNode(stack, a, [
+        { token: "" },
+        { token: t.wrongAudience },
+        { token: t.otherAccount },
+        { token: t.agents.get(a) ?? "", then: { hello: b } },
+        { token: t.agents.get(a) ?? "" },
+      ]),
+    ).toEqual(["http 401", "http 401", "http 401", `close 1008 hello names ${b} but the token is bound to a Pod on ${a}`, "open"]);
+  });
+
+  it("closes malformed and oversized messages from a node and keeps the agents' data flowing", async () => {
+    const t = stack.saTokens;
+    if (t === null) throw new Error("no ServiceAccount tokens");
+    const [a = ""] = stack.lab.nodes.map((n) => n.name);
+    const token = t.agents.get(a) ?? "";
+    expect(
+      await fromNode(stack, a, [
+        { token, then: { raw: "{not json" } },
+        { token, then: { oversized: 2 * 1024 * 1024 } },
+      ]),
+    ).toEqual([expect.stringMatching(/^close 1008 /), expect.stringMatching(/^close 1009/)]);
+    const vip = stack.lab.vips[0] ?? "";
+    const requests = async () =>
+      (await query<{ ip: string; requests: number }[]>(stack, "ips.list")).find((i) => i.ip === vip)?.requests ?? 0;
+    const r0 = await requests();
+    await eventually(requests, (n) => n >= r0 + 3, 20_000);
+  });
+
+  it("throttles guessing per address: the guessing node is refused, the other node's agent is not", async () => {
+    const t = stack.saTokens;
+    if (t === null) throw new Error("no ServiceAccount tokens");
+    const [a = "", b = ""] = stack.lab.nodes.map((n) => n.name);
+    const guesses = await fromNode(
+      stack,
+      b,
+      Array.from({ length: 25 }, (_, i) => ({ token: `guess-${i}-0123456789abcdef` })),
+    );
+    expect(guesses.slice(0, 15).every((s) => s === "http 401")).toBe(true);
+    expect(guesses.filter((s) => s === "http 429").length).toBeGreaterThan(0);
+    // The guessing address is refused even with a good token; another node's address is not affected.
+    expect(await fromNode(stack, b, [{ token: t.agents.get(b) ?? "" }])).toEqual(["http 429"]);
+    expect(await fromNode(stack, a, [{ token: t.agents.get(a) ?? "" }])).toEqual(["open"]);
   });
 });

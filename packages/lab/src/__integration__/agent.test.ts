@@ -144,16 +144,19 @@ describe("the agent in the lab", () => {
     const r = whohas(node.ns, ["announce", vip, "--force", "--duration", "1s"]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/: 5 bursts/);
-    await new Promise((res) => setTimeout(res, 500));
+    const want = gratuitousFrames({ name: "eth0", mac: node.mac, linkLocal: null }, vip).map((f) => Buffer.from(f).toString("hex"));
+    // tcpdump writes each frame as it comes (-U): read the file until the last burst is in it.
+    const gratuitous = async () => {
+      const frames: { t: number; hex: string }[] = [];
+      const reader = new CaptureReader((b, s, e, _l, t) => frames.push({ t, hex: Buffer.from(b.subarray(s, e)).toString("hex") }));
+      // Only whole records count: the last one may still be being written.
+      reader.push(readFileSync(file));
+      // Replies the node's kernel sends to the client are in the capture too: keep the gratuitous frames only.
+      return frames.filter((f) => want.includes(f.hex));
+    };
+    const grat = await eventually(gratuitous, (g) => g.length >= 10, 10_000);
     dump.kill("SIGINT");
     await new Promise((res) => dump.once("exit", res));
-    const frames: { t: number; hex: string }[] = [];
-    const reader = new CaptureReader((b, s, e, _l, t) => frames.push({ t, hex: Buffer.from(b.subarray(s, e)).toString("hex") }));
-    reader.push(readFileSync(file));
-    reader.end();
-    const want = gratuitousFrames({ name: "eth0", mac: node.mac, linkLocal: null }, vip).map((f) => Buffer.from(f).toString("hex"));
-    // Replies the node's kernel sends to the client are in the capture too: keep the gratuitous frames only.
-    const grat = frames.filter((f) => want.includes(f.hex));
     expect(grat).toHaveLength(10);
     expect(grat.map((f) => f.hex)).toEqual(Array.from({ length: 5 }, () => want).flat());
     const t0 = grat[0]?.t ?? 0;
@@ -208,18 +211,30 @@ describe("the agent in the lab", () => {
   it("keeps what it captured while the hub was away and delivers it after the restart", async () => {
     const vip = stack.lab.vips[0] ?? "";
     const requests = async () => (await query<IpRow[]>(stack, "ips.list")).find((i) => i.ip === vip)?.requests ?? 0;
+    const node = stack.lab.nodes[0]?.ns ?? "";
+    const buffered = async () =>
+      Number(
+        /^whohas_agent_buffered_bytes (\d+)$/m.exec(
+          await inNs(node, process.execPath, "-e", `fetch("http://127.0.0.1:9472/metrics").then(async r => console.log(await r.text()))`),
+        )?.[1] ?? NaN,
+      );
     const before = await requests();
     await stack.stopHub();
+    // The outage: 4 s of requests (one every 500 ms) the agents must hold; then the client falls silent, so whatever
+    // the hub counts after its restart was held by the agents.
     await new Promise((r) => setTimeout(r, 4000));
+    stack.pauseRequests();
+    expect(await buffered()).toBeGreaterThan(0);
     await stack.startHub();
-    // The restarted hub restores what it stored; as soon as the agents are back, the requests of the outage (4 s and
-    // the restart, one every 500 ms) are there too: the agents buffered them. Live traffic alone would add 1 or 2.
     await eventually(
       () => query<AgentRow[]>(stack, "agents.list"),
       (a) => a.filter((x) => x.up).length >= 3,
       20_000,
     );
-    await new Promise((r) => setTimeout(r, 300));
-    expect((await requests()) - before).toBeGreaterThanOrEqual(7);
+    try {
+      await eventually(requests, (n) => n - before >= 7, 20_000);
+    } finally {
+      stack.resumeRequests();
+    }
   });
 });

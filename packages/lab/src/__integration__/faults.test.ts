@@ -8,7 +8,7 @@ import WebSocket from "ws";
 import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
 import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
-import { api as readApi, eventually, signIn } from "./hub-client.js";
+import { api as readApi, eventually, passed, signIn } from "./hub-client.js";
 import { record } from "./reliability.js";
 
 const exec = promisify(execFile);
@@ -156,9 +156,9 @@ describe("faults: nothing is lost", () => {
       audit: await admin.query<Audit[]>("settings.audit"),
       outbox: await admin.query<Delivery[]>("alerts.deliveries"),
     };
-    // Incidents, audit and outbox are written as they happen; traffic every second: what the hub showed a second and
-    // a half before the crash must all be there after it.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Incidents, audit and outbox are written as they happen, traffic on the next write pass: what the hub showed
+    // before that pass must all be there after the crash.
+    await passed(stack, "write");
     await stack.killHub();
     await stack.startHub();
     const after = {
@@ -371,7 +371,10 @@ describe("faults: nothing is lost", () => {
           ws.send(j, { binary: typeof j !== "string" });
           if (i % 19 === 18) await new Promise((r) => setTimeout(r, 100));
         }
-        await new Promise((r) => setTimeout(r, 500));
+        // The hub reads a connection's frames in order: its pong comes after it has handled every message above.
+        const pong = once(ws, "pong");
+        ws.ping();
+        await pong;
         expect(ws.readyState).toBe(WebSocket.OPEN);
         const gone = once(ws, "close");
         ws.close();

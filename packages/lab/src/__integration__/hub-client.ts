@@ -56,6 +56,21 @@ export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boole
 }
 
 /**
+ * passed waits until two of the hub's periodic passes ("write": the store holds everything the hub held; "judge":
+ * every IP was judged on what had arrived) completed since the call: the first may have begun before it, the second
+ * began after it. Read from the hub's own /metrics.
+ */
+export async function passed(stack: { readonly metricsUrl: string }, pass: "write" | "judge"): Promise<void> {
+  const count = async () => {
+    const text = await (await fetch(stack.metricsUrl)).text();
+    return Number(new RegExp(`^whohas_hub_tick_seconds_count\\{pass="${pass}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+  };
+  const start = await count();
+  if (Number.isNaN(start)) throw new Error(`the hub's /metrics counts no ${pass} pass`);
+  await eventually(count, (n) => n >= start + 2, 20_000);
+}
+
+/**
  * signIn signs in as one of the stack's users and returns an HTTP client of the dashboard's API with its session
  * cookie and CSRF token, as the browser sends them.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import WebSocket from "ws";
 import { startStack, type Stack } from "../stack.js";
-import { eventually, query } from "./hub-client.js";
+import { eventually, passed, query } from "./hub-client.js";
 
 interface Finding {
   type: string;
@@ -127,7 +127,7 @@ describe("the hub: findings, the read API, storage and liveness", () => {
   it("keeps history, open incidents and agents across a hub restart", async () => {
     const vip0 = stack.lab.vips[0] ?? "";
     // Let the current minute reach the database (the hub writes every second).
-    await new Promise((r) => setTimeout(r, 1500));
+    await passed(stack, "write");
     const before = (await api<ApiIpDetail>(`/ips/${vip0}`)).body;
     expect(before.timeline.length).toBeGreaterThan(0);
     const openBefore = (await api<Incident[]>("/incidents?state=open")).body;
@@ -141,7 +141,12 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     expect((await agents()).map((a) => a.node)).toEqual(["node-1", "node-2", "node-3"]);
     // The agents reconnect, the findings go on, and no incident was opened twice.
     await eventually(agents, (a) => a.filter((x) => x.up).length === 3, 20_000);
-    await new Promise((r) => setTimeout(r, 2000));
+    await eventually(
+      async () => (await api<ApiIpDetail>(`/ips/${vip0}`)).body.requests,
+      (n) => n > after.requests,
+      20_000,
+    );
+    await passed(stack, "judge");
     const openAfter = (await api<Incident[]>("/incidents?state=open")).body;
     for (const i of openBefore) expect(openAfter.filter((x) => x.ip === i.ip && x.type === i.type).map((x) => x.id)).toEqual([i.id]);
   });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import type { PendingWrite } from "../kube/server.js";
 import { startStack, type Stack } from "../stack.js";
 import { eventually, signIn } from "./hub-client.js";
 import { record } from "./reliability.js";
@@ -62,14 +63,76 @@ const configText = async (stack: Stack) =>
     ])
   ).stdout;
 
+/** editByHand replaces kube-proxy's config.conf with kubectl, as a person would. */
+async function editByHand(stack: Stack, text: string): Promise<void> {
+  await exec("kubectl", [
+    "--kubeconfig",
+    `${stack.lab.names.stateDir}/kubeconfig`,
+    "-n",
+    "kube-system",
+    "patch",
+    "configmap",
+    "kube-proxy",
+    "--type",
+    "merge",
+    "-p",
+    JSON.stringify({ data: { "config.conf": text } }),
+  ]);
+}
+
 // The strictARP fix against the test API server, through the hub's API as an operator: what must stop it, and how.
 describe("remediation refuses to do harm", () => {
   let stack: Stack;
+  // Runs once inside the API server, before the next write it names is applied.
+  let interleave: { when: (w: PendingWrite) => boolean; run: () => Promise<void> } | null = null;
   beforeAll(async () => {
-    stack = await startStack({ nodes: 2, vips: 1, kube: true, cluster: true });
+    stack = await startStack({
+      nodes: 2,
+      vips: 1,
+      kube: true,
+      cluster: true,
+      beforeWrite: async (w) => {
+        const next = interleave;
+        if (next === null || !next.when(w)) return;
+        interleave = null;
+        await next.run();
+      },
+    });
   });
   afterAll(async () => {
     await stack.stop();
+  });
+
+  it("stops at the patch on the API server's 409 when the ConfigMap changes after the hub's own check", async () => {
+    const op = await operator(stack);
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    // The hub reads the ConfigMap (same resourceVersion: its own check passes) and writes the backup; someone edits
+    // kube-proxy's ConfigMap while that backup is being created, so only the API server can see the change.
+    const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited mid-run");
+    let edits = 0;
+    interleave = {
+      when: (w) => w.verb === "create" && w.resource === "configmaps" && !w.dryRun,
+      run: async () => {
+        await editByHand(stack, edited);
+        edits++;
+      },
+    };
+    const started = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
+    expect(started.status).toBe(200);
+    const run = await eventually(
+      () => op.run(),
+      (r) => r !== null && r.result !== "running",
+      20_000,
+    );
+    expect(edits).toBe(1);
+    expect(run?.result).toBe("failed");
+    expect(run?.steps.find((s) => s.name === "backup")?.state).toBe("ok");
+    expect(run?.steps.find((s) => s.name === "patch")?.state).toBe("failed");
+    // The words come from the API server's Conflict status, not from the hub's check before the backup.
+    expect(run?.message).toMatch(
+      /^patching ConfigMap kube-system\/kube-proxy: kube-proxy's ConfigMap changed since the preview \(.*the object has been modified.*\)\. Nothing was overwritten: preview again\.$/,
+    );
+    expect(await configText(stack)).toBe(edited);
   });
 
   it("stops on a ConfigMap changed since the preview (409: never overwrites), and lets one operator run at a time", async () => {
@@ -77,19 +140,7 @@ describe("remediation refuses to do harm", () => {
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     // Someone edits kube-proxy's ConfigMap between the preview and Apply.
     const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited by hand");
-    await exec("kubectl", [
-      "--kubeconfig",
-      `${stack.lab.names.stateDir}/kubeconfig`,
-      "-n",
-      "kube-system",
-      "patch",
-      "configmap",
-      "kube-proxy",
-      "--type",
-      "merge",
-      "-p",
-      JSON.stringify({ data: { "config.conf": edited } }),
-    ]);
+    await editByHand(stack, edited);
     const first = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     expect(first.status).toBe(200);
     const run = await eventually(

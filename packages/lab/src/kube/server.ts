@@ -15,10 +15,26 @@ export interface ForbiddenRule {
   readonly name?: string;
 }
 
+/** A PendingWrite is a write the server has authorised and not yet applied. */
+export interface PendingWrite {
+  readonly user: string;
+  readonly verb: "create" | "update" | "patch" | "delete";
+  readonly resource: string;
+  readonly namespace: string | null;
+  /** The object's name from the path (null for a create, whose name is in the body). */
+  readonly name: string | null;
+  readonly dryRun: boolean;
+}
+
 export interface TestApiServerOptions {
   /** Bearer tokens and the user each one authenticates as; a request without a known token is 401. */
   readonly tokens: ReadonlyMap<string, string>;
   readonly forbidden?: readonly ForbiddenRule[];
+  /**
+   * Runs before a write (create, update, patch, delete) is applied and holds it until it settles: a test makes another
+   * client's change land between a reader's check and its write, as a second person would.
+   */
+  readonly beforeWrite?: (write: PendingWrite) => Promise<void> | void;
   /** API groups whose resources are not served (e.g. a cluster without MetalLB's CRDs). */
   readonly omitGroups?: readonly string[];
   /** How long the simulated DaemonSet controller takes to finish a rollout. */
@@ -294,6 +310,8 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
       );
     }
     const dryRun = url.searchParams.get("dryRun") === "All";
+    if (opts.beforeWrite !== undefined && (verb === "create" || verb === "update" || verb === "patch" || verb === "delete"))
+      await opts.beforeWrite({ user, verb, resource: rt.r.resource, namespace: rt.ns, name: rt.name, dryRun });
     const isStatus = rt.sub === "status";
     try {
       switch (verb) {
