@@ -9,19 +9,28 @@ import { HubLink } from "../hub-link.js";
 
 const quiet = silentLogger;
 
-/** FakeSource lets a test push frames as if libpcap had captured them. */
+/**
+ * FakeSource lets a test push frames as if libpcap had captured them; its counters are libpcap's (`received` counts
+ * what was pushed, `dropped` is what the kernel would have lost) and only what the test sets.
+ */
 class FakeSource implements PacketSource {
   onFrame: ((f: Uint8Array, now: number) => void) | null = null;
   closed = false;
+  received = 0;
+  dropped = 0;
   constructor(readonly iface: string) {}
   start(onFrame: (f: Uint8Array, now: number) => void) {
     this.onFrame = onFrame;
+  }
+  push(frame: Uint8Array, now: number) {
+    this.received++;
+    this.onFrame?.(frame, now);
   }
   send() {
     /* not used */
   }
   stats() {
-    return { received: 7, dropped: 1 };
+    return { received: this.received, dropped: this.dropped };
   }
   close() {
     this.closed = true;
@@ -83,6 +92,9 @@ describe("Agent with HubLink", () => {
       }),
     );
     const src = new FakeSource("eth0");
+    // What libpcap had counted by the time the agent reports.
+    src.received = 7;
+    src.dropped = 1;
     let release: () => void = () => undefined;
     const running: string[] = [];
     const agent: Agent = new Agent({
@@ -162,8 +174,8 @@ describe("Agent with HubLink", () => {
     expect(hub.auth[0]).toBe("Bearer s3cret");
     expect(hub.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
 
-    for (let i = 0; i < 50; i++) src.onFrame?.(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200"), 1000 + i);
-    src.onFrame?.(new Uint8Array(5), 2000);
+    for (let i = 0; i < 50; i++) src.push(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200"), 1000 + i);
+    src.push(new Uint8Array(5), 2000);
     await until(() => hub.messages.some((m) => m.type === "observations"));
     const obs = hub.messages.filter((m) => m.type === "observations");
     expect(obs).toHaveLength(1); // 50 frames, one message
@@ -172,6 +184,44 @@ describe("Agent with HubLink", () => {
       dropped: 0,
     });
     expect(agent.counts).toMatchObject({ observed: 50, truncated: 1 });
+  });
+
+  it("sums libpcap's counters over its captures and keeps those of a capture it closed", async () => {
+    const sources = new Map<string, FakeSource>();
+    let names = ["eth0", "eth1"];
+    const agent = new Agent({
+      node: "node-a",
+      logger: quiet,
+      link: new HubLink({
+        url: "ws://127.0.0.1:9/agent",
+        token: "t",
+        logger: quiet,
+        hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
+      }),
+      scan: () =>
+        Promise.resolve(names.map((name) => ({ name, mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }))),
+      openSource: (name) => {
+        const src = new FakeSource(name);
+        sources.set(name, src);
+        return src;
+      },
+      maxBufferBytes: 1 << 20,
+    });
+    await agent.rescan();
+    const frame = newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200");
+    for (let i = 0; i < 3; i++) sources.get("eth0")?.push(frame, 1000 + i);
+    for (let i = 0; i < 4; i++) sources.get("eth1")?.push(frame, 1000 + i);
+    const eth1 = sources.get("eth1");
+    if (eth1 !== undefined) eth1.dropped = 2;
+    expect(agent.kernelStats()).toEqual({ received: 7, dropped: 2 });
+    // eth1 goes away: its capture closes, and what it counted stays in the totals.
+    names = ["eth0"];
+    await agent.rescan();
+    expect(eth1?.closed).toBe(true);
+    sources.get("eth0")?.push(frame, 2000);
+    expect(agent.kernelStats()).toEqual({ received: 8, dropped: 2 });
+    expect(agent.counts).toMatchObject({ observed: 8 });
+    await agent.stop();
   });
 
   it("reads its token again on every connection (the kubelet rotates a projected ServiceAccount token)", async () => {
@@ -220,7 +270,7 @@ describe("Agent with HubLink", () => {
     await until(() => hub.messages.length >= 1);
     await closeHub(hub);
     await until(() => !link.connected);
-    for (let i = 0; i < 7; i++) src.onFrame?.(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.7"), 5000 + i);
+    for (let i = 0; i < 7; i++) src.push(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.7"), 5000 + i);
     const back = await startHub(port);
     cleanups.push(() => closeHub(back));
     await until(() => back.messages.some((m) => m.type === "observations"), 10_000);
