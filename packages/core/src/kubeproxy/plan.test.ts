@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { fixVerdict, strictArpFix } from "./plan.js";
+import type { NodeFacts } from "../wire.js";
+import { fixVerdict, nodesAfterFix, strictArpFix } from "./plan.js";
 
 const IPVS = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n  strictARP: false\n";
 
@@ -46,5 +47,35 @@ describe("fixVerdict", () => {
     expect(fixVerdict("192.0.2.10", "node-a", [])).toBe("192.0.2.10: the probe sent no request, so nothing shows the fix worked");
     expect(fixVerdict("192.0.2.10", null, [{ replies: [{ node: "node-b" }] }])).toBeNull();
     expect(fixVerdict("192.0.2.10", null, [{ replies: [] }])).toMatch(/1 unanswered$/);
+  });
+});
+
+/** factsOf is a node whose captured eth0 has these effective settings. */
+function factsOf(node: string, arpIgnore: number, arpAnnounce: number): NodeFacts {
+  const pair = { arpIgnore, arpAnnounce };
+  return {
+    node,
+    agentVersion: "test",
+    interfaces: [
+      { name: "eth0", mac: "02:00:5e:00:00:0a", up: true, master: null, addresses: [], own: pair, effective: pair, captured: true },
+    ],
+    sysctl: { all: pair, default: { arpIgnore: 0, arpAnnounce: 0 } },
+    kubeIpvs0: { present: true, addresses: 1 },
+    kubeProxyMode: "ipvs",
+    capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
+  };
+}
+
+describe("nodesAfterFix", () => {
+  it("counts a node as fixed only on its agent's report: no agent, a down agent or no facts is silent, not fixed", () => {
+    const agents = [
+      { node: "a", up: true, facts: factsOf("a", 1, 2) },
+      { node: "b", up: true, facts: factsOf("b", 0, 0) },
+      { node: "c", up: false, facts: factsOf("c", 1, 2) },
+      { node: "d", up: true, facts: null },
+    ];
+    expect(nodesAfterFix(["a", "b", "c", "d", "e"], agents)).toEqual({ strict: ["a"], loose: ["b"], silent: ["c", "d", "e"] });
+    // An agent on a node the cluster does not list is not what the fix must reach.
+    expect(nodesAfterFix(["a"], agents)).toEqual({ strict: ["a"], loose: [], silent: [] });
   });
 });

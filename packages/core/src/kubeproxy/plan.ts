@@ -62,6 +62,26 @@ export function strictArpFix(input: FixInput): FixPlan {
 }
 
 /**
+ * nodesAfterFix sorts the nodes the fix must reach by what their agents report: `loose` still answer ARP for any
+ * local address, `silent` have no report (no agent, its agent down, or no facts yet), and cannot count as fixed.
+ * `expected` is the cluster's Nodes, or the agents' nodes when the cluster's list is unknown.
+ */
+export function nodesAfterFix(
+  expected: readonly string[],
+  agents: readonly { readonly node: string; readonly up: boolean; readonly facts: NodeFacts | null }[],
+): { readonly loose: string[]; readonly silent: string[]; readonly strict: string[] } {
+  const byNode = new Map(agents.map((a) => [a.node, a]));
+  const out = { loose: [] as string[], silent: [] as string[], strict: [] as string[] };
+  for (const node of expected) {
+    const a = byNode.get(node);
+    if (a === undefined || !a.up || a.facts === null) out.silent.push(node);
+    else if (nodeArp(a.facts).strict) out.strict.push(node);
+    else out.loose.push(node);
+  }
+  return out;
+}
+
+/**
  * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner (by
  * one node when no owner is known). Returns what is still wrong, or null. No request probed is no evidence: the fix
  * is then not verified, never passed.

@@ -15,6 +15,7 @@ interface Run {
   message: string;
   backup: string | null;
   steps: { name: string; state: string; detail: string }[];
+  checked: { ip: string; owner: string | null; requests: number; problem: string | null }[];
 }
 
 /** operator signs in as the stack's operator, with a reader of the current run (the live subscription's first event). */
@@ -254,8 +255,38 @@ describe("remediation that cannot finish says where it stopped", () => {
       state: "failed",
       detail: expect.stringMatching(new RegExp(`^${loose.name} still answer ARP for any local address`)),
     });
-    // Put back for the next test: the backup restores strictARP false.
+    // Put back for the next test: the backup restores strictARP false, and the node's kube-proxy is IPVS again.
     const back = await op.mutate("remediation.rollback", { backup: run?.backup });
+    expect(back.status).toBe(200);
+    expect((await settle(op))?.result).toBe("done");
+    stack.kubeProxies?.iptablesOn.delete(loose.name);
+  }, 150_000);
+
+  it("does not call an address verified when nobody answered it after the restart", async () => {
+    const op = await operator(stack);
+    const vip = stack.lab.vips[0] ?? "";
+    const owner = stack.owners.get(vip) ?? "";
+    // The owner's speaker lets go of the address: once strictARP stops the kernels answering, nobody does.
+    stack.own(owner, []);
+    try {
+      const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+      expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+      const run = await settle(op);
+      expect(run?.result).toBe("failed");
+      expect(run?.steps.find((s) => s.name === "sysctls")?.state).toBe("ok");
+      const unanswered = new RegExp(
+        `^${vip.replaceAll(".", "\\.")}: 0 requests answered by several MACs, 0 by a node other than ${owner}, [1-9]\\d* unanswered$`,
+      );
+      expect(run?.steps.find((s) => s.name === "probe")).toMatchObject({
+        state: "failed",
+        detail: expect.stringMatching(new RegExp(`^not verified: ${unanswered.source.slice(1)}`)),
+      });
+      expect(run?.checked).toEqual([{ ip: vip, owner, requests: expect.any(Number), problem: expect.stringMatching(unanswered) }]);
+      expect(run?.checked[0]?.requests).toBeGreaterThan(0);
+    } finally {
+      stack.own(owner, [vip]);
+    }
+    const back = await op.mutate("remediation.rollback", { backup: (await op.run())?.backup });
     expect(back.status).toBe(200);
     expect((await settle(op))?.result).toBe("done");
   }, 150_000);

@@ -108,6 +108,12 @@ export class ClusterState {
     return nodes.some((n) => n.name === node);
   }
 
+  /** nodeNames lists the cluster's Nodes, or null when the hub cannot tell (traffic-only, or no Node listed). */
+  nodeNames(): string[] | null {
+    const nodes = this.#source?.snapshot().nodes;
+    return nodes === undefined || nodes.length === 0 ? null : nodes.map((n) => n.name);
+  }
+
   /** kubeProxyText is kube-proxy's config.conf as stored in its ConfigMap (null without it). */
   kubeProxyText(): string | null {
     return this.#source?.kubeProxyConfig() ?? null;

@@ -139,6 +139,11 @@ export class Hub {
     return this.cluster.nodeKnown(node);
   }
 
+  /** clusterNodes lists the cluster's Nodes, or null when the hub cannot tell. */
+  clusterNodes(): string[] | null {
+    return this.cluster.nodeNames();
+  }
+
   nodeOfMac(mac: string): string | null {
     return this.agents.nodeOfMac(mac);
   }

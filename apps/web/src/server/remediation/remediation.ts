@@ -4,7 +4,7 @@ import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, ty
 import {
   daemonSetRollout,
   fixVerdict,
-  nodeArp,
+  nodesAfterFix,
   patchStrictArp,
   rolloutComplete,
   strictArpFix,
@@ -383,18 +383,33 @@ export class Remediation {
     await this.#step(run, "sysctls", async (say) => {
       const end = this.o.hub.clock() + (this.o.sysctlTimeoutMs ?? 120_000);
       for (;;) {
-        const nodes = this.o.hub.nodes().filter((n) => n.up);
-        const loose = nodes.filter((n) => n.facts === null || !nodeArp(n.facts).strict).map((n) => n.node);
+        const agents = this.o.hub.nodes();
+        // Every Node of the cluster must show the fix; a node whose agent does not report is not verified.
+        const expected = this.o.hub.clusterNodes() ?? agents.map((a) => a.node);
+        const { loose, silent, strict } = nodesAfterFix(expected, agents);
+        const waiting = [...loose, ...silent];
         say(
-          loose.length === 0
-            ? `all ${nodes.length} nodes: arp_ignore=1, arp_announce=2`
-            : `waiting for ${loose.join(", ")} (agents report every 10 s)`,
+          waiting.length === 0
+            ? `all ${strict.length} nodes: arp_ignore=1, arp_announce=2`
+            : `waiting for ${waiting.join(", ")} (agents report every 10 s)`,
         );
-        if (nodes.length > 0 && loose.length === 0) return;
-        if (this.o.hub.clock() > end)
+        if (expected.length > 0 && waiting.length === 0) return;
+        if (this.o.hub.clock() > end) {
+          const seconds = Math.round((this.o.sysctlTimeoutMs ?? 120_000) / 1000);
           throw new Error(
-            `${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`,
+            [
+              loose.length > 0
+                ? `${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`
+                : null,
+              silent.length > 0
+                ? `${silent.join(", ")}: no report from whohas's agent in ${seconds} s, so the fix is not verified there (is the agent running on that node?)`
+                : null,
+              expected.length === 0 ? "no node to check: no agent reports and the cluster lists no Node" : null,
+            ]
+              .filter((x) => x !== null)
+              .join("; "),
           );
+        }
         await new Promise((r) => setTimeout(r, 1000));
       }
     });
