@@ -338,8 +338,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       }),
     );
     const startHub = async () => {
-      const [cmd, ...args] = [...(hubNs === null ? [] : ["ip", "netns", "exec", hubNs]), process.execPath, HUB_BIN, "--config", hubConfig];
-      const child = spawnLogged("hub", cmd ?? "", args, {
+      const hubArgs = [HUB_BIN, "--config", hubConfig];
+      const [cmd, args] = hubNs === null ? [process.execPath, hubArgs] : ["ip", ["netns", "exec", hubNs, process.execPath, ...hubArgs]];
+      const child = spawnLogged("hub", cmd, args, {
         NODE_ENV: "production",
         NEXT_TELEMETRY_DISABLED: "1",
       });

@@ -94,7 +94,7 @@ describe("remediation refuses to do harm", () => {
       cluster: true,
       beforeWrite: async (w) => {
         const next = interleave;
-        if (next === null || !next.when(w)) return;
+        if (!next?.when(w)) return;
         interleave = null;
         await next.run();
       },
