@@ -134,6 +134,12 @@ describe("remediation refuses to do harm", () => {
       /^patching ConfigMap kube-system\/kube-proxy: kube-proxy's ConfigMap changed since the preview \(.*the object has been modified.*\)\. Nothing was overwritten: preview again\.$/,
     );
     expect(await configText(stack)).toBe(edited);
+    record({
+      fault: "kube-proxy's ConfigMap edited while the fix runs",
+      checked:
+        "an edit with kubectl landing while the hub creates its backup, after the hub's own resourceVersion check passed; the run's steps through the dashboard API; the ConfigMap read back with kubectl",
+      result: `the API server's 409 stops the run at the patch (backup made, nothing overwritten): "${run?.message ?? ""}"; the edit is kept`,
+    });
   });
 
   it("stops on a ConfigMap changed since the preview (409: never overwrites), and lets one operator run at a time", async () => {
@@ -176,7 +182,7 @@ describe("remediation refuses to do harm", () => {
       fault: "Two operators apply the strictARP fix at once",
       checked:
         "two Apply requests sent together through the dashboard API by two users, each in their own session; the ConfigMap read back with kubectl",
-      result: `exactly one runs; the other gets 409: "${refused[0]?.body.error?.message ?? ""}"; a ConfigMap edited between preview and Apply is never overwritten (409 from the API server, nothing written)`,
+      result: `exactly one runs; the other gets 409: "${refused[0]?.body.error?.message ?? ""}"; a ConfigMap edited between preview and Apply is refused before anything is written (the hub's resourceVersion check)`,
     });
   });
 });
