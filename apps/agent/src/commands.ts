@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import {
   GRATUITOUS_TICK_MS,
@@ -37,15 +38,47 @@ function sameSubnet(ip: string, addr: string, cidr: number, v4: boolean): boolea
 }
 
 /**
- * egressFor picks the interface that carries traffic for `ip`: the one with an address in the same subnet (as a
- * router would send there), or the named one. Throws with a message a person can act on.
+ * vlanDevices reads the node's VLAN devices and their ids from /proc/net/vlan/config (which the 8021q module
+ * provides: no file, no VLAN device): name -> VLAN id.
  */
-export function egressFor(ip: string, named?: string): Egress {
+export function vlanDevices(path = "/proc/net/vlan/config"): Map<string, number> {
+  const out = new Map<string, number>();
+  let text = "";
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return out;
+  }
+  // "VLAN Dev name | VLAN ID" and "Name-Type: ..." first, then one "eth0.30 | 30 | eth0" per device.
+  for (const line of text.split("\n")) {
+    const m = /^(\S+)\s*\|\s*(\d+)\s*\|\s*\S+/.exec(line);
+    if (m !== null) out.set(m[1] ?? "", Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * egressFor picks the interface that carries traffic for `ip`: the one with an address in the same subnet (as a
+ * router would send there), or the named one. With a VLAN, only the node's devices on that VLAN qualify; without,
+ * VLAN devices do not (they would tag what must go untagged). Throws with a message a person can act on.
+ */
+export function egressFor(
+  ip: string,
+  named?: string,
+  vlan: number | null = null,
+  vlans: ReadonlyMap<string, number> = vlanDevices(),
+): Egress {
   const v4 = isIPv4(ip);
   const ifs = networkInterfaces();
+  const onLink = ([name]: [string, unknown]) => (vlan === null ? !vlans.has(name) : vlans.get(name) === vlan);
   const candidates = Object.entries(ifs).filter(([name]) => named === undefined || name === named);
   if (named !== undefined && candidates.length === 0) throw new Error(`--interface ${named}: no such interface with an address`);
-  for (const [name, addrs] of candidates) {
+  const usable = named === undefined ? candidates.filter(onLink) : candidates;
+  if (vlan !== null && usable.length === 0)
+    throw new Error(
+      `this node has no interface on VLAN ${vlan} (no VLAN device with id ${vlan} in /proc/net/vlan/config), so it cannot reach ${ip} there; name one with --interface`,
+    );
+  for (const [name, addrs] of usable) {
     for (const a of addrs ?? []) {
       if (a.internal || (a.family === "IPv4") !== v4) continue;
       if (!v4 && a.address.startsWith("fe80:")) continue;
@@ -56,7 +89,8 @@ export function egressFor(ip: string, named?: string): Egress {
       }
     }
   }
-  throw new Error(`no interface has an ${v4 ? "IPv4" : "IPv6"} address in the subnet of ${ip}; name one with --interface`);
+  const where = vlan === null ? "" : ` on VLAN ${vlan} (${usable.map(([n]) => n).join(", ")})`;
+  throw new Error(`no interface${where} has an ${v4 ? "IPv4" : "IPv6"} address in the subnet of ${ip}; name one with --interface`);
 }
 
 /** A Clock lets tests drive time; the agent uses the real one. */

@@ -28,7 +28,7 @@ export function hubCommand(node: string) {
       });
       return;
     }
-    const egress = egressFor(msg.ip);
+    const egress = egressFor(msg.ip, undefined, msg.vlan ?? null);
     const open = (iface: string) => new PcapSource(iface, "arp or icmp6");
     if (msg.type === "announce") {
       const bursts = await runAnnounce({ ip: msg.ip, durationMs: msg.durationMs, egress, open });

@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { PcapSource } from "@whohas/capture";
-import { isIP } from "@whohas/core";
+import { normalizeIpKey, splitIpKey } from "@whohas/core";
 import { egressFor, parseDuration, runAnnounce, runProbe } from "./commands.js";
 
-export const PROBE_HELP = `Usage: whohas probe IP [--duration 60s] [--interval 1s] [--interface IF]
+export const PROBE_HELP = `Usage: whohas probe IP[@VLAN] [--duration 60s] [--interval 1s] [--interface IF]
 
 Asks who has IP by broadcast ARP (NS for IPv6) every interval and counts every MAC that answers each request: the
 one-minute check operators do by hand with arping, but broadcasting every time (arping turns to unicast after the
@@ -15,10 +15,13 @@ Options:
   --interval D     time between requests (default 1s)
   --interface IF   send from IF (default: the interface with an address in IP's subnet)
 
+IP@VLAN (192.0.2.10@30, 2001:db8::10@30) asks inside VLAN 30, from this node's VLAN device with that id (as listed in
+/proc/net/vlan/config), as whohas shows an address seen in a VLAN.
+
 Exit status: 1 when any request was answered by two or more MACs, 0 otherwise, 2 on bad usage.
 `;
 
-export const ANNOUNCE_HELP = `Usage: whohas announce IP --force [--duration 5s] [--interface IF]
+export const ANNOUNCE_HELP = `Usage: whohas announce IP[@VLAN] --force [--duration 5s] [--interface IF]
 
 Sends MetalLB's gratuitous announcements for IP from this node (ARP request and reply with THA ff:ff:ff:ff:ff:ff,
 or an unsolicited NA for IPv6), every 1.1 s until 5 s after the last of --duration: what the speaker does when it
@@ -30,6 +33,8 @@ Options:
   --duration D     how long to keep re-setting the IP (default 5s)
   --interface IF   send from IF (default: the interface with an address in IP's subnet)
   --force          announce even though ownership cannot be checked here
+
+IP@VLAN announces inside that VLAN, from this node's VLAN device with that id.
 `;
 
 interface Out {
@@ -49,11 +54,12 @@ export async function runProbeCli(argv: string[], out: Out = process.stdout): Pr
     allowPositionals: true,
   });
   if (values.help) return (void out.write(PROBE_HELP), 0);
-  const ip = positionals[0];
-  if (ip === undefined || !isIP(ip)) throw new Error(`probe: name the IP to probe\n\n${PROBE_HELP}`);
+  const key = normalizeIpKey(positionals[0] ?? "");
+  if (key === null) throw new Error(`probe: name the IP to probe (IP, or IP@VLAN)\n\n${PROBE_HELP}`);
+  const { ip, vlan } = splitIpKey(key);
   const durationMs = parseDuration(values.duration ?? "60s");
   const intervalMs = parseDuration(values.interval ?? "1s");
-  const egress = egressFor(ip, values.interface);
+  const egress = egressFor(ip, values.interface, vlan);
   out.write(`probing ${ip} from ${egress.iface} (${egress.address}, ${egress.mac}) every ${intervalMs} ms for ${durationMs} ms\n`);
   const ac = new AbortController();
   process.once("SIGINT", () => ac.abort());
@@ -89,13 +95,14 @@ export async function runAnnounceCli(argv: string[], out: Out = process.stdout):
     allowPositionals: true,
   });
   if (values.help) return (void out.write(ANNOUNCE_HELP), 0);
-  const ip = positionals[0];
-  if (ip === undefined || !isIP(ip)) throw new Error(`announce: name the IP to announce\n\n${ANNOUNCE_HELP}`);
+  const key = normalizeIpKey(positionals[0] ?? "");
+  if (key === null) throw new Error(`announce: name the IP to announce (IP, or IP@VLAN)\n\n${ANNOUNCE_HELP}`);
+  const { ip, vlan } = splitIpKey(key);
   if (values.force !== true)
     throw new Error(
       `announce: refused without --force: this node's ownership of ${ip} cannot be checked without the hub, and announcing from a node that does not own it creates a second responder`,
     );
-  const egress = egressFor(ip, values.interface);
+  const egress = egressFor(ip, values.interface, vlan);
   const bursts = await runAnnounce({
     ip,
     durationMs: parseDuration(values.duration ?? "5s"),

@@ -35,3 +35,4 @@ export * from "./cluster/announcers.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";
 export * from "./net/scope.js";
+export * from "./net/ip-key.js";

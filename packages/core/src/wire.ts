@@ -21,6 +21,11 @@ export const FLUSH_MS = 100;
 const mac = z.string().refine(isMac, "not a MAC address");
 const ip = z.string().max(45).refine(isIP, "not an IP address");
 /**
+ * The 802.1Q VLAN the frames were tagged with, on the capturing interface (absent or null: untagged, or a priority
+ * tag on the native VLAN). Agents before VLANs leave it out.
+ */
+const vlan = z.number().int().min(1).max(4094).nullable().optional();
+/**
  * isNodeName: a Kubernetes Node name, an RFC 1123 subdomain (lowercase letters, digits, '-' and '.', at most 253
  * characters, each label starting and ending with a letter or digit). Nothing else reaches logs, pages and alerts.
  */
@@ -56,12 +61,13 @@ export const ObservationKindSchema = z.enum([
   "na-unsolicited",
 ]);
 
-/** An ObservationAggregate sums the frames one agent saw for one (ip, mac, kind, interface) since its last send. */
+/** An ObservationAggregate sums the frames one agent saw for one (ip, mac, kind, interface, VLAN) since its last send. */
 export const ObservationAggregateSchema = z.object({
   ip,
   mac,
   kind: ObservationKindSchema,
   iface: z.string().min(1).max(15),
+  vlan,
   count: z.number().int().positive(),
   firstSeen: millis,
   lastSeen: millis,
@@ -85,6 +91,7 @@ export const RequestReportSchema = z.object({
   ip,
   asker: ip,
   iface: z.string().min(1).max(15),
+  vlan,
   /** Request times, milliseconds since the epoch. */
   times: z.array(millis).min(1).max(MAX_REQUEST_TIMES),
   /** Replies seen: [index into times, the MAC that answered, milliseconds from the request]. */
@@ -207,6 +214,8 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
     type: z.literal("announce"),
     id: commandId,
     ip,
+    /** Announce inside this VLAN: from the node's interface on it (absent or null: untagged). */
+    vlan,
     durationMs,
     expectedOwner: nodeName.nullable(),
     force: z.boolean(),
@@ -217,6 +226,8 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
     type: z.literal("probe"),
     id: commandId,
     ip,
+    /** Ask inside this VLAN: from the node's interface on it (absent or null: untagged). */
+    vlan,
     durationMs,
     intervalMs: z.number().int().min(100).max(60_000),
   }),

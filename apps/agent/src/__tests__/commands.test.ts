@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type HubMessage, type AgentMessage } from "@whohas/core";
-import { runAnnounce, runProbe, parseDuration, type Clock, type Egress } from "../commands.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { egressFor, runAnnounce, runProbe, parseDuration, vlanDevices, type Clock, type Egress } from "../commands.js";
 import { parseSize } from "../config.js";
 import { parseListen } from "../metrics.js";
 import { hubCommand } from "../run-agent.js";
@@ -49,6 +52,30 @@ class FakeWire implements PacketSource {
     this.closed = true;
   }
 }
+
+describe("egress inside a VLAN", () => {
+  it("reads the node's VLAN devices from /proc/net/vlan/config, and none when the file is absent", () => {
+    const dir = mkdtempSync(join(tmpdir(), "whohas-vlan-"));
+    const file = join(dir, "config");
+    writeFileSync(
+      file,
+      "VLAN Dev name\t | VLAN ID\nName-Type: VLAN_NAME_TYPE_RAW_PLUS_VID_NO_PAD\neth0.30        | 30  | eth0\nbond0.4094     | 4094  | bond0\n",
+    );
+    expect([...vlanDevices(file)]).toEqual([
+      ["eth0.30", 30],
+      ["bond0.4094", 4094],
+    ]);
+    expect(vlanDevices(join(dir, "absent")).size).toBe(0);
+  });
+
+  it("refuses an IP in a VLAN this node has no device on, saying which VLAN", () => {
+    expect(() => egressFor("192.0.2.10", undefined, 30, new Map())).toThrow(
+      /^this node has no interface on VLAN 30 .*\/proc\/net\/vlan\/config/,
+    );
+    // A device on another VLAN does not qualify.
+    expect(() => egressFor("192.0.2.10", undefined, 30, new Map([["lo", 40]]))).toThrow(/no interface on VLAN 30/);
+  });
+});
 
 describe("runProbe", () => {
   it("broadcasts every interval and counts every MAC per request", async () => {

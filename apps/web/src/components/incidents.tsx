@@ -9,17 +9,14 @@ import { useLive } from "./ui/live";
 import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
+import { IpLink } from "./ui/ip-name";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
 
 /** Subject links an incident's subject: its IP's page, or the Nodes page for a node's (node/NAME). */
 function Subject({ s }: { s: string }) {
   if (s.startsWith("node/")) return <Link href="/nodes">node {s.slice(5)}</Link>;
-  return (
-    <Link href={`/ips/${s}`} className="mono">
-      {s}
-    </Link>
-  );
+  return <IpLink ipKey={s} className="mono" />;
 }
 
 function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {

@@ -12,6 +12,7 @@ import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 import { ANNOUNCER_NAMES, ownerSourceName } from "./ui/ips-view";
+import { IpName } from "./ui/ip-name";
 
 type Range = "15m" | "1h" | "24h";
 type Timeline = RouterOutputs["ips"]["timeline"];
@@ -75,7 +76,7 @@ export function IpDetail({ ip }: { ip: string }) {
   return (
     <>
       <h1 className="mono">
-        {v.ip}{" "}
+        <IpName ipKey={v.ip} />{" "}
         <span className={`state state-${v.state}`} data-testid="ip-state" data-state={v.state}>
           {v.state}
         </span>
@@ -203,7 +204,7 @@ export function IpDetail({ ip }: { ip: string }) {
       )}
       {v.silentDropNodes.length > 0 ? (
         <p className="banner bad" role="alert" data-testid="silent-drop">
-          Silent drop: {v.silentDropNodes.join(", ")} answer{v.silentDropNodes.length === 1 ? "s" : ""} for {v.ip} but host
+          Silent drop: {v.silentDropNodes.join(", ")} answer{v.silentDropNodes.length === 1 ? "s" : ""} for {v.address} but host
           {v.silentDropNodes.length === 1 ? "s" : ""} no endpoint of this externalTrafficPolicy Local Service: a client that caches{" "}
           {v.silentDropNodes.length === 1 ? "its" : "their"} MAC sends traffic kube-proxy drops without a word.
         </p>
@@ -347,7 +348,7 @@ export function IpDetail({ ip }: { ip: string }) {
 
       <h2>Fixing it</h2>
       <p>On a client that cached the wrong MAC, drop the stale entry (it re-resolves on the next packet):</p>
-      <pre data-testid="client-fix">{`ip neigh flush to ${v.ip}\n# or, for one interface:\nip neigh del ${v.ip} dev IFACE`}</pre>
+      <pre data-testid="client-fix">{`ip neigh flush to ${v.address}\n# or, for one interface:\nip neigh del ${v.address} dev IFACE`}</pre>
       <p>
         From a node, count who answers each request for a minute (<code>whohas probe</code>), or make the expected owner announce the IP
         again with MetalLB&apos;s frames (<code>whohas announce</code>; run it on the owner only, or it creates the conflict you are

@@ -1,6 +1,5 @@
 "use client";
 
-import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { memo, useMemo, useRef, useState, type UIEvent } from "react";
 import { STATE_TEXT, ipsQuery, ownerSourceName, viewRows, type Ip, type SortKey } from "./ui/ips-view";
@@ -8,6 +7,7 @@ import { Options } from "./ui/table";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
+import { IpLink } from "./ui/ip-name";
 
 /** ROW_PX: every row has the same height, so only the rows in view are rendered (5,000 IPs stay smooth). */
 const ROW_PX = 56;
@@ -172,7 +172,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
       data-state={ip.state}
     >
       <div role="cell" className="mono">
-        <Link href={`/ips/${ip.ip}`}>{ip.ip}</Link>
+        <IpLink ipKey={ip.ip} />
       </div>
       <div role="cell" data-testid="services">
         {ip.services.length === 0 ? <span className="muted">-</span> : ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")}

@@ -9,6 +9,7 @@ import { useLive } from "./ui/live";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago, useNow } from "./ui/time";
+import { IpName, ipHref } from "./ui/ip-name";
 
 type Ip = RouterOutputs["ips"]["list"][number];
 type Summary = RouterOutputs["cluster"]["summary"];
@@ -205,8 +206,8 @@ export function Overview() {
         <ul className="problems" data-testid="problem-ips">
           {multi.slice(0, 20).map((ip) => (
             <li key={ip.ip}>
-              <Link href={`/ips/${ip.ip}`} className="mono">
-                {ip.ip}
+              <Link href={ipHref(ip.ip)} className="mono">
+                <IpName ipKey={ip.ip} />
               </Link>{" "}
               {ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")} · answered by{" "}
               {ip.responders

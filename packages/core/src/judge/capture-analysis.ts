@@ -1,3 +1,5 @@
+import { keyBatch, splitIpKey } from "../net/ip-key.js";
+import { compareIP } from "../packet/addr.js";
 import { CaptureReader } from "../capture/pcap.js";
 import { decodeFrame, newFrameFields } from "../packet/frame.js";
 import type { DecodeFailure } from "../packet/decode.js";
@@ -31,7 +33,11 @@ export interface FindingReport extends OpenFinding {
 
 /** IpReport is everything the analysis knows about one IP. */
 export interface IpReport {
+  /** The address (IPv6 compressed as RFC 5952 writes it). */
   readonly ip: string;
+  /** The 802.1Q VLAN its frames were tagged with; null when untagged. The same address on two VLANs is two reports. */
+  readonly vlan: number | null;
+  readonly family: 4 | 6;
   readonly responders: readonly ResponderReport[];
   readonly requests: number;
   readonly findings: readonly FindingReport[];
@@ -147,6 +153,7 @@ export class CaptureAnalysis {
   /** #step drains the capture point into the judge at capture time `now`, and judges what is due. */
   #step(now: number, end: boolean): void {
     const batch = this.#point.drain(Number.MAX_SAFE_INTEGER, now, end);
+    keyBatch(batch);
     this.#judge.ingest(CAPTURE, batch, now, this.#lens);
     this.#nextDrain = now + DRAIN_MS;
     if (!end && now < this.#nextJudge) return;
@@ -166,32 +173,17 @@ export class CaptureAnalysis {
   /** summary takes the last frames' requests as final (the capture ended) and reports every IP. */
   summary(): CaptureSummary {
     this.#step(this.#lastTs, true);
-    const ips = [...this.#judge.counts.ips()].sort(compareKeys).flatMap((ip) => {
+    const ips = [...this.#judge.counts.ips()].sort(compareIP).flatMap((ip) => {
       const v = this.#judge.view(ip, this.#lastTs, this.#lens);
       if (v === null) return [];
       const responders = [...v.responders]
         .sort((a, b) => b.replies + b.gratuitous - (a.replies + a.gratuitous) || a.mac.localeCompare(b.mac))
         .map((r) => ({ mac: r.mac, replies: r.replies, gratuitous: r.gratuitous, firstSeen: r.firstSeen, lastSeen: r.lastSeen }));
       const findings = [...(this.#findings.get(ip)?.values() ?? [])];
-      return [{ ip, responders, requests: v.requests, findings, handovers: v.handovers }];
+      return [{ ...splitIpKey(ip), responders, requests: v.requests, findings, handovers: v.handovers }];
     });
     return { counts: this.counts, ips, errors: this.errors };
   }
-}
-
-/** compareKeys orders IPv4 before IPv6, each numerically (IPv6 as text: rare in reports, and stable). */
-function compareKeys(a: string, b: string): number {
-  const a6 = a.includes(":");
-  const b6 = b.includes(":");
-  if (a6 !== b6) return a6 ? 1 : -1;
-  if (a6) return a.localeCompare(b);
-  const pa = a.split(".").map(Number);
-  const pb = b.split(".").map(Number);
-  for (let i = 0; i < 4; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d;
-  }
-  return 0;
 }
 
 /** SEVERE_FINDINGS make `whohas analyze` exit 1: the incidents it exists to find. */
@@ -222,6 +214,8 @@ export function toJson(s: CaptureSummary): unknown {
     dropped: s.counts.dropped,
     ips: s.ips.map((ip) => ({
       ip: ip.ip,
+      vlan: ip.vlan,
+      family: ip.family,
       responders: ip.responders.map((r) => ({
         mac: r.mac,
         replies: r.replies,
@@ -260,7 +254,10 @@ export function toTable(s: CaptureSummary): string {
   if (ordered.length === 0) lines.push("no IP was asked for or announced in this capture");
   for (const ip of ordered) {
     const flag = severe.includes(ip) ? "  <-- SEVERAL RESPONDERS" : "";
-    lines.push("", `${ip.ip}  requests ${ip.requests}, responders ${ip.responders.length}${flag}`);
+    lines.push(
+      "",
+      `${ip.ip}${ip.vlan === null ? "" : ` (VLAN ${ip.vlan})`}  requests ${ip.requests}, responders ${ip.responders.length}${flag}`,
+    );
     for (const r of ip.responders) {
       lines.push(
         `  ${r.mac}  replies ${String(r.replies).padStart(7)}  gratuitous ${String(r.gratuitous).padStart(5)}  ${rfc3339(r.firstSeen)} .. ${rfc3339(r.lastSeen)}`,

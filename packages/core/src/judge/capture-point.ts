@@ -53,6 +53,7 @@ const reported = (s: Sighting | undefined, now: number): boolean =>
 
 /** Asked is what one capture point holds of one asker's requests for one IP on one interface. */
 interface Asked {
+  /** The link: the interface, or "NAME/VLAN" for a VLAN on it. */
   readonly iface: string;
   readonly ip: IpKey;
   readonly asker: IpKey;
@@ -100,6 +101,12 @@ export interface Drained {
  * dropped and counted, while known keys keep merging, so a flood of familiar frames loses nothing.
  */
 export class CapturePoint {
+  /**
+   * A link is where frames were seen: an interface, or a VLAN on it. An untagged link's key is the interface's name;
+   * a tagged one's is "NAME/VLAN" ('/' is never in an interface name), made once per VLAN and kept here.
+   */
+  readonly #links = new Map<string, { readonly iface: string; readonly vlan: number }>();
+  readonly #linkKeys = new Map<string, string[]>();
   readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
   /** Per interface, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
   readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Asked>>>();
@@ -128,8 +135,27 @@ export class CapturePoint {
     return this.#sightings;
   }
 
+  /** #link is the key of `vlan` on `iface` (the interface itself when untagged: vlan null, or 0, a priority tag). */
+  #link(iface: string, vlan: number | null | undefined): string {
+    if (vlan === null || vlan === undefined || vlan <= 0) return iface;
+    let keys = this.#linkKeys.get(iface);
+    if (keys === undefined) this.#linkKeys.set(iface, (keys = []));
+    let key = keys[vlan];
+    if (key === undefined) {
+      keys[vlan] = key = `${iface}/${vlan}`;
+      this.#links.set(key, { iface, vlan });
+    }
+    return key;
+  }
+
+  /** #where tells the interface and VLAN of a link key. */
+  #where(link: string): { readonly iface: string; readonly vlan: number | null } {
+    return this.#links.get(link) ?? { iface: link, vlan: null };
+  }
+
   /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
-  addFrame(f: FrameFields, iface: string, now: number): void {
+  addFrame(f: FrameFields, ifaceName: string, now: number): void {
+    const iface = f.vlan > 0 ? this.#link(ifaceName, f.vlan) : ifaceName;
     const v4 = f.family === 4;
     const ip = v4 ? f.ip4 : f.ip6;
     const peer = v4 ? f.peer4 : f.peer6;
@@ -192,7 +218,7 @@ export class CapturePoint {
     const tm = e.targetMac === null ? NO_MAC : macToNumber(parseMac(e.targetMac), 0);
     const src = e.ethSrc === null ? NO_MAC : macToNumber(parseMac(e.ethSrc), 0);
     this.#fold(
-      e.iface,
+      this.#link(e.iface, e.vlan),
       ipKey(e.ip),
       macToNumber(parseMac(e.mac), 0),
       KIND_INDEX[e.kind],
@@ -251,7 +277,7 @@ export class CapturePoint {
       const asker = ipKey(r.asker);
       const replies = new Map<number, number[]>();
       for (const [i, mac, delay] of r.replies) replies.set(i, [...(replies.get(i) ?? []), macToNumber(parseMac(mac), 0), delay]);
-      const a = this.#askedOf(r.iface, ip, asker);
+      const a = this.#askedOf(this.#link(r.iface, r.vlan), ip, asker);
       const list = a.list;
       for (const [i, t] of r.times.entries()) {
         list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
@@ -279,7 +305,8 @@ export class CapturePoint {
 
   #drainEntries(max: number): ObservationAggregate[] {
     const entries: ObservationAggregate[] = [];
-    outer: for (const [iface, ips] of this.#byIface) {
+    outer: for (const [link, ips] of this.#byIface) {
+      const { iface, vlan } = this.#where(link);
       for (const [ip, macs] of ips) {
         for (const [mac, slots] of macs) {
           for (let k = 0; k < slots.length; k++) {
@@ -291,6 +318,7 @@ export class CapturePoint {
               mac: formatMacNumber(mac),
               kind: KINDS[k] ?? "request",
               iface,
+              vlan,
               count: s.count,
               firstSeen: Math.round(s.firstSeen),
               lastSeen: Math.round(s.lastSeen),
@@ -305,7 +333,7 @@ export class CapturePoint {
         }
         if (macs.size === 0) ips.delete(ip);
       }
-      if (ips.size === 0) this.#byIface.delete(iface);
+      if (ips.size === 0) this.#byIface.delete(link);
     }
     return entries;
   }
@@ -347,7 +375,10 @@ export class CapturePoint {
         s.sent = s.replies.length;
         s.drained = true;
       }
-      if (times !== null) out.push({ ip: ipText(a.ip), asker: ipText(a.asker), iface: a.iface, times, replies: replies ?? [] });
+      if (times !== null) {
+        const { iface, vlan } = this.#where(a.iface);
+        out.push({ ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies: replies ?? [] });
+      }
       // Nothing left to report until a request or a reply comes (#ask and #answer queue it again).
       if (waiting) this.#due.push(a);
       else a.due = false;

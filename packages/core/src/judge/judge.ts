@@ -1,3 +1,4 @@
+import { keyBatch } from "../net/ip-key.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
 import { IpJudgement, type Lens } from "./ip-judgement.js";
@@ -121,9 +122,11 @@ export class Judge {
 
   /**
    * intern replaces, in place, the IP and MAC texts of a batch just parsed by the copies the judge already holds, so
-   * that what the caller keeps of the batch (the store's minute buckets) shares them too.
+   * that what the caller keeps of the batch (the store's minute buckets) shares them too; addresses seen in a VLAN
+   * become their IP keys (keyBatch) first.
    */
   intern(batch: Batch): void {
+    keyBatch(batch);
     for (const e of batch.entries as ObservationAggregate[]) {
       e.ip = this.#text(e.ip);
       e.mac = this.#text(e.mac);

@@ -190,30 +190,40 @@ export function goIPString(s: string): string | null {
   return mapped ? formatIPv4(b, 12) : formatIPv6(b, 0);
 }
 
-/** compareIP orders addresses numerically, IPv4 before IPv6. */
+/** compareIP orders addresses numerically, IPv4 before IPv6; IP keys (ADDRESS@VLAN) by address, then untagged first. */
 export function compareIP(a: string, b: string): number {
-  const a6 = a.includes(":");
-  const b6 = b.includes(":");
+  const [aIp, aVlan] = keyParts(a);
+  const [bIp, bVlan] = keyParts(b);
+  const a6 = aIp.includes(":");
+  const b6 = bIp.includes(":");
   if (a6 !== b6) return a6 ? 1 : -1;
-  const pa = a6 ? [...(parseIPv6(a) ?? [])] : a.split(".").map(Number);
-  const pb = b6 ? [...(parseIPv6(b) ?? [])] : b.split(".").map(Number);
+  const pa = a6 ? [...(parseIPv6(aIp) ?? [])] : aIp.split(".").map(Number);
+  const pb = b6 ? [...(parseIPv6(bIp) ?? [])] : bIp.split(".").map(Number);
   for (let i = 0; i < pa.length; i++) {
     const d = (pa[i] ?? 0) - (pb[i] ?? 0);
     if (d !== 0) return d;
   }
-  return 0;
+  return aVlan - bVlan;
+}
+
+/** keyParts splits an IP key into its address and VLAN (-1: untagged). */
+function keyParts(key: string): [string, number] {
+  const at = key.lastIndexOf("@");
+  return at < 0 ? [key, -1] : [key.slice(0, at), Number(key.slice(at + 1))];
 }
 
 /**
- * ipOrderKey is a string that sorts as compareIP orders (IPv4 before IPv6, numerically): computed once per address,
- * it sorts thousands of them with plain string comparisons (the dashboard's lists).
+ * ipOrderKey is a string that sorts as compareIP orders (IPv4 before IPv6, numerically, then by VLAN): computed once
+ * per address, it sorts thousands of them with plain string comparisons (the dashboard's lists).
  */
-export function ipOrderKey(ip: string): string {
+export function ipOrderKey(key: string): string {
+  const [ip, vlan] = keyParts(key);
+  const tag = vlan < 0 ? "" : `@${String(vlan).padStart(4, "0")}`;
   if (!ip.includes(":"))
     return `4${ip
       .split(".")
       .map((o) => o.padStart(3, "0"))
-      .join("")}`;
+      .join("")}${tag}`;
   const b = parseIPv6(ip);
-  return `6${b === null ? ip : [...b].map((x) => x.toString(16).padStart(2, "0")).join("")}`;
+  return `6${b === null ? ip : [...b].map((x) => x.toString(16).padStart(2, "0")).join("")}${tag}`;
 }

@@ -36,6 +36,27 @@ describe("Hub", () => {
     expect(hub.ip("192.0.2.7")?.state).toBe("multi-responder");
   });
 
+  it("judges the same address on two VLANs apart: two rows, each with its own verdict and incident", async () => {
+    const now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.tick();
+    // VLAN 30: node-a alone answers. VLAN 40: node-a and node-b both answer the same request.
+    hub.observe("node-a", answered("192.0.2.7", now - 50, A, 30));
+    hub.observe("node-a", answered("192.0.2.7", now - 40, A, 40));
+    hub.observe("node-b", answered("192.0.2.7", now - 40, B, 40));
+    await nextTurn();
+    hub.tick();
+    const rows = hub.ips().map((v) => [v.ip, v.address, v.vlan, v.family, v.state, v.responders.map((r) => r.mac)]);
+    expect(rows).toEqual([
+      ["192.0.2.7@30", "192.0.2.7", 30, 4, "single", [A]],
+      ["192.0.2.7@40", "192.0.2.7", 40, 4, "multi-responder", [A, B]],
+    ]);
+    expect(hub.incidents({ open: true }).map((i) => [i.ip, i.type])).toEqual([["192.0.2.7@40", "multi-responder"]]);
+    expect(hub.ip("192.0.2.7")).toBeNull();
+  });
+
   it("publishes what changed on the feed, a burst as one batch, and ends a subscriber on abort", async () => {
     const hub = new Hub({ clock: () => 10_000 });
     const ac = new AbortController();

@@ -9,8 +9,15 @@ import {
   type Logger,
   type ProbeRound,
   type ProbeSummary,
+  splitIpKey,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+
+/** onLink is what a command names of an IP key: the address, and the VLAN to act in (null: untagged). */
+const onLink = (key: string): { ip: string; vlan: number | null } => {
+  const { ip, vlan } = splitIpKey(key);
+  return { ip, vlan };
+};
 
 /** A CommandSender reaches one node's agent (the AgentGateway). */
 export interface CommandSender {
@@ -145,7 +152,7 @@ export class Actions {
           v: WIRE_VERSION,
           type: "announce",
           id,
-          ip,
+          ...onLink(ip),
           durationMs: this.o.announceMs,
           expectedOwner: owner,
           force: false,
@@ -223,7 +230,7 @@ export class Actions {
     for (const [i, node] of probers.entries()) {
       const sent = this.o.agents.command(
         node,
-        { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ip, durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS },
+        { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ...onLink(ip), durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS },
         (m) => this.#onResult(run, node, m),
       );
       if (sent) {

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from "node:crypto";
-import { subjectNode } from "@whohas/core";
+import { splitIpKey, subjectNode } from "@whohas/core";
 import type { Format } from "../store/outbox.js";
 
 /** An Alert is one incident of the notified IP, firing or resolved. */
@@ -55,10 +55,20 @@ function ipUrl(n: Notice): string | null {
   return subjectNode(n.ip) === null ? `${base}/ips/${encodeURIComponent(n.ip)}` : `${base}/nodes`;
 }
 
-/** subjectLabels are the grouping labels: the IP, or the node. */
+/** subjectLabels are the grouping labels: the IP (and its VLAN when it was seen tagged), or the node. */
 function subjectLabels(n: Notice): Record<string, string> {
   const node = subjectNode(n.ip);
-  return node === null ? { ip: n.ip } : { node };
+  if (node !== null) return { node };
+  const { ip, vlan } = splitIpKey(n.ip);
+  return vlan === null ? { ip } : { ip, vlan: String(vlan) };
+}
+
+/** shown is the subject as a person reads it: "192.0.2.10", "192.0.2.10 on VLAN 30", or the node. */
+function shown(n: Notice): string {
+  const node = subjectNode(n.ip);
+  if (node !== null) return node;
+  const { ip, vlan } = splitIpKey(n.ip);
+  return vlan === null ? ip : `${ip} on VLAN ${vlan}`;
 }
 
 function who(a: Alert): string {
@@ -69,7 +79,7 @@ function who(a: Alert): string {
 export function summary(n: Notice): string {
   const firing = n.alerts.filter((a) => a.status === "firing");
   const svc = n.services.map((s) => `${s.namespace}/${s.name}`).join(", ");
-  const what = `${n.ip}${svc === "" ? "" : ` (${svc})`}`;
+  const what = `${shown(n)}${svc === "" ? "" : ` (${svc})`}`;
   if (n.test === true) return `whohas test notification to ${n.receiver}`;
   if (firing.length === 0) return `RESOLVED: ${what}: ${n.alerts.map((a) => a.type).join(", ")} cleared`;
   return `FIRING: ${what}: ${firing.map((a) => a.detail).join("; ")}`;
@@ -83,7 +93,8 @@ export function genericBody(n: Notice): unknown {
     id: n.id,
     status: n.status,
     summary: summary(n),
-    ip: subjectNode(n.ip) === null ? n.ip : null,
+    ip: subjectNode(n.ip) === null ? splitIpKey(n.ip).ip : null,
+    vlan: subjectNode(n.ip) === null ? splitIpKey(n.ip).vlan : null,
     node: subjectNode(n.ip),
     services: n.services,
     expectedOwner: n.expectedOwner,
@@ -164,7 +175,7 @@ export function alertmanagerBody(n: Notice): unknown {
       status: a.status,
       labels,
       annotations: {
-        summary: `${a.type} on ${subjectNode(n.ip) ?? n.ip}`,
+        summary: `${a.type} on ${shown(n)}`,
         description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.`,
       },
       startsAt: iso(a.firstSeen),

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { isIP } from "@whohas/core";
+import { normalizeIpKey } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import { ipJson } from "../hub/views.js";
+import { incidentJson, ipJson } from "../hub/views.js";
 import type { Principal } from "../auth/auth.js";
 import { decodeSegment } from "../request-target.js";
 import { MAX_LIST } from "../store/incidents.js";
@@ -45,9 +45,10 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   if (path.startsWith("ips/")) {
-    const ip = decodeSegment(path.slice(4));
-    if (!isIP(ip)) {
-      send(res, 400, { error: `"${ip}" is not an IP address` });
+    const asked = decodeSegment(path.slice(4));
+    const ip = normalizeIpKey(asked);
+    if (ip === null) {
+      send(res, 400, { error: `"${asked}" is not an IP address (an address seen in a VLAN is ADDRESS@VLAN, e.g. 192.0.2.10@30)` });
       return;
     }
     const v = hub.ip(ip);
@@ -56,7 +57,11 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
       return;
     }
     const now = hub.clock();
-    send(res, 200, { ...ipJson(v), timeline: hub.timeline(ip, now - TIMELINE_MS, now), incidents: hub.incidents({ ip, limit: 50 }) });
+    send(res, 200, {
+      ...ipJson(v),
+      timeline: hub.timeline(ip, now - TIMELINE_MS, now),
+      incidents: hub.incidents({ ip, limit: 50 }).map(incidentJson),
+    });
     return;
   }
   if (path === "cluster") {
@@ -98,7 +103,8 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
       send(res, 400, { error: `limit must be a whole number from 1 to ${MAX_LIST}` });
       return;
     }
-    send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip, limit }));
+    const subject = ip === undefined ? undefined : (normalizeIpKey(ip) ?? ip);
+    send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip: subject, limit }).map(incidentJson));
     return;
   }
   send(res, 404, {

@@ -1,4 +1,4 @@
-import type { AgentMessage, NodeFacts } from "@whohas/core";
+import { ipKey, type AgentMessage, type NodeFacts } from "@whohas/core";
 import { TokenBucket } from "../limits.js";
 
 type Observations = Extract<AgentMessage, { type: "observations" }>;
@@ -35,8 +35,8 @@ export class NewIpBudget {
       }
       return yes;
     };
-    const entries = m.entries.filter((e) => ok(e.ip));
-    const requests = m.requests.filter((r) => ok(r.ip));
+    const entries = m.entries.filter((e) => ok(ipKey(e.ip, e.vlan)));
+    const requests = m.requests.filter((r) => ok(ipKey(r.ip, r.vlan)));
     return entries.length === m.entries.length && requests.length === m.requests.length ? m : { ...m, entries, requests };
   }
 

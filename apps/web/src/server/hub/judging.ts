@@ -2,6 +2,7 @@ import {
   FindingTracker,
   allowsInterface,
   nodeFindings,
+  splitIpKey,
   subjectNode,
   type Handover,
   type IpContext,
@@ -110,7 +111,8 @@ export class Judging {
 
   /** ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind nodes. */
   ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>): IpContext {
-    const inv = inventory.get(ip);
+    // A Service's address holds on whichever VLAN it is seen: the cluster does not say which.
+    const inv = inventory.get(splitIpKey(ip).ip);
     const ownerNode = inv?.expectedOwner?.node ?? null;
     const local = inv?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: inv.endpointNodes } : null;
     // MetalLB BGP only: not announced over ARP, not judged.

@@ -1,4 +1,13 @@
-import { compareIP, handoverJson, silentDropNodes, type IpInventory, type IpView, type OpenFinding } from "@whohas/core";
+import {
+  compareIP,
+  handoverJson,
+  splitIpKey,
+  subjectNode,
+  silentDropNodes,
+  type IpInventory,
+  type IpView,
+  type OpenFinding,
+} from "@whohas/core";
 import type { ClusterState } from "./cluster.js";
 import type { Judging } from "./judging.js";
 import type { Traffic } from "./traffic.js";
@@ -8,6 +17,12 @@ export type HubIpState = IpView["state"] | "not-layer2";
 
 /** A HubIpView is an IP as the dashboard shows it: the judge's view joined with what the cluster says. */
 export interface HubIpView extends Omit<IpView, "state"> {
+  /** The IP key the judge knows it by (the address, with "@VLAN" when seen tagged): what links and actions name. */
+  readonly ip: string;
+  /** The address alone, its VLAN (null: untagged) and family. */
+  readonly address: string;
+  readonly vlan: number | null;
+  readonly family: 4 | 6;
   readonly state: HubIpState;
   readonly services: IpInventory["services"];
   /** What announces it (MetalLB layer 2 or BGP, kube-vip, Cilium); null when none is recognised. */
@@ -32,7 +47,11 @@ export interface HubIpView extends Omit<IpView, "state"> {
  * thousands of IPs travel and parse quickly. The IP detail uses the whole view.
  */
 export interface IpRow {
+  /** The IP key (links and actions name it); `address` and `vlan` are what to show. */
   readonly ip: string;
+  readonly address: string;
+  readonly vlan: number | null;
+  readonly family: 4 | 6;
   readonly state: HubIpState;
   readonly services: readonly { readonly namespace: string; readonly name: string; readonly externalTrafficPolicy: "Cluster" | "Local" }[];
   readonly announcer: IpInventory["announcer"];
@@ -55,6 +74,9 @@ export interface IpRow {
 export function rowOf(v: HubIpView): IpRow {
   return {
     ip: v.ip,
+    address: v.address,
+    vlan: v.vlan,
+    family: v.family,
     state: v.state,
     services: v.services.map((x) => ({ namespace: x.namespace, name: x.name, externalTrafficPolicy: x.externalTrafficPolicy })),
     announcer: v.announcer,
@@ -69,10 +91,16 @@ export function rowOf(v: HubIpView): IpRow {
   };
 }
 
-/** ipJson is one IP as the read API and the webhooks document it; times are milliseconds since the epoch. */
+/**
+ * ipJson is one IP as the read API and the webhooks document it; times are milliseconds since the epoch. `ip` is the
+ * address; `key` names it in the API's paths (the address, with "@VLAN" when seen inside an 802.1Q tag).
+ */
 export function ipJson(v: HubIpView) {
   return {
-    ip: v.ip,
+    ip: v.address,
+    vlan: v.vlan,
+    family: v.family,
+    key: v.ip,
     state: v.state,
     services: v.services.map((s) => ({
       namespace: s.namespace,
@@ -112,6 +140,16 @@ export function ipJson(v: HubIpView) {
   };
 }
 
+/**
+ * incidentJson is an incident as the read API documents it: for an IP's incident `ip` is the address and `vlan` its
+ * VLAN (null: untagged); a node's incident keeps its subject (node/NAME) in `ip`. `key` is what the API's paths name.
+ */
+export function incidentJson<T extends { readonly ip: string }>(i: T): T & { vlan: number | null; key: string } {
+  if (subjectNode(i.ip) !== null) return { ...i, vlan: null, key: i.ip };
+  const parts = splitIpKey(i.ip);
+  return { ...i, ip: parts.ip, vlan: parts.vlan, key: i.ip };
+}
+
 /** evidenceOf is what an incident records of its IP when it opens. */
 export function evidenceOf(v: HubIpView | null): unknown {
   return {
@@ -146,12 +184,17 @@ export class Views {
   /** ip is one IP's view; null when the hub saw no traffic for it and no Service has it. */
   ip(ip: string, inventory = this.cluster.inventory()): HubIpView | null {
     const now = this.clock();
-    const i = inventory.get(ip);
+    const parts = splitIpKey(ip);
+    // A Service's address holds on whichever VLAN it is seen: the cluster does not say which.
+    const i = inventory.get(parts.ip);
     const v = this.traffic.judge.view(ip, now, this.traffic.lens) ?? (i === undefined ? null : emptyView(ip));
     if (v === null) return null;
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: i.endpointNodes } : null;
     return {
       ...v,
+      address: parts.ip,
+      vlan: parts.vlan,
+      family: parts.family,
       state: i?.announcer === "metallb-bgp" ? "not-layer2" : v.state,
       services: i?.services ?? [],
       announcer: i?.announcer ?? null,
@@ -168,7 +211,10 @@ export class Views {
   /** ips lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order. */
   ips(): HubIpView[] {
     const inventory = this.cluster.inventory();
-    const all = new Set([...this.traffic.ips(), ...inventory.keys()]);
+    const seen = [...this.traffic.ips()];
+    // A Service's address seen only inside a VLAN is listed there, not again as an untagged row nobody asked for.
+    const addresses = new Set(seen.map((k) => splitIpKey(k).ip));
+    const all = new Set([...seen, ...[...inventory.keys()].filter((ip) => !addresses.has(ip))]);
     return [...all]
       .sort(compareIP)
       .map((ip) => this.ip(ip, inventory))

@@ -1,10 +1,14 @@
 import { TRPCError, tracked, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { isIP } from "@whohas/core";
+import { isIpKey, normalizeIpKey } from "@whohas/core";
 import { ActionRefused, type Actions } from "../../actions/actions.js";
 import { operatorProcedure, viewerProcedure, type Context } from "../trpc.js";
 
-const ip = z.string().refine(isIP, "not an IP address");
+const ip = z
+  .string()
+  .max(50)
+  .refine(isIpKey, "not an IP address (optionally @VLAN)")
+  .transform((s) => normalizeIpKey(s) ?? s);
 
 function actionsOf(ctx: Context): Actions {
   if (ctx.actions === undefined) throw new TRPCError({ code: "PRECONDITION_FAILED", message: "actions are not available in this process" });

@@ -1,12 +1,17 @@
 import { TRPCError, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { isIP } from "@whohas/core";
+import { isIpKey, normalizeIpKey } from "@whohas/core";
 import { LIST_INTERVAL_MS, held, live, liveInput, matters } from "../live.js";
 import { operatorProcedure, viewerProcedure } from "../trpc.js";
 
 const filter = z.object({
   state: z.enum(["open", "resolved", "all"]).default("all"),
-  ip: z.string().refine(isIP, "not an IP address").optional(),
+  ip: z
+    .string()
+    .max(50)
+    .refine(isIpKey, "not an IP address (optionally @VLAN)")
+    .transform((s) => normalizeIpKey(s) ?? s)
+    .optional(),
   limit: z.number().int().min(1).max(5000).default(500),
 });
 const query = (f: z.infer<typeof filter>) => ({ open: f.state === "all" ? undefined : f.state === "open", ip: f.ip, limit: f.limit });

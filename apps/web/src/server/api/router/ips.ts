@@ -1,11 +1,15 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { isIP } from "@whohas/core";
+import { isIpKey, normalizeIpKey } from "@whohas/core";
 import { held, live, liveInput, liveIps, matters } from "../live.js";
 import { viewerProcedure } from "../trpc.js";
 import { rowOf } from "../../hub/views.js";
 
-const ip = z.string().refine(isIP, "not an IP address");
+const ip = z
+  .string()
+  .max(50)
+  .refine(isIpKey, "not an IP address (optionally @VLAN)")
+  .transform((s) => normalizeIpKey(s) ?? s);
 /** RANGES are the timeline windows the dashboard offers. */
 const RANGE_MS = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000 } as const;
 
