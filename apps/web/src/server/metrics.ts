@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { splitIpKey } from "@whohas/core";
 import type { Hub } from "./hub/hub.js";
 
 /** GAP_BUCKETS: handover gaps in seconds, from a clean MetalLB failover (well under a second) to a long outage. */
@@ -170,12 +171,14 @@ export class HubMetrics {
     const responders = new Gauge({
       name: "whohas_ip_responders",
       help: `MACs answering now for each LoadBalancer IP, and any other IP several MACs answer for (at most ${MAX_IP_SERIES} IPs; more than 1 means several nodes answer).`,
-      labelNames: ["ip", "namespace", "service"],
+      labelNames: ["ip", "vlan", "namespace", "service"],
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [ip, n, svc] of answering(hub, MAX_IP_SERIES))
-          responders.set({ ip, namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        for (const [key, n, svc] of answering(hub, MAX_IP_SERIES)) {
+          const { ip, vlan } = splitIpKey(key);
+          responders.set({ ip, vlan: vlan === null ? "" : String(vlan), namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        }
       },
     });
   }
@@ -195,8 +198,10 @@ function answering(hub: Hub, max: number): [string, number, { readonly namespace
   for (const ip of judge.counts.ips()) {
     if (out.length >= max) break;
     if (lb.has(ip)) continue;
+    // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
+    const inv = lb.get(splitIpKey(ip).ip);
     const n = judge.answeringCount(ip, now, lens);
-    if (n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, null]);
+    if (inv !== undefined || n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, inv?.services[0] ?? null]);
   }
   return out.slice(0, max);
 }

@@ -71,10 +71,10 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}) {
     random: () => 0,
   });
   alerters.push(alerter);
-  const open = (type = "multi-responder") =>
+  const open = (type = "multi-responder", ip = IP) =>
     hub.store.incidents.open(
       {
-        ip: IP,
+        ip,
         type: type as "multi-responder",
         macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
         detail: `2 nodes answer for ${IP} (node-a, node-b)`,
@@ -168,6 +168,28 @@ describe("webhook formats", () => {
     expect(resolved.alerts[0]?.status).toBe("resolved");
     expect(resolved.alerts[0]?.endsAt).not.toBe("0001-01-01T00:00:00Z");
     expect(resolved.alerts[0]?.fingerprint).toBe(alert?.fingerprint);
+  });
+
+  it("names the VLAN of an address seen in one: its own label and field, and in the summary", async () => {
+    const generic = await receiver();
+    const am = await receiver();
+    const { alerter, open } = setup([
+      { name: "gen", url: generic.url, format: "generic", secret: SECRET, source: "config" },
+      { name: "am", url: am.url, format: "alertmanager", secret: null, source: "config" },
+    ]);
+    open("multi-responder", `${IP}@30`);
+    alerter.enqueue(`${IP}@30`, "firing");
+    await until(() => generic.got.length === 1 && am.got.length === 1);
+    expect(JSON.parse(generic.got[0]?.body ?? "{}")).toMatchObject({
+      ip: IP,
+      vlan: 30,
+      node: null,
+      summary: expect.stringMatching(new RegExp(`^FIRING: ${IP} on VLAN 30: `)),
+    });
+    expect(JSON.parse(am.got[0]?.body ?? "{}")).toMatchObject({
+      groupLabels: { ip: IP, vlan: "30" },
+      commonLabels: { ip: IP, vlan: "30" },
+    });
   });
 
   it("sends Slack a text and blocks", async () => {

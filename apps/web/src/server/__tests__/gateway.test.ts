@@ -288,7 +288,7 @@ describe("agent gateway", () => {
     await expect.poll(async () => (await fetch(metrics)).text()).toMatch(/whohas_hub_ips\{state="single"\} 1/);
     const m = await (await fetch(metrics)).text();
     expect(m).toMatch(/whohas_hub_agents\{state="up"\} 1/);
-    expect(m).toMatch(/whohas_ip_responders\{ip="192.0.2.200",namespace="",service=""\} 1/);
+    expect(m).toMatch(/whohas_ip_responders\{ip="192.0.2.200",vlan="",namespace="",service=""\} 1/);
     expect(m).toMatch(/whohas_agents_connected 1/);
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     c.close();
