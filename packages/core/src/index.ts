@@ -3,6 +3,7 @@ export * from "./packet/decode.js";
 export * from "./packet/addr.js";
 export * from "./packet/ethernet.js";
 export * from "./packet/link.js";
+export * from "./packet/vlan.js";
 export * from "./packet/arp.js";
 export * from "./packet/ipv6.js";
 export * from "./packet/ndp.js";
