@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { pcapFileHeader, pcapRecord } from "../capture/pcap.js";
 import { ARP_OP_REPLY, newArpReply, newArpRequest, newGratuitousArp } from "../packet/arp.js";
 import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import { tagFrame } from "../packet/vlan.js";
 import { CaptureAnalysis, analyzeExitCode, toJson } from "./capture-analysis.js";
 
 const VIP = "198.51.100.7";
@@ -16,9 +17,10 @@ const T0 = Date.UTC(2026, 11, 1);
 class Capture {
   readonly records: Uint8Array[] = [pcapFileHeader(LINKTYPE_ETHERNET)];
   t = T0;
-  ask(by: readonly string[]): void {
-    this.records.push(pcapRecord(newArpRequest(CLIENT_MAC, CLIENT, VIP), this.t));
-    by.forEach((mac, i) => this.records.push(pcapRecord(newArpReply(mac, VIP, CLIENT_MAC, CLIENT), this.t + 0.2 + i * 0.1)));
+  ask(by: readonly string[], vlan: number | null = null): void {
+    const onLink = (f: Uint8Array) => (vlan === null ? f : tagFrame(f, vlan));
+    this.records.push(pcapRecord(onLink(newArpRequest(CLIENT_MAC, CLIENT, VIP)), this.t));
+    by.forEach((mac, i) => this.records.push(pcapRecord(onLink(newArpReply(mac, VIP, CLIENT_MAC, CLIENT)), this.t + 0.2 + i * 0.1)));
   }
   announce(mac: string): void {
     this.records.push(pcapRecord(newGratuitousArp(ARP_OP_REPLY, mac, VIP), this.t));
@@ -39,6 +41,26 @@ class Capture {
 }
 
 describe("whohas analyze judges a capture as the hub judges the agents", () => {
+  it("keeps the same address on two VLANs apart: one clean, one answered twice, each with its VLAN", () => {
+    const c = new Capture();
+    c.every(1000, 5000, () => {
+      c.ask([A], 30);
+      c.ask([A, B], 40);
+    });
+    const s = c.analyze();
+    expect(s.ips.map((ip) => [ip.ip, ip.vlan, ip.family, ip.requests, ip.findings.map((f) => f.type)])).toEqual([
+      [VIP, 30, 4, 5, []],
+      [VIP, 40, 4, 5, ["multi-responder"]],
+    ]);
+    expect(toJson(s)).toMatchObject({
+      ips: [
+        { ip: VIP, vlan: 30, family: 4 },
+        { ip: VIP, vlan: 40, family: 4 },
+      ],
+    });
+    expect(analyzeExitCode(s)).toBe(1);
+  });
+
   it("finds several responders per request, and exits 1", () => {
     const c = new Capture();
     c.every(1000, 10_000, () => c.ask([A, B, C]));
