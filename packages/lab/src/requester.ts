@@ -1,26 +1,40 @@
 #!/usr/bin/env node
-// The lab's client: asks for every VIP by broadcast ARP at a fixed interval, as a router, firewall or HAProxy
-// re-ARPing would. Run inside the client namespace: requester.js IFACE SENDER_IP INTERVAL_MS VIP...
-// With --count=N first it sends N rounds, prints "sent N" and exits (fault tests count what they sent).
+// The lab's client: asks for every target at a fixed interval, as a router, firewall or HAProxy re-ARPing would: a
+// broadcast ARP request for an IPv4 address, a Neighbor Solicitation to the solicited-node group for an IPv6 one (from
+// the --ip6 address), inside an 802.1Q tag for a target written IP@VLAN (trunk.ts). Run inside the client namespace:
+// requester.js [--count=N] [--ip6=ADDR] IFACE SENDER_IP INTERVAL_MS TARGET...
+// With --count=N it sends N rounds, prints "sent N" and exits (fault tests count what they sent).
 import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { PcapSource } from "@whohas/capture";
-import { newArpRequest } from "@whohas/core";
+import { parseVlanIp, requestFor } from "./trunk.js";
+
+const USAGE = "usage: requester [--count=N] [--ip6=ADDR] IFACE SENDER_IP INTERVAL_MS TARGET... (TARGET: IP or IP@VLAN)\n";
 
 function main(args: string[]): void {
-  const counted = /^--count=(\d+)$/.exec(args[0] ?? "");
-  const argv = counted === null ? args : args.slice(1);
-  const [iface, senderIp, intervalText, ...vips] = argv;
+  const { values, positionals } = parseArgs({
+    args,
+    options: { count: { type: "string" }, ip6: { type: "string" } },
+    allowPositionals: true,
+  });
+  const [iface, senderIp, intervalText, ...targets] = positionals;
   const interval = Number(intervalText);
-  if (iface === undefined || senderIp === undefined || !(interval > 0) || vips.length === 0) {
-    process.stderr.write("usage: requester [--count=N] IFACE SENDER_IP INTERVAL_MS VIP...\n");
+  const limit = Number(values.count ?? 0);
+  if (iface === undefined || senderIp === undefined || !(interval > 0) || targets.length === 0 || !(limit >= 0)) {
+    process.stderr.write(USAGE);
     process.exit(2);
   }
   const mac = readFileSync(`/sys/class/net/${iface}/address`, "utf8").trim();
-  const frames = vips.map((vip) => newArpRequest(mac, senderIp, vip));
+  let frames: Uint8Array[];
+  try {
+    frames = targets.map((t) => requestFor({ mac, ip: senderIp, ip6: values.ip6 ?? null }, parseVlanIp(t)));
+  } catch (e) {
+    process.stderr.write(`requester: ${e instanceof Error ? e.message : String(e)}\n${USAGE}`);
+    process.exit(2);
+  }
   // Sending needs an open handle; the filter matches nothing so the capture side stays idle.
   const src = new PcapSource(iface, "ether proto 0x88b5");
   src.start(() => undefined);
-  const limit = Number(counted?.[1] ?? 0);
   let rounds = 0;
   const send = () => {
     for (const f of frames) src.send(f);
