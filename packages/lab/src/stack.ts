@@ -11,6 +11,7 @@ import { startTestApiServer, type ForbiddenRule, type PendingWrite, type TestApi
 import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
 import { elect } from "@whohas/core";
 import { freePort, hashWithHub, stopChild, waitHealthy } from "./hub-process.js";
+import { parseVlanIp, vlanIpText } from "./trunk.js";
 
 export { freePort };
 
@@ -67,6 +68,17 @@ export interface StackOptions {
    * Service's loadBalancerClass: the hub's first verdicts then already follow them.
    */
   readonly kubeSetup?: (api: TestApiServer) => void;
+  /**
+   * Dual stack (LabOptions.ipv6): IPv6 VIPs beside the IPv4 ones, asked for by Neighbor Solicitation, seeded as
+   * LoadBalancer Services with `kube` and answered by their elected owner's speaker with `cluster`.
+   */
+  readonly ipv6?: boolean;
+  /**
+   * Addresses on VLANs, each written IP@VLAN ("198.18.0.230@30", "2001:2::230@40" with ipv6): the client also asks for
+   * them in 802.1Q-tagged frames. Nobody owns them at first (no Kubernetes Service is seeded for them): `own` decides
+   * per VLAN which speakers answer, so one address can have one owner on VLAN 30 and two on VLAN 40.
+   */
+  readonly vlanVips?: readonly string[];
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -111,10 +123,14 @@ export interface Stack {
   readonly kubeProxies: KubeProxies | null;
   /**
    * own tells `node`'s MetalLB-like speaker which IPs it owns now (with `cluster`): it answers for them, and sends
-   * MetalLB's gratuitous burst for each it takes over, unless `quiet` (a speaker that fails to announce).
+   * MetalLB's gratuitous burst for each it takes over, unless `quiet` (a speaker that fails to announce). An entry
+   * written IP@VLAN is owned on that VLAN only (tagged requests, tagged answers); a plain IP untagged only.
    */
   own(node: string, ips: readonly string[], opts?: { readonly quiet?: boolean }): void;
+  /** Each Service VIP's elected owner (IPv4 and, with ipv6, IPv6), with `cluster`. */
   readonly owners: ReadonlyMap<string, string>;
+  /** The IP@VLAN addresses the client asks for in tagged frames (StackOptions.vlanVips). */
+  readonly vlanVips: readonly string[];
   /** restartHub stops the hub and starts a fresh one on the same port and socket (agents must reconnect). */
   restartHub(): Promise<void>;
   /** stopHub and startHub split a restart, for outages of a chosen length. */
@@ -136,7 +152,18 @@ export interface Stack {
  * started is stopped again; `stop()` tears it all down (processes first, then namespaces).
  */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const lab = await createLab({ nodes: opts.nodes ?? 3, vips: opts.vips ?? 3, hubOnLink: opts.hubOnLink === true });
+  const vlanVips = (opts.vlanVips ?? []).map((text) => {
+    const v = parseVlanIp(text);
+    if (v.vlan === null) throw new TypeError(`vlanVips: ${JSON.stringify(text)} names no VLAN (write IP@VLAN)`);
+    if (v.ip.includes(":") && opts.ipv6 !== true) throw new TypeError(`vlanVips: ${JSON.stringify(text)} is IPv6: start with ipv6`);
+    return vlanIpText(v);
+  });
+  const lab = await createLab({
+    nodes: opts.nodes ?? 3,
+    vips: opts.vips ?? 3,
+    hubOnLink: opts.hubOnLink === true,
+    ipv6: opts.ipv6 === true,
+  });
   const forwards: Server[] = [];
   const children: ChildProcess[] = [];
   const logDir = opts.logDir ?? `${tmpdir()}/whohas-lab-${lab.names.id}`;
@@ -234,13 +261,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
                 [saTokens.otherAccount, { user: "system:serviceaccount:default:default", audiences: ["whohas"] }],
               ]),
       });
-      const services: SeedService[] = lab.vips.map((ip, i) => ({
-        namespace: "demo",
-        name: `web-${i}`,
-        ip,
-        externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local",
-        endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"],
-      }));
+      const service =
+        (prefix: string) =>
+        (ip: string, i: number): SeedService => ({
+          namespace: "demo",
+          name: `${prefix}-${i}`,
+          ip,
+          externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local",
+          endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"],
+        });
+      const services = [...lab.vips.map(service("web")), ...lab.vips6.map(service("web6"))];
       seedCluster(
         api,
         lab.nodes.map((n) => n.name),
@@ -406,7 +436,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (opts.cluster === true) {
       for (const n of lab.nodes) {
         const speaker = spawnLogged(`speaker-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, SPEAKER, "eth0"], {}, true);
-        speaker.stdin?.write(`${JSON.stringify({ owned: lab.vips.filter((v) => owners.get(v) === n.name) })}\n`);
+        const elected = [...lab.vips, ...lab.vips6].filter((v) => owners.get(v) === n.name);
+        speaker.stdin?.write(`${JSON.stringify({ owned: elected })}\n`);
         speakers.set(n.name, speaker);
       }
     }
@@ -421,10 +452,13 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       lab.client.ns,
       process.execPath,
       REQUESTER,
+      ...(lab.client.ip6 === null ? [] : [`--ip6=${lab.client.ip6}`]),
       "eth0",
       lab.client.ip,
       String(opts.requestIntervalMs ?? 1000),
       ...lab.vips,
+      ...lab.vips6,
+      ...vlanVips,
     ]);
     return {
       lab,
@@ -446,6 +480,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       kubeProxies,
       owners,
       own,
+      vlanVips,
       saTokens,
       stopAgent,
       startAgent,

@@ -25,6 +25,8 @@ export interface SeedService {
   readonly endpointNodes: readonly string[];
 }
 
+const isV6 = (ip: string): boolean => ip.includes(":");
+
 const create = (api: TestApiServer, resource: string, ns: string | null, body: object) =>
   api.store.create(resourceNamed(resource), ns, body as KubeObject);
 
@@ -55,17 +57,25 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
   });
   create(api, "namespaces", null, { metadata: { name: "metallb-system" } });
   create(api, "l2advertisements", "metallb-system", { metadata: { name: "l2" }, spec: {} });
-  // The pool MetalLB would hand the Services' IPs out of (the lab's VIPs start at .200 of its benchmarking range).
+  // The pool MetalLB would hand the Services' IPs out of (the lab's VIPs start at .200 of its benchmarking ranges); one
+  // pool can hold both families.
   const ips = services.map((s) => s.ip);
   if (ips.length > 0)
-    create(api, "ipaddresspools", "metallb-system", { metadata: { name: "lab-pool" }, spec: { addresses: ips.map((ip) => `${ip}/32`) } });
+    create(api, "ipaddresspools", "metallb-system", {
+      metadata: { name: "lab-pool" },
+      spec: { addresses: ips.map((ip) => `${ip}/${isV6(ip) ? 128 : 32}`) },
+    });
   for (const s of services) {
+    const family = isV6(s.ip) ? "IPv6" : "IPv4";
     if (!api.store.list(resourceNamed("namespaces"), null).some((n) => n.metadata.name === s.namespace))
       create(api, "namespaces", null, { metadata: { name: s.namespace } });
     create(api, "services", s.namespace, {
       metadata: { name: s.name },
       spec: {
         type: "LoadBalancer",
+        // What the API server fills in for a single-stack Service of the ingress IP's family.
+        ipFamilies: [family],
+        ipFamilyPolicy: "SingleStack",
         externalTrafficPolicy: s.externalTrafficPolicy,
         ports: [{ port: 80, protocol: "TCP", targetPort: 8080 }],
         selector: { app: s.name },
@@ -74,9 +84,10 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
     });
     create(api, "endpointslices", s.namespace, {
       metadata: { name: `${s.name}-abc12`, labels: { "kubernetes.io/service-name": s.name } },
-      addressType: "IPv4",
+      addressType: family,
       endpoints: s.endpointNodes.map((n, i) => ({
-        addresses: [`10.244.${i}.10`],
+        // Pod addresses: IPv4 from KUBE_PROXY_CONFIG's clusterCIDR, IPv6 from a unique local prefix (RFC 4193).
+        addresses: [family === "IPv6" ? `fd00:10:244:${i}::10` : `10.244.${i}.10`],
         conditions: { ready: true, serving: true, terminating: false },
         nodeName: n,
       })),
