@@ -10,6 +10,7 @@ export const AGENT_MAIN = `${REPO_ROOT}apps/agent/dist/main.js`;
 export const REQUESTER = `${REPO_ROOT}packages/lab/dist/requester.js`;
 export const SPEAKER = `${REPO_ROOT}packages/lab/dist/speaker.js`;
 export const INJECT = `${REPO_ROOT}packages/lab/dist/inject.js`;
+export const TAP = `${REPO_ROOT}packages/lab/dist/tap.js`;
 export const FORWARD = `${REPO_ROOT}packages/lab/dist/forward.js`;
 export const AGENT_ATTEMPT = `${REPO_ROOT}packages/lab/dist/agent-attempt.js`;
 
