@@ -34,6 +34,9 @@ async function signIn(url: string, user: { name: string; password: string }, fil
   writeFileSync(file, JSON.stringify(state));
 }
 
+/** VLAN_IP: an address the lab's client asks for inside VLAN 30 only. */
+const VLAN_IP = "198.18.0.230@30";
+
 /** globalSetup starts the whole stack once; the returned function tears it down, also when tests fail. */
 export default async function globalSetup(): Promise<() => Promise<void>> {
   await requireRoot();
@@ -47,7 +50,11 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     cluster: true,
     probeDuration: "6s",
     hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } },
+    ipv6: true,
+    vlanVips: [VLAN_IP],
   });
+  // node-1 answers for the address on VLAN 30 (beside the Service IPs it was elected for).
+  stack.own("node-1", [...[...stack.owners].filter(([, o]) => o === "node-1").map(([ip]) => ip), VLAN_IP]);
   mkdirSync(STATE_DIR, { recursive: true });
   for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
   process.env.WHOHAS_E2E_URL = stack.url;
@@ -55,5 +62,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.env.WHOHAS_E2E_USERS = JSON.stringify(stack.users);
   process.env.WHOHAS_E2E_NODES = JSON.stringify(stack.lab.nodes.map((n) => ({ name: n.name, mac: n.mac })));
   process.env.WHOHAS_E2E_VIPS = JSON.stringify(stack.lab.vips);
+  process.env.WHOHAS_E2E_VIPS6 = JSON.stringify(stack.lab.vips6.map((ip) => ({ ip, owner: stack.owners.get(ip) ?? "" })));
+  process.env.WHOHAS_E2E_VLAN_IP = VLAN_IP;
   return () => stack.stop();
 }

@@ -5,6 +5,8 @@ const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 const vip0 = vips[0] ?? "";
 const vip1 = vips[1] ?? "";
+const vips6 = JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string; owner: string }[];
+const vlanIp = process.env.WHOHAS_E2E_VLAN_IP ?? "";
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 
 test("the Overview turns red with three responders and shows every node's ARP behaviour", async ({ page }) => {
@@ -73,6 +75,34 @@ test("the IP detail shows the three responders, the timeline, the silent drop an
   await expect(chart.locator(".recharts-line")).toHaveCount(series.length);
   await expect(page.getByTestId("ip-incidents")).toContainText("multi-responder");
   await shot(page, "ip-detail");
+});
+
+test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's page with its one responder", async ({ page }) => {
+  const v6 = vips6[0] ?? { ip: "", owner: "" };
+  const owner = nodes.find((n) => n.name === v6.owner);
+  await page.goto(`${url}/ips`);
+  const row6 = page.locator(`[data-ip="${v6.ip}"]`);
+  await expect(row6).toHaveAttribute("data-state", "single");
+  await expect(row6.getByTestId("services")).toHaveText("demo/web6-0");
+  await expect(row6.locator('[data-testid="responder"]')).toHaveAttribute("data-node", v6.owner);
+  // The address on VLAN 30: its own row, the VLAN beside the address, answered by node-1.
+  const vlanRow = page.locator(`[data-ip="${vlanIp}"]`);
+  await expect(vlanRow).toContainText("198.18.0.230");
+  await expect(vlanRow.getByTestId("vlan")).toHaveText("VLAN 30");
+  await expect(vlanRow.locator('[data-testid="responder"]')).toHaveAttribute("data-node", "node-1");
+  await shot(page, "ips-dual-stack");
+
+  await vlanRow.getByRole("link", { name: /198\.18\.0\.230/ }).click();
+  await expect(page).toHaveURL(new RegExp(`/ips/${encodeURIComponent(vlanIp)}$`));
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("198.18.0.230");
+  await expect(page.getByRole("heading", { level: 1 }).getByTestId("vlan")).toHaveText("VLAN 30");
+
+  await page.goto(`${url}/ips/${v6.ip}`);
+  await expect(page.getByTestId("ip-state")).toHaveAttribute("data-state", "single");
+  await expect(page.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(1);
+  await expect(page.locator(`[data-testid="responder"][data-answering="true"][data-node="${v6.owner}"]`)).toContainText(owner?.mac ?? "?");
+  await expect(page.getByTestId("client-fix")).toContainText(`ip neigh flush to ${v6.ip}`);
+  await shot(page, "ip-detail-ipv6");
 });
 
 test("the Nodes page shows every agent online with its ARP settings", async ({ page }) => {

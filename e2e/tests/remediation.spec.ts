@@ -7,6 +7,8 @@ const url = process.env.WHOHAS_E2E_URL ?? "";
 const kubeconfig = process.env.WHOHAS_E2E_KUBECONFIG ?? "";
 const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer" | "operator" | "admin", { name: string }>;
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
+/** Every LoadBalancer IP: the IPv4 ones and the IPv6 ones of the dual-stack lab. */
+const serviceIps = [...vips, ...(JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string }[]).map((v) => v.ip)];
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 const configText = () =>
   execFileSync(
@@ -37,8 +39,8 @@ test("Fix: from several responders to one, verified; rollback puts back the exac
   await expect(run.locator('li[data-step="probe"]')).toContainText("every request answered once, by the expected owner");
   // What verification checked: every LoadBalancer IP, probed with requests, each answered by its owner alone.
   const checked = page.getByTestId("checked").locator("tbody tr");
-  await expect(checked).toHaveCount(vips.length);
-  for (const ip of vips) {
+  await expect(checked).toHaveCount(serviceIps.length);
+  for (const ip of serviceIps) {
     const row = page.locator(`[data-testid="checked"] tr[data-ip="${ip}"]`);
     await expect(row).toHaveAttribute("data-ok", "true");
     expect(Number(await row.locator("td").nth(2).innerText())).toBeGreaterThan(0);

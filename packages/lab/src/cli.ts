@@ -12,10 +12,11 @@ const USAGE = `Usage: whohas-lab <command> [options]
 
 Commands:
   demo [--nodes N] [--vips N] [--port P]
-        build a lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP false
-        leaves them), start the hub on port P (default 3000), one agent per node, a client that asks for
-        every VIP each second, and a test Kubernetes API server holding the matching Services, kube-proxy
-        config and MetalLB objects. Runs until Ctrl-C, then tears everything down.
+        build a dual-stack lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP
+        false leaves them, IPv6 VIPs answered by their MetalLB-like speaker, and one address on VLANs 30 and 40),
+        start the hub on port P (default 3000), one agent per node, a client that asks for every address each
+        second, and a test Kubernetes API server holding the matching Services, kube-proxy config and MetalLB
+        objects. Runs until Ctrl-C, then tears everything down.
   kube --kubeconfig-out FILE [--port P]
         start the test Kubernetes API server alone, empty (no lab, no root needed), write a kubeconfig for it
         (an admin token, TLS verified) to FILE, print its address, and serve until Ctrl-C. Drive it with
@@ -43,6 +44,9 @@ async function kube(argv: string[]): Promise<void> {
   process.on("SIGTERM", stop);
 }
 
+/** DEMO_VLAN_IPS: one address on VLANs 30 and 40, carried tagged on the lab's link as a trunk carries them. */
+const DEMO_VLAN_IPS = ["198.18.0.240@30", "198.18.0.240@40"];
+
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
   await requireRoot();
@@ -53,7 +57,14 @@ async function demo(argv: string[]): Promise<void> {
     port: Number(values.port ?? 3000),
     kube: true,
     cluster: true,
+    ipv6: true,
+    vlanVips: DEMO_VLAN_IPS,
   });
+  // One address on two VLANs of a trunk: one node answers for it on VLAN 30, two (a split brain) on VLAN 40.
+  const [first, second] = stack.lab.nodes;
+  const elected = (node: string) => [...stack.owners].filter(([, o]) => o === node).map(([ip]) => ip);
+  if (first !== undefined) stack.own(first.name, [...elected(first.name), ...DEMO_VLAN_IPS]);
+  if (second !== undefined) stack.own(second.name, [...elected(second.name), DEMO_VLAN_IPS[1] ?? ""]);
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -75,7 +86,10 @@ async function demo(argv: string[]): Promise<void> {
       "",
       `  lab ${lab.names.id}: ${lab.nodes.length} nodes (${lab.nodes.map((n) => n.name).join(", ")}) each holding ${lab.vips.join(", ")}`,
       "  on kube-ipvs0 with arp_ignore=0 (kube-proxy IPVS, strictARP false): every node answers for every VIP.",
-      `  client ${lab.client.ip} asks for each VIP every second. Logs: ${stack.logDir}`,
+      `  IPv6: ${lab.vips6.join(", ")} (Services too), answered by the elected node's speaker alone: Linux does not answer`,
+      "  Neighbor Solicitations for addresses on kube-ipvs0.",
+      `  VLANs: ${DEMO_VLAN_IPS[0] ?? ""} is answered by ${first?.name ?? "-"}, ${DEMO_VLAN_IPS[1] ?? ""} by ${first?.name ?? "-"} and ${second?.name ?? "-"}: two rows.`,
+      `  client ${lab.client.ip} / ${lab.client.ip6 ?? "-"} asks for each address every second. Logs: ${stack.logDir}`,
       `  Kubernetes: a test API server at ${stack.api?.url ?? "-"} holds a LoadBalancer Service per VIP (demo/web-N),`,
       "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",
       "  Each node also runs a MetalLB-like speaker (answering for the IPs MetalLB's election gives it) and a kube-proxy",

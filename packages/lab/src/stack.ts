@@ -437,8 +437,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       for (const n of lab.nodes) {
         const speaker = spawnLogged(`speaker-${n.name}`, "ip", ["netns", "exec", n.ns, process.execPath, SPEAKER, "eth0"], {}, true);
         const elected = [...lab.vips, ...lab.vips6].filter((v) => owners.get(v) === n.name);
+        // The speaker says what it owns once it has taken it over (after its first gratuitous burst).
+        const took = new Promise<void>((resolve, reject) => {
+          speaker.stdout?.once("data", () => resolve());
+          speaker.once("exit", (code) =>
+            reject(new Error(`the speaker on ${n.name} exited (${code}); see ${logDir}/speaker-${n.name}.log`)),
+          );
+        });
         speaker.stdin?.write(`${JSON.stringify({ owned: elected })}\n`);
         speakers.set(n.name, speaker);
+        await took;
       }
     }
     const own = (node: string, ips: readonly string[], o: { readonly quiet?: boolean } = {}) => {

@@ -9,10 +9,13 @@ import {
   VLAN_ID_MIN,
   goIPString,
   gratuitousFrames,
+  ipKey,
   isIPv4,
   newArpRequest,
   newNeighborSolicitation,
+  normalizeIpKey,
   speakerDecision,
+  splitIpKey,
   tagFrame,
   untagFrame,
   type SpeakerDecision,
@@ -26,25 +29,25 @@ export interface VlanIp {
 }
 
 /**
- * parseVlanIp reads "IP" or "IP@VLAN" ("198.18.0.230@30", "2001:2::230@40"). The IP comes back in the form Go and
- * core's decoders print (RFC 5952 for IPv6), so that two spellings of one address name the same thing.
+ * parseVlanIp reads "IP" or "IP@VLAN" ("198.18.0.230@30", "2001:2::230@40") as core's IP keys do, the IP in the form
+ * Go and core's decoders print (RFC 5952 for IPv6), so that two spellings of one address name the same thing.
  */
 export function parseVlanIp(text: string): VlanIp {
+  const key = normalizeIpKey(text);
+  if (key !== null) {
+    const { ip, vlan } = splitIpKey(key);
+    return { ip, vlan };
+  }
   const at = text.lastIndexOf("@");
-  const ipText = at === -1 ? text : text.slice(0, at);
-  const ip = goIPString(ipText);
-  if (ip === null) throw new TypeError(`not an IP address: ${JSON.stringify(ipText)} in ${JSON.stringify(text)}`);
-  if (at === -1) return { ip, vlan: null };
-  const vlanText = text.slice(at + 1);
-  const vlan = /^\d{1,4}$/.test(vlanText) ? Number(vlanText) : Number.NaN;
-  if (!(vlan >= VLAN_ID_MIN && vlan <= VLAN_ID_MAX))
-    throw new RangeError(`VLAN ${JSON.stringify(vlanText)} in ${JSON.stringify(text)} is not a VLAN ID (${VLAN_ID_MIN}..${VLAN_ID_MAX})`);
-  return { ip, vlan };
+  if (at === -1 || goIPString(text.slice(0, at)) === null) throw new TypeError(`not an IP address, or IP@VLAN: ${JSON.stringify(text)}`);
+  throw new RangeError(
+    `VLAN ${JSON.stringify(text.slice(at + 1))} in ${JSON.stringify(text)} is not a VLAN ID (${VLAN_ID_MIN}..${VLAN_ID_MAX})`,
+  );
 }
 
-/** vlanIpText writes a VlanIp back as "IP" or "IP@VLAN": one text per (VLAN, address), usable as a key. */
+/** vlanIpText writes a VlanIp back as "IP" or "IP@VLAN": its IP key. */
 export function vlanIpText(v: VlanIp): string {
-  return v.vlan === null ? v.ip : `${v.ip}@${v.vlan}`;
+  return ipKey(v.ip, v.vlan);
 }
 
 const tagged = (frame: Uint8Array, vlan: number | null): Uint8Array => (vlan === null ? frame : tagFrame(frame, vlan));

@@ -171,7 +171,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
       data-ip={ip.ip}
       data-state={ip.state}
     >
-      <div role="cell" className="mono">
+      <div role="cell" className="mono clip">
         <IpLink ipKey={ip.ip} />
       </div>
       <div role="cell" data-testid="services">
