@@ -101,8 +101,9 @@ async function main(): Promise<void> {
     for (const ip of ips) {
       await inNs(second.ns, "ip", "addr", "add", `${ip}/32`, "dev", "kube-ipvs0");
       const start = Date.now();
-      // Until both ends are known: the webhook, and tcpdump's line for the reply (its output may come after).
-      while (!(arrivals.has(ip) && wire.has(ip)) && Date.now() - start < 15_000) {
+      // Until every end is known: the webhook, the read API's state, and tcpdump's line for the reply (its output may
+      // come after): a trial missing one would bias the figures, so it fails the run instead.
+      while (!(arrivals.has(ip) && wire.has(ip) && stateAt.has(ip)) && Date.now() - start < 15_000) {
         if (!stateAt.has(ip)) {
           const res = await fetch(`${stack.url}/api/v1/ips/${ip}`, { headers: { authorization: `Bearer ${stack.viewerToken}` } });
           if (res.ok && ((await res.json()) as { state: string }).state === "multi-responder") stateAt.set(ip, Date.now());
@@ -112,10 +113,12 @@ async function main(): Promise<void> {
       const t0 = wire.get(ip);
       const t1 = arrivals.get(ip);
       const ts = stateAt.get(ip);
-      if (t0 === undefined || t1 === undefined)
-        throw new Error(`trial ${ip}: ${t0 === undefined ? "no reply of the second node captured" : "no webhook within 15 s"}`);
+      if (t0 === undefined || t1 === undefined || ts === undefined)
+        throw new Error(
+          `trial ${ip}: ${t0 === undefined ? "no reply of the second node captured" : t1 === undefined ? "no webhook within 15 s" : "the read API never said multi-responder within 15 s"}`,
+        );
       lat.push(t1 - t0);
-      if (ts !== undefined) apiLat.push(ts - t0);
+      apiLat.push(ts - t0);
       await sleep(300);
     }
     const fmt = (xs: number[]) =>

@@ -64,21 +64,37 @@ async function main(): Promise<void> {
   const whohas = await timed("whohas analyze", process.execPath, ["--import", RSS_HOOK, AGENT_MAIN, "analyze", "--json", file], true);
   if (whohas.exit !== 1) throw new Error(`whohas analyze exited ${whohas.exit} (expected 1: several responders):\n${whohas.stderr}`);
   // A fast wrong answer is no answer: every frame must have been read, every VIP seen with all its responders.
-  const report = JSON.parse(whohas.stdout) as { frames: number; ips: { responders: unknown[] }[] };
+  const report = JSON.parse(whohas.stdout) as { frames: number; ips: { ip: string; responders: { mac: string }[] }[] };
   if (report.frames !== frames || report.ips.length !== Math.min(shape.vips, Math.ceil(frames / (1 + shape.responders) / shape.clients))) {
     throw new Error(`whohas analyze read ${report.frames} frames and ${report.ips.length} IPs, expected ${frames} frames`);
   }
   if (report.ips.some((ip) => ip.responders.length !== shape.responders)) throw new Error("whohas analyze missed responders");
   runs.push(whohas);
-  // The C reference, built here from bench/ref (libpcap's headers are part of the set-up).
+  // The C reference, built here from bench/ref (libpcap's headers are part of the set-up): without it there is no
+  // figure to compare with, so the run fails.
   const arpCount = `${tmpdir()}/whohas-arp-count`;
-  if (has("cc") && spawnSync("cc", ["-O2", "-o", arpCount, ARP_COUNT_C, "-lpcap"]).status === 0) {
-    const ref = await timed("arp-count (C)", arpCount, [file], true);
-    // It must have read every frame and found every VIP's responders, like whohas.
-    if (!new RegExp(`^arp-count: ${frames} frames`, "m").test(ref.stderr))
-      throw new Error(`arp-count read a different capture:\n${ref.stderr}`);
-    runs.push(ref);
+  const built = has("cc") ? spawnSync("cc", ["-O2", "-o", arpCount, ARP_COUNT_C, "-lpcap"], { encoding: "utf8" }) : null;
+  if (built?.status !== 0)
+    throw new Error(`cannot build the C reference (cc and libpcap-dev, installed by scripts/setup.sh): ${built?.stderr ?? "no cc"}`);
+  const ref = await timed("arp-count (C)", arpCount, [file], true);
+  // It must have read every frame and found the same responders per VIP as whohas.
+  if (!new RegExp(`^arp-count: ${frames} frames`, "m").test(ref.stderr))
+    throw new Error(`arp-count read a different capture:\n${ref.stderr}`);
+  const answeredBy = new Map<string, Set<string>>();
+  for (const line of ref.stdout.split("\n")) {
+    const [ip = "", mac = "", op = ""] = line.split(" ");
+    if (op !== "op2") continue;
+    let macs = answeredBy.get(ip);
+    if (macs === undefined) answeredBy.set(ip, (macs = new Set()));
+    macs.add(mac);
   }
+  const differ = report.ips.filter((ip) => {
+    const c = answeredBy.get(ip.ip) ?? new Set<string>();
+    return c.size !== ip.responders.length || ip.responders.some((r) => !c.has(r.mac));
+  });
+  if (differ.length > 0 || answeredBy.size !== report.ips.length)
+    throw new Error(`whohas and arp-count disagree on the responders of ${differ.map((x) => x.ip).join(", ") || "the set of IPs"}`);
+  runs.push(ref);
   if (has("tcpdump")) runs.push(await timed("tcpdump -nn -r", "tcpdump", ["-nn", "-r", file]));
   if (has("tshark"))
     runs.push(await timed("tshark -T fields", "tshark", ["-r", file, "-T", "fields", "-e", "arp.src.hw_mac", "-e", "arp.src.proto_ipv4"]));

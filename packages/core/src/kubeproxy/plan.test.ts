@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NodeFacts } from "../wire.js";
-import { fixVerdict, nodesAfterFix, strictArpFix } from "./plan.js";
+import { fixVerdict, nodesAfterFix, probeCoverage, strictArpFix } from "./plan.js";
 
 const IPVS = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n  strictARP: false\n";
 
@@ -77,5 +77,17 @@ describe("nodesAfterFix", () => {
     expect(nodesAfterFix(["a", "b", "c", "d", "e"], agents)).toEqual({ strict: ["a"], loose: ["b"], silent: ["c", "d", "e"] });
     // An agent on a node the cluster does not list is not what the fix must reach.
     expect(nodesAfterFix(["a"], agents)).toEqual({ strict: ["a"], loose: [], silent: [] });
+  });
+});
+
+describe("probeCoverage", () => {
+  it("takes a probe as evidence only when every prober reported, and two probed wherever two nodes can", () => {
+    expect(probeCoverage("192.0.2.10", ["a", "b"], [], 3)).toBeNull();
+    expect(probeCoverage("192.0.2.10", ["a", "b"], ["b"], 3)).toBe(
+      "192.0.2.10: the probe from b did not report, so what it heard is missing",
+    );
+    expect(probeCoverage("192.0.2.10", ["a"], [], 3)).toMatch(/^192\.0\.2\.10: probed from a alone; a node never hears its own answer/);
+    // A cluster of one node: one prober is all there can be.
+    expect(probeCoverage("192.0.2.10", ["a"], [], 1)).toBeNull();
   });
 });

@@ -82,6 +82,19 @@ export function nodesAfterFix(
 }
 
 /**
+ * probeCoverage says why a probe's rounds are not enough evidence for one IP, or null. Every prober must have
+ * reported (what a failed one would have heard is missing), and two must have probed wherever two nodes can: a node
+ * never hears its own answer (it is unicast to the asker, itself), so from one node alone a probe cannot see that
+ * node answering as well.
+ */
+export function probeCoverage(ip: string, probers: readonly string[], failed: readonly string[], nodesUp: number): string | null {
+  if (failed.length > 0) return `${ip}: the probe from ${failed.join(" and ")} did not report, so what it heard is missing`;
+  if (probers.length < Math.min(2, nodesUp))
+    return `${ip}: probed from ${probers.join(", ") || "no node"} alone; a node never hears its own answer, so one prober cannot rule out a second responder`;
+  return null;
+}
+
+/**
  * fixVerdict judges one IP's probe after the fix: every request must be answered once, by the expected owner (by
  * one node when no owner is known). Returns what is still wrong, or null. No request probed is no evidence: the fix
  * is then not verified, never passed.

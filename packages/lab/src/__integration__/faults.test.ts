@@ -37,9 +37,11 @@ interface Cluster {
   inventoryStale: { since: number; message: string } | null;
 }
 interface Delivery {
-  id: number;
+  id: string;
   status: string;
   attempts: number;
+  /** When the next attempt is due. */
+  notBefore: number;
 }
 interface Audit {
   t: number;
@@ -130,7 +132,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "Hub stopped for 2 minutes while traffic flows",
       checked: `${sent} ARP requests for a fresh IP sent during a ${seconds(outage)} outage, each answered by 3 nodes; counts in the hub after the agents reconnect`,
-      result: `the hub shows ${v.requests} requests and ${v.responders.map((r) => r.replies).join(" / ")} replies (sent: ${sent} each); agents' buffer drops: ${dropped} (bound: --max-buffer-bytes, 16 MiB; beyond it drops are counted and shown per agent)`,
+      result: `the hub shows ${v.requests} requests and ${v.responders.map((r) => r.replies).join(" / ")} replies (sent: ${sent} each); agents' buffer drops: ${dropped}`,
     });
   }, 300_000);
 
@@ -178,11 +180,21 @@ describe("faults: nothing is lost", () => {
     expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
     expect(before.audit.some((a) => a.action === "incident.acknowledge")).toBe(true);
     for (const d of before.outbox) expect(after.outbox.find((x) => x.id === d.id)?.attempts).toBeGreaterThanOrEqual(d.attempts);
+    // A delivery pending at the kill is tried again by the restarted hub when it is due (its receiver keeps failing
+    // here, so each waits longer): those due within half a minute must show a new attempt.
+    const pending = before.outbox.filter((d) => d.status === "pending" && d.notBefore <= Date.now() + 30_000);
+    expect(pending.length).toBeGreaterThan(0);
+    const admin2 = await signIn(stack, "admin");
+    await eventually(
+      () => admin2.query<Delivery[]>("alerts.deliveries"),
+      (now) => pending.every((d) => (now.find((x) => x.id === d.id)?.attempts ?? 0) > d.attempts),
+      60_000,
+    );
     record({
       fault: "Hub killed with SIGKILL",
       checked:
         "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
-      result: `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (pending ones still retried). Traffic reaches the database every second: the last second before a crash is what a kill can lose`,
+      result: `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (the ${count(pending.length, "pending one")} tried again after the restart)`,
     });
   });
 
@@ -194,6 +206,7 @@ describe("faults: nothing is lost", () => {
     await stack.stopAgent(node);
     let downAfter: number;
     let downIncident: Incident[];
+    let incidentAfter: number;
     try {
       await eventually(nodes, (n) => n.find((x) => x.node === node)?.agent.up === false, 35_000);
       downAfter = Date.now() - t0;
@@ -204,10 +217,12 @@ describe("faults: nothing is lost", () => {
         (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"),
         45_000,
       );
+      incidentAfter = Date.now() - t0;
     } catch (e) {
       stack.startAgent(node);
       throw e;
     }
+    const incident = downIncident.find((x) => x.ip === `node/${node}` && x.type === "agent-down");
     const replies = async () => (await ip(vip)).responders.find((r) => r.node === node)?.replies ?? 0;
     const r0 = await replies();
     const t1 = Date.now();
@@ -218,7 +233,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "Agent killed (SIGKILL)",
       checked: "the node's agent state and incidents through the read API; its replies for a VIP after the restart",
-      result: `shown down after ${seconds(downAfter)} (limit 30 s; the kernel closed its socket: a node that vanishes silently is down after 30 s without heartbeats), an agent-down incident (#${downIncident.find((x) => x.ip === `node/${node}`)?.id ?? "?"}) after 30 s of silence; up again ${seconds(upAfter)} after the restart, its replies counted again`,
+      result: `shown down after ${seconds(downAfter)} (the kernel closed its socket), an agent-down incident (#${incident?.id ?? "?"}) seen open ${seconds(incidentAfter)} after the kill (the read API polled every 0.25 s); up again ${seconds(upAfter)} after the restart, its replies counted again`,
     });
   }, 180_000);
 
@@ -276,7 +291,9 @@ describe("faults: nothing is lost", () => {
     );
     expect(shown?.ip).toBe(added);
     expect((kube.lists.get("services") ?? 0) - listsBefore).toBeGreaterThanOrEqual(1);
-    await new Promise((r) => setTimeout(r, 3000));
+    // Two judging passes over what the agents sent since: no incident may open or close.
+    await passed(stack, "judge");
+    await passed(stack, "judge");
     const openAfter = await openOf();
     expect(openAfter.map((i) => i.id).sort()).toEqual(openBefore.map((i) => i.id).sort());
     expect(new Set(openAfter.map((i) => `${i.ip}|${i.type}`)).size).toBe(openAfter.length);
@@ -285,7 +302,7 @@ describe("faults: nothing is lost", () => {
       fault: "Test API server down for a minute",
       checked:
         "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
-      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned (retries back off from 1 s to 30 s), by relisting (410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
+      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned, by relisting (410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
     });
   }, 240_000);
 
@@ -396,7 +413,7 @@ describe("faults: nothing is lost", () => {
     record({
       fault: "10,000 malformed WebSocket messages",
       checked: `5 authenticated clients sending 2,000 each (not JSON, null, a bad observation, an unknown type, binary) in ${seconds(took)}; whohas_hub_agent_bad_messages_total`,
-      result: `counted ${n(counted)}; each dropped with the connection kept (the log says it at most every 10 s per connection); the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
+      result: `counted ${n(counted)}; each dropped with the connection kept; the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
     });
   });
 });

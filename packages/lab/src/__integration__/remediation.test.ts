@@ -297,6 +297,30 @@ describe("remediation that cannot finish says where it stopped", () => {
     expect((await settle(op))?.result).toBe("done");
   }, 150_000);
 
+  it("does not call a node fixed when its agent is gone: no report is not verified", async () => {
+    const op = await operator(stack);
+    const quiet = stack.lab.nodes[1];
+    if (quiet === undefined) throw new Error("two nodes needed");
+    await stack.stopAgent(quiet.name);
+    try {
+      const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+      expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+      const run = await settle(op);
+      expect(run?.result).toBe("failed");
+      expect(run?.steps.find((s) => s.name === "rollout")?.state).toBe("ok");
+      expect(run?.steps.find((s) => s.name === "sysctls")).toMatchObject({
+        state: "failed",
+        detail: `${quiet.name}: no report from whohas's agent in 15 s, so the fix is not verified there (is the agent running on that node?)`,
+      });
+      expect(run?.steps.find((s) => s.name === "probe")?.state).toBe("skipped");
+    } finally {
+      stack.startAgent(quiet.name);
+    }
+    const back = await op.mutate("remediation.rollback", { backup: (await op.run())?.backup });
+    expect(back.status).toBe(200);
+    expect((await settle(op))?.result).toBe("done");
+  }, 150_000);
+
   it("stops at the rollout when kube-proxy's pods never come back, with the count and what to check", async () => {
     const op = await operator(stack);
     stack.kubeProxies?.stop();

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
+import { once } from "node:events";
 import { writeFile } from "node:fs/promises";
 import { collectGarbage, createLab } from "../lab.js";
 import { ip } from "../sh.js";
+import { eventually } from "./hub-client.js";
 
 async function labNamespaces(id: string): Promise<string[]> {
   return (await ip("netns", "list"))
@@ -29,14 +31,21 @@ describe("lab teardown", () => {
       const orphan = spawn("ip", ["netns", "exec", dead.names.nodeNs(1), "sleep", "600"], { stdio: "ignore" });
       // The dead run's hub, outside any namespace, known by the config file its command line names.
       const hub = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)", `${dead.names.stateDir}/hub.yaml`], { stdio: "ignore" });
-      await new Promise((r) => setTimeout(r, 200));
+      // Both are running (the orphan inside the namespace) before gc looks.
+      await Promise.all([once(orphan, "spawn"), once(hub, "spawn")]);
+      await eventually(
+        async () => (await ip("netns", "pids", dead.names.nodeNs(1))).trim() !== "",
+        (running) => running,
+        5000,
+      );
+      const orphanExit = once(orphan, "exit");
+      const hubExit = once(hub, "exit");
       const removed = await collectGarbage();
       expect(removed).toContain(dead.names.id);
       expect(removed).not.toContain(live.names.id);
       expect(await labNamespaces(dead.names.id)).toEqual([]);
       expect(await labNamespaces(live.names.id)).toHaveLength(3);
-      await new Promise((r) => setTimeout(r, 200));
-      expect(orphan.exitCode !== null || orphan.signalCode !== null).toBe(true);
+      await Promise.all([orphanExit, hubExit]);
       expect(hub.signalCode).toBe("SIGKILL");
     } finally {
       await dead.destroy();

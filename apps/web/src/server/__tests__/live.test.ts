@@ -21,6 +21,14 @@ const untrack = <T>(v: unknown): Tracked<T> => {
   return { id, data };
 };
 
+/** subscribed resolves once a subscription waits on the hub's feed for its next change. */
+async function subscribed(hub: Hub): Promise<void> {
+  for (let i = 0; hub.feed.waiting === 0; i++) {
+    if (i === 200) throw new Error("no subscription waits on the feed");
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
 async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T> | "timeout"> {
   const timer = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms));
   const r = await Promise.race([it.next(), timer]);
@@ -40,7 +48,8 @@ describe("live subscriptions", () => {
     const b = (await caller.agents.live({ lastEventId: id })) as AsyncIterable<unknown>;
     const itb = b[Symbol.asyncIterator]();
     const pending = next<{ node: string }[]>(itb, 1500);
-    await new Promise((r) => setTimeout(r, 300));
+    // The resumed subscription waits on the feed before the change comes: it is told live, not by catching up.
+    await subscribed(hub);
     hub.connect(hello("node-a"));
     const resumed = await pending;
     // Nothing was resent for the value the client already had: its first event is the change.
@@ -67,7 +76,7 @@ describe("live subscriptions", () => {
 
     const resumed = ((await caller.ips.live({ lastEventId: snap.id })) as AsyncIterable<unknown>)[Symbol.asyncIterator]();
     const pending = next<{ full: boolean; ips: { ip: string }[] }>(resumed, 2500);
-    await new Promise((r) => setTimeout(r, 200));
+    await subscribed(hub);
     reply("192.0.2.2");
     expect(await pending).toMatchObject({ data: { full: false, ips: [{ ip: "192.0.2.2" }] } });
     await fresh.return?.();

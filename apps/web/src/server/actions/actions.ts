@@ -62,6 +62,8 @@ export interface ProbeRunView {
     (Omit<ProbeSummary, "macs"> & { readonly macs: readonly (ProbeSummary["macs"][number] & { readonly node: string | null })[] }) | null;
   /** Each prober's outcome, as its agent reported it. */
   readonly messages: readonly string[];
+  /** The probers that failed or never reported: what they would have heard is missing from the rounds. */
+  readonly failedProbers: readonly string[];
   /** Bumped on every change (the subscription's event id). */
   readonly version: number;
 }
@@ -76,7 +78,7 @@ interface ProbeRun {
   readonly rounds: ProbeRounds;
   readonly pending: Set<string>;
   readonly messages: string[];
-  failed: number;
+  readonly failed: Set<string>;
   version: number;
   endedAt: number | null;
   timer: NodeJS.Timeout | null;
@@ -221,7 +223,7 @@ export class Actions {
         probers.length < PROBERS
           ? [`only ${probers[0] ?? ""} has an agent connected: its own answers cannot be heard (a node does not hear itself)`]
           : [],
-      failed: 0,
+      failed: new Set<string>(),
       version: 1,
       endedAt: null,
       timer: null,
@@ -245,9 +247,10 @@ export class Actions {
       throw new ActionRefused(message);
     }
     run.timer = setTimeout(() => {
-      for (const node of run.pending)
+      for (const node of run.pending) {
         run.messages.push(`${node}: no report within ${Math.round(COMMAND_GRACE_MS / 1000)} s of the end (agent gone?)`);
-      run.failed += run.pending.size;
+        run.failed.add(node);
+      }
       run.pending.clear();
       this.#finish(run);
     }, this.o.probeMs + COMMAND_GRACE_MS);
@@ -267,7 +270,7 @@ export class Actions {
     if (m.type === "probe-result") run.rounds.add(node, m);
     else {
       run.pending.delete(node);
-      if (!m.ok) run.failed++;
+      if (!m.ok) run.failed.add(node);
       run.messages.push(`${node}: ${m.message}`);
       if (run.pending.size === 0) return this.#finish(run);
     }
@@ -281,7 +284,7 @@ export class Actions {
     if (run.timer !== null) clearTimeout(run.timer);
     run.version++;
     const s = run.rounds.summary();
-    const outcome = run.failed === run.probers.length ? "failed" : "ok";
+    const outcome = run.failed.size === run.probers.length ? "failed" : "ok";
     this.#audit(
       run.by,
       "ip.probe.result",
@@ -311,10 +314,11 @@ export class Actions {
       probers: r.probers,
       startedAt: r.startedAt,
       durationMs: r.durationMs,
-      state: !ended ? "running" : r.failed === r.probers.length ? "failed" : "done",
+      state: !ended ? "running" : r.failed.size === r.probers.length ? "failed" : "done",
       rounds: r.rounds.rounds().map((x) => ({ ...x, replies: x.replies.map((y) => ({ ...y, node: node(y.mac) })) })),
       summary: ended ? { ...summary, macs: summary.macs.map((m) => ({ ...m, node: node(m.mac) })) } : null,
       messages: [...r.messages],
+      failedProbers: [...r.failed],
       version: r.version,
     };
   }

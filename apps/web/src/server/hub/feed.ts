@@ -49,6 +49,11 @@ export class Feed {
     return this.#seq;
   }
 
+  /** waiting is how many subscribers wait for the next change. */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
+
   publish(c: Change): void {
     const s: Sequenced = { ...c, seq: ++this.#seq };
     if (c.kind === "ips") for (const ip of c.ips) this.#ipSeq.set(ip, s.seq);

@@ -5,6 +5,7 @@ import {
   daemonSetRollout,
   fixVerdict,
   nodesAfterFix,
+  probeCoverage,
   patchStrictArp,
   rolloutComplete,
   strictArpFix,
@@ -429,6 +430,7 @@ export class Remediation {
           `probing ${batch.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(actions.durations.probeMs / 1000)} s (batch ${b + 1} of ${batches}, ${ips.length} IPs)`,
         );
         const ids = batch.map((v) => actions.probe(v.ip, run.by));
+        const upNodes = this.o.hub.nodes().filter((n) => n.up).length;
         for (;;) {
           const views = ids.map((id) => actions.view(id));
           if (views.every((v) => v !== null && v.state !== "running")) {
@@ -440,7 +442,7 @@ export class Remediation {
                   ? `${ip.ip}: the probe is gone`
                   : v.state === "failed"
                     ? `${ip.ip}: the probe failed on every prober (${v.messages.join("; ")})`
-                    : fixVerdict(ip.ip, owner, v.rounds);
+                    : (probeCoverage(ip.ip, v.probers, v.failedProbers, upNodes) ?? fixVerdict(ip.ip, owner, v.rounds));
               run.checked.push({ ip: ip.ip, owner, requests: v?.rounds.length ?? 0, problem });
             });
             run.version++;
