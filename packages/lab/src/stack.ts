@@ -141,6 +141,9 @@ export interface Stack {
   /** stopAgent kills one node's agent (SIGKILL: the hub learns only from the silence); startAgent starts it again. */
   stopAgent(node: string): Promise<void>;
   startAgent(node: string): void;
+  /** freezeAgent stops one node's agent where it is (SIGSTOP: its connection open and silent); thawAgent lets it go on. */
+  freezeAgent(node: string): void;
+  thawAgent(node: string): void;
   /** pauseRequests stops the client's ARP requests (nothing new on the wire); resumeRequests starts them again. */
   pauseRequests(): void;
   resumeRequests(): void;
@@ -431,6 +434,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       child.kill("SIGKILL");
       await exited;
     };
+    // SIGSTOP: the agent's socket stays open and says nothing, as a node that froze or lost its network would.
+    const freezeAgent = (name: string) => void agents.get(name)?.kill("SIGSTOP");
+    const thawAgent = (name: string) => void agents.get(name)?.kill("SIGCONT");
     for (const n of lab.nodes) startAgent(n.name);
     const speakers = new Map<string, ChildProcess>();
     if (opts.cluster === true) {
@@ -492,6 +498,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       saTokens,
       stopAgent,
       startAgent,
+      freezeAgent,
+      thawAgent,
       // SIGSTOP holds the client as it is (its socket, its schedule); SIGCONT lets it go on.
       pauseRequests: () => void requester.kill("SIGSTOP"),
       resumeRequests: () => void requester.kill("SIGCONT"),

@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import WebSocket from "ws";
+import { SILENCE_MS } from "@whohas/core";
 import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
 import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
@@ -236,6 +237,34 @@ describe("faults: nothing is lost", () => {
       result: `shown down after ${seconds(downAfter)} (the kernel closed its socket), an agent-down incident (#${incident?.id ?? "?"}) seen open ${seconds(incidentAfter)} after the kill (the read API polled every 0.25 s); up again ${seconds(upAfter)} after the restart, its replies counted again`,
     });
   }, 180_000);
+
+  it("agent frozen: its open connection silent for 30 s is down, with an agent-down incident; thawed, it is back", async () => {
+    await eventually(allUp, (ok) => ok, 30_000);
+    const node = "node-2";
+    const t0 = Date.now();
+    stack.freezeAgent(node);
+    let downAfter: number;
+    try {
+      await eventually(nodes, (n) => n.find((x) => x.node === node)?.agent.up === false, 45_000);
+      downAfter = Date.now() - t0;
+      // Nothing closed the connection: only the silence says it is gone (SILENCE_MS, 30 s, from the last message it
+      // sent, which may be up to a second before the freeze).
+      expect(downAfter).toBeGreaterThanOrEqual(SILENCE_MS - 1000);
+      await eventually(
+        () => api<Incident[]>("incidents?state=open"),
+        (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"),
+        20_000,
+      );
+    } finally {
+      stack.thawAgent(node);
+    }
+    await eventually(nodes, (n) => n.find((x) => x.node === node)?.agent.up === true, 45_000);
+    record({
+      fault: "Agent frozen (SIGSTOP), its connection open and silent",
+      checked: "the node's agent state and incidents through the read API, polled every 0.25 s",
+      result: `shown down ${seconds(downAfter)} after the freeze (its socket never closed: the 30 s silence decided), with an agent-down incident; up again once thawed`,
+    });
+  }, 120_000);
 
   it("API server down for a minute: inventory shown stale with its age, informers relist, incidents neither lost nor doubled", async () => {
     const kube = stack.api;

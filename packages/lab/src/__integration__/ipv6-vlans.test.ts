@@ -208,7 +208,10 @@ describe("IPv6 and VLANs from the wire to the read API", () => {
     // Force re-announce from the dashboard: the owner's agent sends the unsolicited NAs.
     const from = wire.frames.length;
     const again = await op.mutate("actions.reannounce", { ip: vip6 });
-    expect([again.status, again.body.result?.data]).toEqual([200, expect.objectContaining({ node: owner6.name, bursts: expect.any(Number) })]);
+    expect([again.status, again.body.result?.data]).toEqual([
+      200,
+      expect.objectContaining({ node: owner6.name, bursts: expect.any(Number) }),
+    ]);
     await wire.nth(from, (f) => f.kind === "na" && !f.solicited && f.ip === vip6 && f.src === owner6.mac, 1);
     expect((await op.mutate("actions.probe", { ip: ON_30 })).status).toBe(200);
     const tagged = await latest(ON_30);
