@@ -1,4 +1,4 @@
-// Benchmark of the agent (issue 4): a node of the lab receives 20,000 ARP frames/s for 60 s while its agent captures;
+// Benchmark of the agent: a node of the lab receives 20,000 ARP frames/s for 60 s while its agent captures;
 // tcpdump -w /dev/null captures the same interface in the same run as the reference. Prints CPU (share of one core),
 // peak RSS and libpcap's kernel drops; then the agent's idle CPU. Asserts nothing.
 import { execFileSync, spawn } from "node:child_process";

@@ -1,4 +1,4 @@
-// Benchmark of detection latency (issue 8): in the lab, from the first ARP reply of a second responder on the wire to
+// Benchmark of detection latency: in the lab, from the first ARP reply of a second responder on the wire to
 // the webhook arriving at a receiver, with group_wait 0. Each trial makes a node that did not hold an IP start
 // answering for it (its kube-ipvs0 gets the address, as IPVS does for a new Service): the reply's time comes from
 // tcpdump in the client's namespace (kernel timestamps), the arrival from the receiver on loopback (same clock).

@@ -1,6 +1,6 @@
 import { LINKTYPE_ETHERNET, PCAP_RECORD_HEADER_LEN, newArpReply, newArpRequest, pcapFileHeader } from "@whohas/core";
 
-/** The shape of the benchmark capture (issue 3): a client-side view of an IPVS cluster with strictARP false. */
+/** The shape of the benchmark capture: a client-side view of an IPVS cluster with strictARP false. */
 export interface CaptureShape {
   readonly frames: number;
   readonly vips: number;

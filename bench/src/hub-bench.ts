@@ -1,4 +1,4 @@
-// Benchmark of the hub (issue 5): 200 simulated agents over real WebSockets, 300 IPs each, 50,000 observations/s in
+// Benchmark of the hub: 200 simulated agents over real WebSockets, 300 IPs each, 50,000 observations/s in
 // total for 60 s, against the production hub (`whohas-hub --config`, SQLite on disk). Measures the hub's CPU and peak
 // RSS, whether it keeps up (every message sent was accepted, nothing left buffered on either side), and the latency
 // from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a

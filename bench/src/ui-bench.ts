@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-// Benchmark of the dashboard (issue 6): the IPs page in Debian's Chromium with 5,000 IPs while 50 updates/s stream
+// Benchmark of the dashboard: the IPs page in Debian's Chromium with 5,000 IPs while 50 updates/s stream
 // into the hub. Measures the first render (navigation start -> every row counted and the first rows drawn) and the
 // frames while the table scrolls for 5 s. The reference in the same run and browser is the naive page: one plain
 // server-rendered <table> with the same rows, loaded by navigation and scrolled the same way. Asserts nothing.

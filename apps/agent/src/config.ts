@@ -4,7 +4,7 @@ import { z } from "zod";
 import { isNodeName, type LogLevel } from "@whohas/core";
 import { DEFAULT_EXCLUDE } from "./capture/interfaces.js";
 
-/** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment (STYLE 3). */
+/** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment. */
 export interface AgentConfig {
   readonly hub: string;
   readonly node: string;

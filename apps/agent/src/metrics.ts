@@ -9,7 +9,7 @@ export interface CaptureCounters {
   kernelStats(): unknown;
 }
 
-/** AgentMetrics are the agent's Prometheus series (STYLE 17: counters per outcome and per IP). */
+/** AgentMetrics are the agent's Prometheus series: counters per outcome and per IP. */
 export class AgentMetrics {
   readonly registry = new Registry();
   #source: CaptureCounters | null = null;

@@ -130,7 +130,7 @@ export async function runAgent(argv: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info("agent.stopping", { signal });
-      // Clean shutdown within 5 s (issue 4), whatever hangs.
+      // Clean shutdown within 5 s, whatever hangs.
       const hard = setTimeout(() => process.exit(1), 5000);
       hard.unref();
       http?.close();

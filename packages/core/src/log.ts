@@ -1,4 +1,4 @@
-/** A Logger writes one structured line per event, with stable `event` keys (STYLE 17). */
+/** A Logger writes one structured line per event, with stable `event` keys. */
 export interface Logger {
   info(event: string, fields?: Record<string, unknown>): void;
   warn(event: string, fields?: Record<string, unknown>): void;

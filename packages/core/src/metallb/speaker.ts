@@ -24,7 +24,7 @@ export interface SpeakerInterface {
   readonly linkLocal: string | null;
 }
 
-/** A SpeakerDecision is a frame to send back, or why not (STYLE 13: handlers return a drop reason). */
+/** A SpeakerDecision is a frame to send back, or why not: handlers return a drop reason. */
 export type SpeakerDecision =
   | { readonly kind: "reply"; readonly ip: string; readonly frame: Uint8Array }
   | { readonly kind: "drop"; readonly reason: SpeakerDropReason };

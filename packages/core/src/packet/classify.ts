@@ -26,7 +26,7 @@ export interface Observation {
   readonly ethernetMismatch: boolean;
 }
 
-/** A FrameOutcome says what became of one frame: an observation, or the reason it was dropped (STYLE 13). */
+/** A FrameOutcome says what became of one frame: an observation, or the reason it was dropped. */
 export type FrameOutcome =
   | { readonly kind: "observed"; readonly obs: Observation }
   | { readonly kind: "dropped"; readonly reason: DecodeFailure["reason"]; readonly message: string };

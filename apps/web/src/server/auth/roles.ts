@@ -1,5 +1,5 @@
 /**
- * ROLES, weakest first (issue 9): a viewer reads; an operator also acts on the network (re-announce, probe,
+ * ROLES, weakest first: a viewer reads; an operator also acts on the network (re-announce, probe,
  * acknowledge, remediation); an admin also changes whohas itself (settings, receivers, tokens, the audit log).
  */
 export const ROLES = ["viewer", "operator", "admin"] as const;

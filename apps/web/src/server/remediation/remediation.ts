@@ -110,7 +110,7 @@ function kubeMessage(e: unknown, what: string): RemediationRefused | Error {
 }
 
 /**
- * Remediation is the one-click strictARP fix (issue 7): preview, then apply (backup, patch with the previewed
+ * Remediation is the one-click strictARP fix: preview, then apply (backup, patch with the previewed
  * resourceVersion, optional server-side dry run, rollout restart, follow the rollout, verify sysctls and probe),
  * and rollback. One run at a time; every step audited; each failure stops the flow with what to do.
  */

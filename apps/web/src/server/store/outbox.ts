@@ -1,6 +1,6 @@
 import type { Db } from "./db.js";
 
-/** The formats a webhook receiver takes (issue 8, DESIGN 2.6). */
+/** The formats a webhook receiver takes (DESIGN 2.6). */
 export const FORMATS = ["generic", "slack", "alertmanager"] as const;
 export type Format = (typeof FORMATS)[number];
 
