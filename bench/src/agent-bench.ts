@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       "",
       `agent idle CPU (10 s, no flood): ${(idleCpu * 100).toFixed(2)} %`,
       `frames counted by the agent: ${frames} of ${sent.sent} sent (${countedAll ? "all" : "NOT all"})`,
-      `targets: every frame counted (${countedAll ? "met" : "NOT met"}), zero drops (${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${idleCpu <= 0.01 ? "met" : "NOT met"})`,
+      `targets: every frame counted (${frames} of ${sent.sent}: ${countedAll ? "met" : "NOT met"}), zero drops (${drops}: ${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${(agentCpu * 100).toFixed(1)} %: ${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM").toFixed(0)} MB: ${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${(idleCpu * 100).toFixed(2)} %: ${idleCpu <= 0.01 ? "met" : "NOT met"})`,
     ];
     process.stdout.write(rows.join("\n") + "\n");
     process.stdout.write(
