@@ -1,19 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import {
-  daemonSetRollout,
-  fixVerdict,
-  nodesAfterFix,
-  probeCoverage,
-  patchStrictArp,
-  rolloutComplete,
-  strictArpFix,
-  type FixPlan,
-  type Logger,
-} from "@whohas/core";
+import { daemonSetRollout, nodesAfterFix, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { Hub } from "../hub/hub.js";
+import { verifyProbes } from "./verify-probes.js";
 
 const NS = "kube-system";
 const NAME = "kube-proxy";
@@ -21,11 +12,6 @@ const CONFIG_KEY = "config.conf";
 /** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */
 const BACKUPS_KEY = "remediation.backups";
 const MAX_BACKUPS = 20;
-/**
- * PROBE_BATCH: LoadBalancer IPs probed at once during verification (each from two nodes; the dashboard's probes
- * share the limit of eight at once). Every IP is probed, batch after batch.
- */
-const PROBE_BATCH = 6;
 
 /** A RemediationRefused is a step that cannot go on, with what to do about it; nothing after it ran. */
 export class RemediationRefused extends Error {
@@ -423,34 +409,17 @@ export class Remediation {
         say("no LoadBalancer IP to probe");
         return;
       }
-      const batches = Math.ceil(ips.length / PROBE_BATCH);
-      for (let b = 0; b < batches; b++) {
-        const batch = ips.slice(b * PROBE_BATCH, (b + 1) * PROBE_BATCH);
-        say(
-          `probing ${batch.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(actions.durations.probeMs / 1000)} s (batch ${b + 1} of ${batches}, ${ips.length} IPs)`,
-        );
-        const ids = batch.map((v) => actions.probe(v.ip, run.by));
-        const upNodes = this.o.hub.nodes().filter((n) => n.up).length;
-        for (;;) {
-          const views = ids.map((id) => actions.view(id));
-          if (views.every((v) => v !== null && v.state !== "running")) {
-            batch.forEach((ip, i) => {
-              const v = views[i] ?? null;
-              const owner = ip.expectedOwner?.node ?? null;
-              const problem =
-                v === null
-                  ? `${ip.ip}: the probe is gone`
-                  : v.state === "failed"
-                    ? `${ip.ip}: the probe failed on every prober (${v.messages.join("; ")})`
-                    : (probeCoverage(ip.ip, v.probers, v.failedProbers, upNodes) ?? fixVerdict(ip.ip, owner, v.rounds));
-              run.checked.push({ ip: ip.ip, owner, requests: v?.rounds.length ?? 0, problem });
-            });
-            run.version++;
-            break;
-          }
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
+      await verifyProbes({
+        ips: ips.map((v) => ({ ip: v.ip, owner: v.expectedOwner?.node ?? null })),
+        actions,
+        nodesUp: () => this.o.hub.nodes().filter((n) => n.up).length,
+        by: run.by,
+        say,
+        checked: (c) => {
+          run.checked.push(c);
+          run.version++;
+        },
+      });
       const bad = run.checked.filter((c) => c.problem !== null);
       if (bad.length > 0) throw new Error(`not verified: ${bad.map((c) => c.problem).join("; ")}`);
       say(`${ips.length} IPs: every request answered once, by the expected owner`);
