@@ -7,8 +7,15 @@ import WebSocket from "ws";
  */
 export interface Attempt {
   readonly token: string;
-  /** hello: say hello as this node; raw: send this text; oversized: send a message of this many bytes. */
-  readonly then?: { readonly hello: string } | { readonly raw: string } | { readonly oversized: number };
+  /**
+   * hello: say hello as this node; raw: send this text; oversized: send a message of this many bytes; burst: say
+   * hello as `node`, then send `count` heartbeats at once.
+   */
+  readonly then?:
+    | { readonly hello: string }
+    | { readonly raw: string }
+    | { readonly oversized: number }
+    | { readonly burst: { readonly node: string; readonly count: number } };
 }
 
 /**
@@ -33,7 +40,11 @@ export function attempt(url: string, a: Attempt): Promise<string> {
         ws.send(JSON.stringify({ v: 2, type: "hello", node: then.hello, agentVersion: "attempt", interfaces: [] }));
         return;
       }
-      if (then !== undefined) ws.send("raw" in then ? then.raw : "x".repeat(then.oversized));
+      if (then !== undefined && "burst" in then) {
+        ws.send(JSON.stringify({ v: 2, type: "hello", node: then.burst.node, agentVersion: "attempt", interfaces: [] }));
+        const beat = JSON.stringify({ v: 2, type: "heartbeat", t: Date.now() });
+        for (let i = 0; i < then.burst.count; i++) ws.send(beat);
+      } else if (then !== undefined) ws.send("raw" in then ? then.raw : "x".repeat(then.oversized));
       // The hub reads a connection's frames in order: its pong comes after it has handled what was sent.
       ws.once("pong", () => {
         resolve("open");

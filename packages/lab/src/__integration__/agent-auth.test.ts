@@ -153,6 +153,22 @@ describe("agents over TCP from their nodes' addresses", () => {
     await eventually(requests, (n) => n >= r0 + 3, 20_000);
   });
 
+  it("closes an agent that sends faster than 200 messages a second, and takes it back when it reconnects", async () => {
+    const t = stack.saTokens;
+    if (t === null) throw new Error("no ServiceAccount tokens");
+    const [a = ""] = stack.lab.nodes.map((n) => n.name);
+    // A burst past the allowance (400 at once) from the node's own address and token: the hub closes it.
+    expect(await fromNode(stack, a, [{ token: t.agents.get(a) ?? "", then: { burst: { node: a, count: 600 } } }])).toEqual([
+      "close 1008 rate limit: more than 200 messages/s",
+    ]);
+    // The real agent (its connection was taken over by the burst's hello) comes back.
+    await eventually(
+      () => query<AgentRow[]>(stack, "agents.list"),
+      (rows) => rows.filter((x) => x.up).length === 2,
+      30_000,
+    );
+  });
+
   it("throttles guessing per address: the guessing node is refused, the other node's agent is not", async () => {
     const t = stack.saTokens;
     if (t === null) throw new Error("no ServiceAccount tokens");
