@@ -16,6 +16,8 @@ import {
 } from "@whohas/core";
 import type { KernelStats, PacketSource } from "@whohas/capture";
 import type { NetInterface } from "./capture/interfaces.js";
+import { answerEvidence } from "./evidence/answer.js";
+import type { FrameRing } from "./evidence/ring.js";
 import type { HubLink } from "./hub-link.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -47,6 +49,8 @@ export interface AgentDeps {
   /** Runs a command from the hub; results go back through `send`. */
   readonly command?: (msg: Extract<HubMessage, { type: "announce" | "probe" }>, send: HubLink["send"]) => Promise<void>;
   readonly metrics?: AgentMetrics;
+  /** Keeps the recent raw frames for evidence (absent or null: evidence turned off). */
+  readonly evidence?: FrameRing | null;
 }
 
 /**
@@ -74,10 +78,17 @@ export class Agent {
   #lastFactsKey = "";
   #running = 0;
   readonly #responders = new Map<string, Set<string>>();
+  readonly #ring: FrameRing | null;
 
   constructor(readonly deps: AgentDeps) {
     this.#point = new CapturePoint(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
+    this.#ring = deps.evidence ?? null;
     deps.metrics?.bind(this);
+  }
+
+  /** evidence is the frame ring, for /metrics. */
+  get evidence(): FrameRing | null {
+    return this.#ring;
   }
 
   /** interfaces is the last scan, reported to the hub in every hello. */
@@ -100,6 +111,8 @@ export class Agent {
     this.#timers.push(setInterval(() => this.flush(), FLUSH_MS));
     this.#timers.push(
       setInterval(() => {
+        // Frames age out as others arrive; on a quiet link, here.
+        this.#ring?.expire(Date.now());
         void this.rescan().then(() => this.sendFacts(true));
       }, RESCAN_MS),
     );
@@ -157,6 +170,7 @@ export class Agent {
   #onFrame(iface: string, frame: Uint8Array, now: number): void {
     const err = handleFrame(this.#point, this.#fields, iface, frame, now);
     if (err === null) {
+      this.#ring?.push(now, iface, this.#fields.vlan, frame);
       this.counts.observed++;
       const k = this.#fields.kind;
       this.kinds.set(k, (this.kinds.get(k) ?? 0) + 1);
@@ -219,10 +233,26 @@ export class Agent {
     this.deps.link.send({ v: WIRE_VERSION, type: "facts", facts });
   }
 
-  /** onHubMessage runs commands from the hub (at most MAX_CONCURRENT_COMMANDS at once). */
+  /**
+   * onHubMessage runs commands from the hub (at most MAX_CONCURRENT_COMMANDS at once); an evidence request is
+   * answered at once, from what the ring holds.
+   */
   onHubMessage(msg: HubMessage): void {
     if (msg.type === "welcome") {
       void this.sendFacts(true);
+      return;
+    }
+    if (msg.type === "evidence-request") {
+      const answer = answerEvidence(this.#ring, msg);
+      const sent = this.deps.link.send(answer);
+      this.deps.logger.info("evidence.answered", {
+        id: msg.id,
+        ip: msg.ip,
+        vlan: msg.vlan,
+        frames: answer.frames.length,
+        truncated: answer.truncated,
+        sent,
+      });
       return;
     }
     if (msg.type !== "announce" && msg.type !== "probe") return;

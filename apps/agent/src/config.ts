@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { z } from "zod";
 import { isNodeName, type LogLevel } from "@whohas/core";
 import { DEFAULT_EXCLUDE } from "./capture/interfaces.js";
+import { parseDuration } from "./commands.js";
 
 /** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment. */
 export interface AgentConfig {
@@ -16,6 +17,9 @@ export interface AgentConfig {
   /** PEM of the CA that signed the hub's certificate (wss://), null: the system's CAs. */
   readonly ca: string | null;
   readonly maxBufferBytes: number;
+  /** Bound of the recent raw frames kept for evidence, in bytes (0: none kept) and in age. */
+  readonly evidenceBytes: number;
+  readonly evidenceAgeMs: number;
   readonly metricsAddress: string | null;
   readonly logLevel: LogLevel;
 }
@@ -38,6 +42,9 @@ Options:
                             never capture on these (default: MetalLB's list, ^veth.* ^docker.* ^kube-ipvs.* ...)
                             pass '' to exclude nothing
   --max-buffer-bytes SIZE   what is kept while the hub is unreachable, merged per (IP, MAC, kind); 16MiB default
+  --evidence-bytes SIZE     recent ARP/NDP frames kept for an incident's evidence (pcapng from the hub);
+                            4MiB default, 0 keeps none
+  --evidence-age DURATION   how long a frame is kept for evidence at most (default 10m)
   --metrics-address ADDR    Prometheus /metrics, /healthz and /readyz (default :9472; '' turns it off)
   --log-level LEVEL         info, warn or error (default info); logs are JSON lines on stderr
   -h, --help                this text
@@ -72,6 +79,8 @@ const Schema = z.object({
   interfaces: z.string().default(".*"),
   "exclude-interfaces": z.string().default(DEFAULT_EXCLUDE),
   "max-buffer-bytes": z.string().default("16MiB"),
+  "evidence-bytes": z.string().default("4MiB"),
+  "evidence-age": z.string().default("10m"),
   "metrics-address": z.string().default(":9472"),
   "log-level": z.enum(["info", "warn", "error"]).default("info"),
 });
@@ -81,6 +90,18 @@ function regex(flag: string, src: string): RegExp {
     return new RegExp(src);
   } catch (e) {
     throw new Error(`${flag}: not a regular expression: ${(e as Error).message}`);
+  }
+}
+
+/** MAX_EVIDENCE_BYTES bounds --evidence-bytes: the ring is allocated whole at start. */
+const MAX_EVIDENCE_BYTES = 1024 ** 3;
+
+/** flagValue runs a flag's parser and names the flag in what it throws. */
+function flagValue<T>(flag: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (e) {
+    throw new Error(`${flag}: ${(e as Error).message}`);
   }
 }
 
@@ -103,12 +124,11 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     }
     if (!ca.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`--ca-file: ${f["ca-file"]} holds no PEM certificate`);
   }
-  let maxBufferBytes: number;
-  try {
-    maxBufferBytes = parseSize(f["max-buffer-bytes"]);
-  } catch (e) {
-    throw new Error(`--max-buffer-bytes: ${(e as Error).message}`);
-  }
+  const maxBufferBytes = flagValue("--max-buffer-bytes", () => parseSize(f["max-buffer-bytes"]));
+  const evidenceBytes = flagValue("--evidence-bytes", () => parseSize(f["evidence-bytes"]));
+  const evidenceAgeMs = flagValue("--evidence-age", () => parseDuration(f["evidence-age"]));
+  if (evidenceBytes > MAX_EVIDENCE_BYTES) throw new Error(`--evidence-bytes: ${f["evidence-bytes"]} is more than the agent keeps (1GiB)`);
+  if (evidenceAgeMs <= 0) throw new Error(`--evidence-age: ${f["evidence-age"]} keeps nothing (use --evidence-bytes 0 for that)`);
   // A hostname is case-insensitive; a Node name is its lowercase form (the kubelet does the same).
   const node = f.node ?? env.NODE_NAME ?? hostname().toLowerCase();
   if (!isNodeName(node))
@@ -122,6 +142,8 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
     tokenFile: f["token-file"],
     ca,
     maxBufferBytes,
+    evidenceBytes,
+    evidenceAgeMs,
     metricsAddress: f["metrics-address"] === "" ? null : f["metrics-address"],
     logLevel: f["log-level"],
   };

@@ -2,10 +2,20 @@ import { createServer, type Server } from "node:http";
 import { Counter, Gauge, Registry } from "prom-client";
 import type { ObservationKind } from "@whohas/core";
 
+/** EvidenceStats is what the evidence series read from the agent's frame ring. */
+export interface EvidenceStats {
+  readonly bytes: number;
+  readonly bound: number;
+  readonly frames: number;
+  readonly evicted: number;
+}
+
 /** CaptureCounters is what the metrics read at scrape time: the capture path only bumps plain numbers. */
 export interface CaptureCounters {
   readonly counts: Readonly<Record<string, number>>;
   readonly kinds: ReadonlyMap<ObservationKind, number>;
+  /** The frame ring, null when evidence is turned off. */
+  readonly evidence?: EvidenceStats | null;
   kernelStats(): unknown;
 }
 
@@ -70,6 +80,39 @@ export class AgentMetrics {
     help: "Distinct MACs seen answering or announcing, per IP.",
     labelNames: ["ip"],
     registers: [this.registry],
+  });
+  readonly evidenceBytes = new Gauge({
+    name: "whohas_agent_evidence_bytes",
+    help: "Bytes of raw frames (with their headers) held for evidence.",
+    registers: [this.registry],
+    collect: () => {
+      this.evidenceBytes.set(this.#source?.evidence?.bytes ?? 0);
+    },
+  });
+  readonly evidenceBoundBytes = new Gauge({
+    name: "whohas_agent_evidence_bound_bytes",
+    help: "Most bytes of raw frames held for evidence (--evidence-bytes); 0 when turned off.",
+    registers: [this.registry],
+    collect: () => {
+      this.evidenceBoundBytes.set(this.#source?.evidence?.bound ?? 0);
+    },
+  });
+  readonly evidenceFrames = new Gauge({
+    name: "whohas_agent_evidence_frames",
+    help: "Raw frames held for evidence.",
+    registers: [this.registry],
+    collect: () => {
+      this.evidenceFrames.set(this.#source?.evidence?.frames ?? 0);
+    },
+  });
+  readonly evidenceEvicted = new Counter({
+    name: "whohas_agent_evidence_evicted_total",
+    help: "Frames dropped from the evidence held, for room (--evidence-bytes) or age (--evidence-age).",
+    registers: [this.registry],
+    collect: () => {
+      this.evidenceEvicted.reset();
+      this.evidenceEvicted.inc(this.#source?.evidence?.evicted ?? 0);
+    },
   });
 
   /** bind makes the series read the agent's counters at each scrape (per-frame prom-client calls cost too much). */

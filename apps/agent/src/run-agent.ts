@@ -6,6 +6,7 @@ import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
 import { egressFor, runAnnounce, runProbe } from "./commands.js";
 import { collectFacts } from "./facts.js";
+import { FrameRing } from "./evidence/ring.js";
 import { HubLink } from "./hub-link.js";
 import { AgentMetrics, serveMetrics } from "./metrics.js";
 import { AGENT_VERSION } from "./version.js";
@@ -74,6 +75,8 @@ export async function runAgent(argv: string[]): Promise<number> {
       interfaces: { type: "string" },
       "exclude-interfaces": { type: "string" },
       "max-buffer-bytes": { type: "string" },
+      "evidence-bytes": { type: "string" },
+      "evidence-age": { type: "string" },
       "metrics-address": { type: "string" },
       "log-level": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -119,6 +122,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     facts: (captured, capture) => collectFacts({ node: config.node, captured, capture, logger }),
     command: hubCommand(config.node),
     metrics,
+    evidence: config.evidenceBytes > 0 ? new FrameRing({ maxBytes: config.evidenceBytes, maxAgeMs: config.evidenceAgeMs }) : null,
   });
   agent = running;
   const http =

@@ -160,6 +160,51 @@ export const ProbeSummarySchema = z.object({
 /** MAX_ENTRIES_PER_MESSAGE bounds one observations message: at most 1,000 aggregates and 1,000 request reports. */
 export const MAX_ENTRIES_PER_MESSAGE = 1000;
 
+/**
+ * EVIDENCE_MESSAGE_BYTES bounds one evidence message as JSON. The hub refuses any agent message past 1 MiB (its
+ * WebSocket maxPayload); a quarter of that is left for the envelope and for a hub that lowers its limit a little.
+ */
+export const EVIDENCE_MESSAGE_BYTES = 768 * 1024;
+/** MAX_EVIDENCE_FRAME_BYTES bounds one frame of evidence: an agent keeps frames of at most 64 KiB. */
+export const MAX_EVIDENCE_FRAME_BYTES = 65_535;
+/** EVIDENCE_FRAME_JSON is the JSON of one evidence frame without its values: `{"tNs":"","iface":"","vlan":,"data":""},`. */
+const EVIDENCE_FRAME_JSON = 40;
+/** The most digits a time in nanoseconds takes (2^64 - 1 has 20), and a VLAN ("null" or up to 4094). */
+const TNS_DIGITS = 20;
+const VLAN_CHARS = 4;
+/** MIN_EVIDENCE_DATA is the base64 of the smallest frame: an Ethernet header, 14 bytes. */
+const MIN_EVIDENCE_DATA = 20;
+/** MAX_EVIDENCE_FRAMES: how many of the smallest frames fit EVIDENCE_MESSAGE_BYTES (one-character values elsewhere). */
+export const MAX_EVIDENCE_FRAMES = Math.floor(EVIDENCE_MESSAGE_BYTES / (EVIDENCE_FRAME_JSON + 3 + MIN_EVIDENCE_DATA));
+
+/**
+ * evidenceFrameBytes is the most JSON one frame of `dataLen` captured bytes from `iface` takes in an evidence message
+ * (base64 data, a 20-digit time, a 4-character VLAN): an agent sums it to keep the message under EVIDENCE_MESSAGE_BYTES.
+ */
+export function evidenceFrameBytes(dataLen: number, iface: string): number {
+  return EVIDENCE_FRAME_JSON + TNS_DIGITS + JSON.stringify(iface).length - 2 + VLAN_CHARS + 4 * Math.ceil(dataLen / 3);
+}
+
+const MAX_U64 = (1n << 64n) - 1n;
+/**
+ * An EvidenceFrame is one raw frame an agent captured: its time in nanoseconds since the epoch (decimal text: JSON
+ * numbers stop being exact at 2^53), the capturing interface, its outer 802.1Q VLAN, and the bytes in base64.
+ */
+export const EvidenceFrameSchema = z.object({
+  tNs: z
+    .string()
+    .regex(/^(0|[1-9][0-9]{0,19})$/, "not a time in nanoseconds (decimal digits)")
+    .refine((s) => BigInt(s) <= MAX_U64, "not a time in nanoseconds (past 64 bits)"),
+  iface: z.string().min(1).max(15),
+  vlan: z.number().int().min(1).max(4094).nullable(),
+  data: z
+    .string()
+    .min(MIN_EVIDENCE_DATA)
+    .max(4 * Math.ceil(MAX_EVIDENCE_FRAME_BYTES / 3))
+    .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, "not base64"),
+});
+export type EvidenceFrame = z.infer<typeof EvidenceFrameSchema>;
+
 /** AgentMessageSchema is every message an agent may send to the hub. */
 export const AgentMessageSchema = z.discriminatedUnion("type", [
   z.object({
@@ -198,6 +243,20 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     probe: ProbeSummarySchema.optional(),
     bursts: z.number().int().nonnegative().optional(),
   }),
+  /**
+   * evidence answers an evidence-request at once, from the frames the agent still holds: those about the IP in the
+   * VLAN and window, in time order, the earliest first. `truncated`: more matched than maxBytes or one message allows
+   * (ask again from the last frame's time). `heldFromMs`: the time of the oldest frame held, null when none is; a
+   * window that starts before it may have lost frames to the agent's bounds.
+   */
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("evidence"),
+    id: commandId,
+    frames: z.array(EvidenceFrameSchema).max(MAX_EVIDENCE_FRAMES),
+    truncated: z.boolean(),
+    heldFromMs: millis.nullable(),
+  }),
 ]);
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 
@@ -231,6 +290,23 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
     durationMs,
     intervalMs: z.number().int().min(100).max(60_000),
   }),
+  /**
+   * evidence-request: the raw frames the agent holds about `ip` in `vlan` (null: untagged) captured in [fromMs, toMs],
+   * at most `maxBytes` of them (captured bytes, summed). ARP frames count when the IP is their sender or target, NDP
+   * ones when it is their target or IPv6 source. Answered at once with an evidence message.
+   */
+  z
+    .object({
+      v: z.literal(WIRE_VERSION),
+      type: z.literal("evidence-request"),
+      id: commandId,
+      ip,
+      vlan: z.number().int().min(1).max(4094).nullable(),
+      fromMs: millis,
+      toMs: millis,
+      maxBytes: z.number().int().positive().max(EVIDENCE_MESSAGE_BYTES),
+    })
+    .refine((m) => m.fromMs <= m.toMs, { message: "fromMs is after toMs", path: ["toMs"] }),
 ]);
 export type HubMessage = z.infer<typeof HubMessageSchema>;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LINKTYPE_ETHERNET, newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
+import { LINKTYPE_ETHERNET, newArpReply, newArpRequest, pcapFileHeader, pcapRecord, writePcapng } from "@whohas/core";
 import { runAnalyze } from "../analyze.js";
 
 const dir = mkdtempSync(join(tmpdir(), "whohas-analyze-"));
@@ -60,6 +60,39 @@ describe("whohas analyze", () => {
             { mac: B, replies: 1, gratuitous: 0 },
           ],
           findings: expect.arrayContaining([expect.objectContaining({ type: "multi-responder", macs: [A, B] })]),
+        },
+      ],
+    });
+  });
+
+  it("reads the pcapng of an incident's evidence: frames of several nodes, nanosecond times, comments", async () => {
+    const ns = BigInt(T0) * 1_000_000n;
+    const path = join(dir, "evidence.pcapng");
+    writeFileSync(
+      path,
+      writePcapng({
+        comment: `whohas evidence for ${VIP}`,
+        interfaces: [{ name: "node-a/eth0" }, { name: "node-b/eth0" }],
+        packets: [
+          { iface: 0, tNs: ns, data: newArpRequest(CLIENT.mac, CLIENT.ip, VIP), comment: "node-a" },
+          { iface: 0, tNs: ns + 200_123n, data: newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), comment: "node-a" },
+          { iface: 1, tNs: ns + 300_456n, data: newArpReply(B, VIP, CLIENT.mac, CLIENT.ip), comment: "node-b" },
+        ],
+      }),
+    );
+    const { code, out } = await run(["--json", path]);
+    expect(code).toBe(1);
+    expect(JSON.parse(out)).toMatchObject({
+      frames: 3,
+      arpFrames: 3,
+      ips: [
+        {
+          ip: VIP,
+          requests: 1,
+          responders: [
+            { mac: A, replies: 1 },
+            { mac: B, replies: 1 },
+          ],
         },
       ],
     });

@@ -51,6 +51,14 @@ describe("parseAgentConfig", () => {
     const c = parseAgentConfig({ hub: "ws://h:3000/agent", "token-file": tokenFile }, { NODE_NAME: "worker-1" });
     expect(c).toMatchObject({ token: "abc", node: "worker-1", hub: "ws://h:3000/agent" });
   });
+  it("keeps 4 MiB of frames for evidence, 10 minutes at most, unless told otherwise", () => {
+    const flags = { hub: "ws://h/agent", "token-file": tokenFile };
+    expect(parseAgentConfig(flags, {})).toMatchObject({ evidenceBytes: 4 * 1024 * 1024, evidenceAgeMs: 600_000 });
+    expect(parseAgentConfig({ ...flags, "evidence-bytes": "0", "evidence-age": "90s" }, {})).toMatchObject({
+      evidenceBytes: 0,
+      evidenceAgeMs: 90_000,
+    });
+  });
   it.each([
     { case: "bad hub scheme", flags: { hub: "http://h", "token-file": tokenFile }, msg: /--hub must start with ws:\/\// },
     {
@@ -78,6 +86,21 @@ describe("parseAgentConfig", () => {
       case: "a node name Kubernetes would not take",
       flags: { hub: "ws://h/agent", "token-file": tokenFile, node: "Worker_1" },
       msg: /--node "Worker_1": not a node name/,
+    },
+    {
+      case: "an evidence bound that is not a size",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, "evidence-bytes": "lots" },
+      msg: /^--evidence-bytes: not a size: "lots"/,
+    },
+    {
+      case: "an evidence age of nothing",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, "evidence-age": "0s" },
+      msg: /^--evidence-age: 0s keeps nothing/,
+    },
+    {
+      case: "an evidence age that is not a duration",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, "evidence-age": "forever" },
+      msg: /^--evidence-age: not a duration/,
     },
   ])("refuses $case", ({ flags, msg }) => {
     expect(() => parseAgentConfig(flags, {})).toThrow(msg);

@@ -207,3 +207,36 @@ describe("CaptureReader: pcapng", () => {
     expect(() => readAll(file)).toThrow(/lengths disagree at byte offset 28/);
   });
 });
+
+describe("CaptureReader.timestampNs", () => {
+  /** stamps reads `file` and collects the exact time of each packet. */
+  function stamps(file: Uint8Array): bigint[] {
+    const out: bigint[] = [];
+    const r: CaptureReader = new CaptureReader(() => out.push(r.timestampNs()));
+    r.push(file);
+    r.end();
+    return out;
+  }
+
+  it.each([true, false])("gives pcapng times in each interface's resolution as nanoseconds (little-endian %s)", (le) => {
+    const file = pcapng(le, [
+      { type: 0x0a0d0d0a, body: shbBody(le) },
+      { type: 1, body: idbBody(le, LINKTYPE_ETHERNET) }, // default microseconds
+      { type: 1, body: idbBody(le, LINKTYPE_ETHERNET, 9) }, // nanoseconds
+      { type: 1, body: idbBody(le, LINKTYPE_ETHERNET, 0x80 | 10) }, // 2^-10 s
+      { type: 6, body: epbBody(le, 0, 1_700_000_000_123_456n, FRAME_A) },
+      { type: 6, body: epbBody(le, 1, 1_700_000_000_123_456_789n, FRAME_A) },
+      { type: 6, body: epbBody(le, 2, 1024n * 1_700_000_000n + 1n, FRAME_A) },
+    ]);
+    // 1/1024 s is 976,562.5 ns: rounded down.
+    expect(stamps(file)).toEqual([1_700_000_000_123_456_000n, 1_700_000_000_123_456_789n, 1_700_000_000_000_976_562n]);
+  });
+
+  it("gives pcap times, micro- and nanosecond files, as nanoseconds", () => {
+    expect(stamps(PCAP_LE)).toEqual([1_700_000_000_123_456_000n, 1_700_000_000_124_956_000n]);
+    const nanos = PCAP_LE.slice();
+    new DataView(nanos.buffer).setUint32(0, 0xa1b23c4d, true);
+    new DataView(nanos.buffer).setUint32(24 + 4, 123_456_789, true);
+    expect(stamps(nanos)[0]).toBe(1_700_000_000_123_456_789n);
+  });
+});

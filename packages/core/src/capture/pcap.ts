@@ -42,8 +42,9 @@ export type OnPacket = (buf: Uint8Array, start: number, end: number, linkType: n
 
 interface Iface {
   linkType: number;
-  /** Timestamp units per millisecond. */
+  /** Timestamp units per millisecond, and per second. */
   unitsPerMs: number;
+  unitsPerSec: number;
 }
 
 /** A CaptureReader parses pcap or pcapng from chunks pushed in order. */
@@ -59,6 +60,12 @@ export class CaptureReader {
   #unitsPerMs = 1000;
   #ifaces: Iface[] = [];
   #packets = 0;
+  /** The timestamp of the packet being delivered, as the file holds it (see timestampNs). */
+  #tsHi = 0;
+  #tsLo = 0;
+  #tsUnitsPerSec = 1;
+  /** pcap keeps seconds and a fraction of a second; pcapng a 64-bit count of units. */
+  #tsSplit = false;
 
   constructor(readonly onPacket: OnPacket) {}
 
@@ -70,6 +77,17 @@ export class CaptureReader {
   /** packets counts the packets delivered so far. */
   get packets(): number {
     return this.#packets;
+  }
+
+  /**
+   * timestampNs is the exact capture time of the packet being delivered, in nanoseconds since the epoch (rounded
+   * down where the file counts finer units). Call it only from within OnPacket: its `tsMs`, a double, cannot hold
+   * nanoseconds since the epoch, and this costs a few BigInts, which the packet loop should not pay when unused.
+   */
+  timestampNs(): bigint {
+    const perSec = BigInt(this.#tsUnitsPerSec);
+    if (this.#tsSplit) return BigInt(this.#tsHi) * 1_000_000_000n + (BigInt(this.#tsLo) * 1_000_000_000n) / perSec;
+    return (((BigInt(this.#tsHi) << 32n) | BigInt(this.#tsLo)) * 1_000_000_000n) / perSec;
   }
 
   /** offset is the file offset up to which everything was parsed. */
@@ -166,6 +184,8 @@ export class CaptureReader {
     this.#le = units(le) !== 0;
     this.#unitsPerMs = units(this.#le ? le : be);
     this.#format = "pcap";
+    this.#tsSplit = true;
+    this.#tsUnitsPerSec = this.#unitsPerMs * 1000;
     // The upper bits of the link type field carry FCS information (pcap-savefile(5)).
     this.#linkType = this.#u32(20) & 0x0fffffff;
     this.#pos = PCAP_HEADER_LEN;
@@ -185,7 +205,11 @@ export class CaptureReader {
         throw new CaptureError(this.offset, `corrupt record: captured length ${incl} exceeds ${MAX_RECORD_LEN}`);
       }
       if (end - pos - PCAP_RECORD_HEADER_LEN < incl) break;
-      const tsMs = this.#u32(pos) * 1000 + this.#u32(pos + 4) / unitsPerMs;
+      const sec = this.#u32(pos);
+      const frac = this.#u32(pos + 4);
+      const tsMs = sec * 1000 + frac / unitsPerMs;
+      this.#tsHi = sec;
+      this.#tsLo = frac;
       const start = pos + PCAP_RECORD_HEADER_LEN;
       pos = start + incl;
       this.#pos = pos;
@@ -225,7 +249,7 @@ export class CaptureReader {
   #idb(pos: number, len: number): void {
     if (len < 20) throw new CaptureError(this.offset, "corrupt pcapng interface block: too short");
     const linkType = this.#view.getUint16(pos + 8, this.#le);
-    let unitsPerMs = 1000;
+    let unitsPerSec = 1_000_000;
     let o = pos + 16;
     const end = pos + len - 4;
     while (end - o >= 4) {
@@ -235,12 +259,11 @@ export class CaptureReader {
       if (o + 4 + olen > end) throw new CaptureError(this.offset, "corrupt pcapng interface block: option overruns the block");
       if (code === PCAPNG_OPT_IF_TSRESOL && olen >= 1) {
         const r = this.#buf[o + 4] ?? 6;
-        const unitsPerSec = r & 0x80 ? 2 ** (r & 0x7f) : 10 ** r;
-        unitsPerMs = unitsPerSec / 1000;
+        unitsPerSec = r & 0x80 ? 2 ** (r & 0x7f) : 10 ** r;
       }
       o += 4 + Math.ceil(olen / 4) * 4;
     }
-    this.#ifaces.push({ linkType, unitsPerMs });
+    this.#ifaces.push({ linkType, unitsPerMs: unitsPerSec / 1000, unitsPerSec });
   }
 
   #epb(pos: number, len: number): void {
@@ -252,7 +275,12 @@ export class CaptureReader {
     const captured = this.#u32(pos + 20);
     if (28 + captured > len - 4)
       throw new CaptureError(this.offset, `corrupt pcapng packet block: captured length ${captured} overruns the block`);
-    const units = this.#u32(pos + 12) * 4294967296 + this.#u32(pos + 16);
+    const hi = this.#u32(pos + 12);
+    const lo = this.#u32(pos + 16);
+    const units = hi * 4294967296 + lo;
+    this.#tsHi = hi;
+    this.#tsLo = lo;
+    this.#tsUnitsPerSec = iface.unitsPerSec;
     this.#packets++;
     this.onPacket(this.#buf, pos + 28, pos + 28 + captured, iface.linkType, units / iface.unitsPerMs, id);
   }
@@ -262,6 +290,8 @@ export class CaptureReader {
     if (iface === undefined) throw new CaptureError(this.offset, "pcapng simple packet block before any interface block");
     const orig = this.#u32(pos + 8);
     const captured = Math.min(orig, len - 16);
+    this.#tsHi = 0;
+    this.#tsLo = 0;
     this.#packets++;
     // Simple packet blocks carry no timestamp.
     this.onPacket(this.#buf, pos + 12, pos + 12 + captured, iface.linkType, 0, 0);
