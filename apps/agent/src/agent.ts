@@ -57,10 +57,20 @@ export interface AgentDeps {
  * handleFrame decodes one captured frame into `fields` (reused across frames) and folds it into the capture point;
  * returns null when it was observed, else why it was dropped. Nothing is allocated for a frame of a known key.
  */
-export function handleFrame(point: CapturePoint, fields: FrameFields, iface: string, frame: Uint8Array, now: number): DecodeFailure | null {
+export function handleFrame(
+  point: CapturePoint,
+  fields: FrameFields,
+  iface: string,
+  frame: Uint8Array,
+  now: number,
+  ifaceVlan = -1,
+): DecodeFailure | null {
   const err = decodeFrame(frame, LINKTYPE_ETHERNET, fields);
-  if (err === null) point.addFrame(fields, iface, now);
-  return err;
+  if (err !== null) return err;
+  // On a VLAN device (eth0.30) frames come untagged: they are that VLAN's, as the parent would show them tagged.
+  if (fields.vlan < 0 && ifaceVlan > 0) fields.vlan = ifaceVlan;
+  point.addFrame(fields, iface, now);
+  return null;
 }
 
 /** An Agent captures on the selected interfaces and streams aggregates and node facts through its HubLink. */
@@ -71,6 +81,8 @@ export class Agent {
   readonly #point: CapturePoint;
   readonly #fields = newFrameFields();
   readonly #sources = new Map<string, PacketSource>();
+  /** The VLAN of each captured VLAN device (eth0.30 -> 30). */
+  #vlanOf = new Map<string, number>();
   /** Kernel counters of captures already closed, so totals never go backwards. */
   #closedStats: KernelStats = { received: 0, dropped: 0 };
   #interfaces: NetInterface[] = [];
@@ -137,6 +149,7 @@ export class Agent {
   async rescan(): Promise<void> {
     const { logger } = this.deps;
     this.#interfaces = await this.deps.scan();
+    this.#vlanOf = new Map(this.#interfaces.flatMap((i) => (i.vlan === null || i.vlan === undefined ? [] : [[i.name, i.vlan.id]])));
     const want = new Set(this.#interfaces.map((i) => i.name));
     for (const [name, src] of this.#sources) {
       if (want.has(name)) continue;
@@ -168,7 +181,7 @@ export class Agent {
 
   /** #onFrame is the capture path: decode in place, fold, count; nothing here waits on the network. */
   #onFrame(iface: string, frame: Uint8Array, now: number): void {
-    const err = handleFrame(this.#point, this.#fields, iface, frame, now);
+    const err = handleFrame(this.#point, this.#fields, iface, frame, now, this.#vlanOf.get(iface));
     if (err === null) {
       this.#ring?.push(now, iface, this.#fields.vlan, frame);
       this.counts.observed++;

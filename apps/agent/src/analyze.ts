@@ -1,6 +1,6 @@
 import { closeSync, openSync, readSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { CaptureAnalysis, analyzeExitCode, isIP, isMac, toJson, toTable } from "@whohas/core/analyze";
+import { CaptureAnalysis, analyzeExitCode, isMac, normalizeIpKey, toJson, toTable } from "@whohas/core/analyze";
 
 export const ANALYZE_HELP = `Usage: whohas analyze [--json] [--owner IP=MAC]... FILE... | -
 
@@ -15,7 +15,8 @@ LoadBalancer IPs:
 
 Options:
   --json           machine-readable output (times in RFC 3339; handovers' "at" in epoch ms, as the read API)
-  --owner IP=MAC   the MAC that should answer for IP (repeatable): other answers are 'wrong-owner'
+  --owner IP=MAC   the MAC that should answer for IP (repeatable): other answers are 'wrong-owner'; IP@VLAN=MAC
+                   names it in one VLAN only
   -                read the capture from standard input (tcpdump -w - ... | whohas analyze -)
   -h, --help       this text
 
@@ -46,9 +47,10 @@ async function feedStdin(an: CaptureAnalysis, stdin: AsyncIterable<Uint8Array>):
 function parseOwners(list: string[]): Map<string, string[]> {
   const owners = new Map<string, string[]>();
   for (const item of list) {
-    const [ip, mac] = item.split("=");
-    if (ip === undefined || mac === undefined || !isIP(ip) || !isMac(mac))
-      throw new Error(`--owner ${item}: expected IP=MAC, e.g. 192.0.2.10=02:00:5e:00:00:0a`);
+    const [text, mac] = item.split("=");
+    const ip = normalizeIpKey(text ?? "");
+    if (ip === null || mac === undefined || !isMac(mac))
+      throw new Error(`--owner ${item}: expected IP=MAC or IP@VLAN=MAC, e.g. 192.0.2.10=02:00:5e:00:00:0a`);
     owners.set(ip, [...(owners.get(ip) ?? []), mac.toLowerCase()]);
   }
   return owners;

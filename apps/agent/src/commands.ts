@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { networkInterfaces } from "node:os";
+import { networkInterfaces, type NetworkInterfaceInfo } from "node:os";
 import {
   GRATUITOUS_TICK_MS,
   GratuitousScheduler,
@@ -15,6 +14,7 @@ import {
   type ProbeSummary,
 } from "@whohas/core";
 import type { PacketSource } from "@whohas/capture";
+import { readVlanLinks } from "./capture/interfaces.js";
 
 /** An Egress is where a command sends from: an interface, its MAC and this node's address on it. */
 export interface Egress {
@@ -37,59 +37,75 @@ function sameSubnet(ip: string, addr: string, cidr: number, v4: boolean): boolea
   return true;
 }
 
-/**
- * vlanDevices reads the node's VLAN devices and their ids from /proc/net/vlan/config (which the 8021q module
- * provides: no file, no VLAN device): name -> VLAN id.
- */
+/** vlanDevices is the node's VLAN devices and their ids (readVlanLinks): name -> VLAN id. */
 export function vlanDevices(path = "/proc/net/vlan/config"): Map<string, number> {
-  const out = new Map<string, number>();
-  let text = "";
-  try {
-    text = readFileSync(path, "utf8");
-  } catch {
-    return out;
-  }
-  // "VLAN Dev name | VLAN ID" and "Name-Type: ..." first, then one "eth0.30 | 30 | eth0" per device.
-  for (const line of text.split("\n")) {
-    const m = /^(\S+)\s*\|\s*(\d+)\s*\|\s*\S+/.exec(line);
-    if (m !== null) out.set(m[1] ?? "", Number(m[2]));
-  }
-  return out;
+  return new Map([...readVlanLinks(path)].map(([name, v]) => [name, v.id]));
 }
 
 /**
  * egressFor picks the interface that carries traffic for `ip`: the one with an address in the same subnet (as a
- * router would send there), or the named one. With a VLAN, only the node's devices on that VLAN qualify; without,
- * VLAN devices do not (they would tag what must go untagged). Throws with a message a person can act on.
+ * router would send there), or the named one. With a VLAN, only the node's devices on that VLAN qualify (a named one
+ * too); without, plain interfaces come first and a VLAN device only when none has the subnet. Throws with a message
+ * a person can act on.
  */
 export function egressFor(
   ip: string,
   named?: string,
   vlan: number | null = null,
   vlans: ReadonlyMap<string, number> = vlanDevices(),
+  ifs: NodeJS.Dict<NetworkInterfaceInfo[]> = networkInterfaces(),
 ): Egress {
   const v4 = isIPv4(ip);
-  const ifs = networkInterfaces();
-  const onLink = ([name]: [string, unknown]) => (vlan === null ? !vlans.has(name) : vlans.get(name) === vlan);
-  const candidates = Object.entries(ifs).filter(([name]) => named === undefined || name === named);
-  if (named !== undefined && candidates.length === 0) throw new Error(`--interface ${named}: no such interface with an address`);
-  const usable = named === undefined ? candidates.filter(onLink) : candidates;
-  if (vlan !== null && usable.length === 0)
-    throw new Error(
-      `this node has no interface on VLAN ${vlan} (no VLAN device with id ${vlan} in /proc/net/vlan/config), so it cannot reach ${ip} there; name one with --interface`,
-    );
-  for (const [name, addrs] of usable) {
+  const all = Object.entries(ifs);
+  if (named !== undefined) {
+    const one = all.filter(([name]) => name === named);
+    if (one.length === 0) throw new Error(`--interface ${named}: no such interface with an address`);
+    if (vlan !== null && vlans.get(named) !== vlan)
+      throw new Error(`--interface ${named} is not on VLAN ${vlan} (no VLAN device with that id): it would ask untagged`);
+    return pick(ip, v4, one, true) ?? noSubnet(ip, v4, "");
+  }
+  if (vlan !== null) {
+    const onVlan = all.filter(([name]) => vlans.get(name) === vlan);
+    if (onVlan.length === 0)
+      throw new Error(
+        `this node has no interface on VLAN ${vlan} (no VLAN device with id ${vlan} in /proc/net/vlan/config), so it cannot reach ${ip} there; name one with --interface`,
+      );
+    return pick(ip, v4, onVlan, false) ?? noSubnet(ip, v4, ` on VLAN ${vlan} (${onVlan.map(([n]) => n).join(", ")})`);
+  }
+  return (
+    pick(
+      ip,
+      v4,
+      all.filter(([name]) => !vlans.has(name)),
+      false,
+    ) ??
+    pick(
+      ip,
+      v4,
+      all.filter(([name]) => vlans.has(name)),
+      false,
+    ) ??
+    noSubnet(ip, v4, "")
+  );
+}
+
+/** pick is the first interface with an address of `ip`'s family in its subnet (any address of it when `any`). */
+function pick(ip: string, v4: boolean, candidates: [string, NetworkInterfaceInfo[] | undefined][], any: boolean): Egress | null {
+  for (const [name, addrs] of candidates) {
     for (const a of addrs ?? []) {
       if (a.internal || (a.family === "IPv4") !== v4) continue;
       if (!v4 && a.address.startsWith("fe80:")) continue;
       const cidr = Number(a.cidr?.split("/")[1] ?? (v4 ? 32 : 128));
-      if (named !== undefined || sameSubnet(ip, a.address, cidr, v4)) {
+      if (any || sameSubnet(ip, a.address, cidr, v4)) {
         const linkLocal = (addrs ?? []).find((x) => x.family === "IPv6" && x.address.startsWith("fe80:"))?.address ?? null;
         return { iface: name, mac: a.mac, address: a.address, linkLocal };
       }
     }
   }
-  const where = vlan === null ? "" : ` on VLAN ${vlan} (${usable.map(([n]) => n).join(", ")})`;
+  return null;
+}
+
+function noSubnet(ip: string, v4: boolean, where: string): never {
   throw new Error(`no interface${where} has an ${v4 ? "IPv4" : "IPv6"} address in the subnet of ${ip}; name one with --interface`);
 }
 

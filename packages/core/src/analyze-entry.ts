@@ -2,3 +2,4 @@
 // schemas (zod) or the YAML parser: start-up is a third of the run time on a 2,000,000-frame capture otherwise.
 export { CaptureAnalysis, analyzeExitCode, toJson, toTable } from "./judge/capture-analysis.js";
 export { isIP, isMac } from "./packet/addr.js";
+export { normalizeIpKey } from "./net/ip-key.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WIRE_VERSION, parseAgentMessage, parseHubMessage } from "./wire.js";
+import { WIRE_VERSION, fastObservations, parseAgentMessage, parseHubMessage } from "./wire.js";
 
 describe("parseAgentMessage", () => {
   it("accepts a hello", () => {
@@ -124,6 +124,17 @@ describe("the observations fast path", () => {
       expect([what, r.ok]).toEqual([what, false]);
       if (!r.ok) expect(r.message).toMatch(/^wire: (entries|requests|dropped)/);
     }
+    // What agents send, with VLANs: taken by the fast path, the VLAN kept; a VLAN out of range goes to the schema,
+    // which refuses it.
+    const tagged = {
+      ...good,
+      entries: [{ ...good.entries[0], vlan: 30 }],
+      requests: [{ ...good.requests[0], vlan: null }],
+    };
+    expect(fastObservations(JSON.parse(JSON.stringify(tagged)))).toEqual(tagged);
+    expect(fastObservations(JSON.parse(JSON.stringify(good)))).toEqual(good);
+    expect(fastObservations({ ...tagged, entries: [{ ...good.entries[0], vlan: 4095 }] })).toBeNull();
+    expect(parseAgentMessage(JSON.stringify({ ...tagged, entries: [{ ...good.entries[0], vlan: 4095 }] })).ok).toBe(false);
     // A field it does not know: the schema takes the message and leaves the field out.
     const extra = parseAgentMessage(JSON.stringify({ ...good, entries: [{ ...good.entries[0], peerIp: "192.0.2.1" }] }));
     expect(extra).toEqual({ ok: true, value: good });

@@ -352,15 +352,28 @@ const isCount = (x: unknown, min: number): x is number => typeof x === "number" 
 const isIface = (x: unknown): x is string => typeof x === "string" && x.length >= 1 && x.length <= 15;
 const isMacText = (x: unknown): x is string => typeof x === "string" && isMac(x);
 const isIpText = (x: unknown): x is string => typeof x === "string" && x.length <= 45 && isIP(x);
-/** The keys of each, so that a message with more is left to the schema (which strips what it does not know). */
+/**
+ * The keys of each, without and with `vlan` (agents before VLANs leave it out), so that a message with more is left
+ * to the schema (which strips what it does not know).
+ */
 const AGGREGATE_KEYS = 10;
 const REPORT_KEYS = 5;
+/** hasKeys: exactly the `base` keys, or those and a valid `vlan` (null, or 1 to 4094). */
+function hasKeys(o: Record<string, unknown>, base: number): boolean {
+  const n = Object.keys(o).length;
+  if (n === base) return !("vlan" in o);
+  return (
+    n === base + 1 &&
+    "vlan" in o &&
+    (o.vlan === null || (typeof o.vlan === "number" && Number.isInteger(o.vlan) && o.vlan >= 1 && o.vlan <= 4094))
+  );
+}
 
 function fastAggregate(e: unknown): boolean {
   if (typeof e !== "object" || e === null) return false;
   const a = e as Record<string, unknown>;
   return (
-    Object.keys(a).length === AGGREGATE_KEYS &&
+    hasKeys(a, AGGREGATE_KEYS) &&
     isIpText(a.ip) &&
     isMacText(a.mac) &&
     KINDS.has(a.kind) &&
@@ -377,7 +390,7 @@ function fastAggregate(e: unknown): boolean {
 function fastReport(e: unknown): boolean {
   if (typeof e !== "object" || e === null) return false;
   const r = e as Record<string, unknown>;
-  if (Object.keys(r).length !== REPORT_KEYS || !isIpText(r.ip) || !isIpText(r.asker) || !isIface(r.iface)) return false;
+  if (!hasKeys(r, REPORT_KEYS) || !isIpText(r.ip) || !isIpText(r.asker) || !isIface(r.iface)) return false;
   const times = r.times;
   const replies = r.replies;
   if (!Array.isArray(times) || times.length < 1 || times.length > MAX_REQUEST_TIMES || !times.every(isMillis)) return false;
@@ -399,7 +412,7 @@ function fastReport(e: unknown): boolean {
  * as AgentMessageSchema, without copying it. Anything it does not take (another type, a field it does not know, a
  * bad value) goes to the schema, which says what is wrong.
  */
-function fastObservations(json: unknown): AgentMessage | null {
+export function fastObservations(json: unknown): AgentMessage | null {
   if (typeof json !== "object" || json === null) return null;
   const m = json as Record<string, unknown>;
   if (m.type !== "observations" || m.v !== WIRE_VERSION || Object.keys(m).length !== 5 || !isCount(m.dropped, 0)) return null;

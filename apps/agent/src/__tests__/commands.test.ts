@@ -68,6 +68,28 @@ describe("egress inside a VLAN", () => {
     expect(vlanDevices(join(dir, "absent")).size).toBe(0);
   });
 
+  it("acts from the VLAN's device, falls back to one for an untagged IP no plain link has, and refuses a named link off the VLAN", () => {
+    const addr = (address: string, cidr: string, mac: string) => ({
+      address,
+      netmask: "",
+      family: "IPv4" as const,
+      mac,
+      internal: false,
+      cidr,
+    });
+    const ifs = {
+      eth0: [addr("10.0.0.5", "10.0.0.5/24", "02:00:5e:00:00:0a")],
+      "eth0.30": [addr("10.30.0.5", "10.30.0.5/24", "02:00:5e:00:00:0a")],
+    };
+    const vlans = new Map([["eth0.30", 30]]);
+    expect(egressFor("10.30.0.10", undefined, 30, vlans, ifs).iface).toBe("eth0.30");
+    expect(egressFor("10.0.0.10", undefined, null, vlans, ifs).iface).toBe("eth0");
+    expect(egressFor("10.30.0.10", undefined, null, vlans, ifs).iface).toBe("eth0.30");
+    expect(() => egressFor("10.0.0.10", undefined, 30, vlans, ifs)).toThrow(/^no interface on VLAN 30 \(eth0\.30\) has an IPv4 address/);
+    expect(() => egressFor("10.30.0.10", "eth0", 30, vlans, ifs)).toThrow(/^--interface eth0 is not on VLAN 30/);
+    expect(egressFor("10.30.0.10", "eth0.30", 30, vlans, ifs).iface).toBe("eth0.30");
+  });
+
   it("refuses an IP in a VLAN this node has no device on, saying which VLAN", () => {
     expect(() => egressFor("192.0.2.10", undefined, 30, new Map())).toThrow(
       /^this node has no interface on VLAN 30 .*\/proc\/net\/vlan\/config/,

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { BACKOFF_MAX_MS, backoffDelay } from "../hub-link.js";
 import { DEFAULT_EXCLUDE, selectCaptureInterfaces, type NetInterface } from "../capture/interfaces.js";
 import { parseAgentConfig } from "../config.js";
+import { handleFrame } from "../agent.js";
+import { CapturePoint, newArpReply, newFrameFields } from "@whohas/core";
 
 const link = (name: string, over: Partial<NetInterface> = {}): NetInterface => ({
   name,
@@ -29,8 +31,36 @@ describe("selectCaptureInterfaces", () => {
   ])("$case: $picked", ({ i, picked }) => {
     expect(selectCaptureInterfaces([i], /.*/, deny)).toHaveLength(picked ? 1 : 0);
   });
+  it("captures a VLAN device only when its parent is not captured: one capture per link, no frame counted twice", () => {
+    const trunk = [
+      link("eth0"),
+      link("eth0.30", { vlan: { id: 30, parent: "eth0" } }),
+      link("eth1.40", { vlan: { id: 40, parent: "eth1" } }),
+    ];
+    expect(selectCaptureInterfaces(trunk, /.*/, deny).map((i) => i.name)).toEqual(["eth0", "eth1.40"]);
+    expect(selectCaptureInterfaces(trunk, /\./, deny).map((i) => i.name)).toEqual(["eth0.30", "eth1.40"]);
+  });
   it("applies the allow regex", () => {
     expect(selectCaptureInterfaces([link("eth0"), link("bond0")], /^bond/, deny).map((i) => i.name)).toEqual(["bond0"]);
+  });
+});
+
+describe("handleFrame", () => {
+  it("files an untagged frame captured on a VLAN device under that VLAN, as its parent would show it tagged", () => {
+    const point = new CapturePoint(100);
+    const fields = newFrameFields();
+    const reply = newArpReply("02:00:5e:00:00:0a", "192.0.2.10", "02:00:5e:00:00:01", "192.0.2.1");
+    expect(handleFrame(point, fields, "eth0.30", reply, 1000, 30)).toBeNull();
+    expect(handleFrame(point, fields, "eth0", reply, 1000)).toBeNull();
+    expect(
+      point
+        .drain(10, 2000)
+        .entries.map((e) => [e.iface, e.vlan])
+        .sort(),
+    ).toEqual([
+      ["eth0", null],
+      ["eth0.30", 30],
+    ]);
   });
 });
 

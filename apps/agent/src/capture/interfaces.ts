@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { readFile, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { InterfaceInfo } from "@whohas/core";
@@ -19,6 +20,28 @@ export interface NetInterface extends InterfaceInfo {
   readonly hasMaster: boolean;
   /** The bridge or bond it is enslaved to, if any. */
   readonly master: string | null;
+  /** For an 802.1Q VLAN device (eth0.30): its VLAN id and the link it tags frames on; null otherwise. */
+  readonly vlan?: { readonly id: number; readonly parent: string } | null;
+}
+
+/**
+ * readVlanLinks reads the node's VLAN devices from /proc/net/vlan/config (which the 8021q module provides: no file,
+ * no VLAN device): name -> VLAN id and parent link.
+ */
+export function readVlanLinks(path = "/proc/net/vlan/config"): Map<string, { id: number; parent: string }> {
+  const out = new Map<string, { id: number; parent: string }>();
+  let text = "";
+  try {
+    text = readFileSync(path, "utf8");
+  } catch {
+    return out;
+  }
+  // "VLAN Dev name | VLAN ID" and "Name-Type: ..." first, then one "eth0.30 | 30 | eth0" per device.
+  for (const line of text.split("\n")) {
+    const m = /^(\S+)\s*\|\s*(\d+)\s*\|\s*(\S+)/.exec(line);
+    if (m !== null) out.set(m[1] ?? "", { id: Number(m[2]), parent: m[3] ?? "" });
+  }
+  return out;
 }
 
 async function masterOf(dir: string): Promise<string | null> {
@@ -30,8 +53,9 @@ async function masterOf(dir: string): Promise<string | null> {
 }
 
 /** listInterfaces reads every link of this network namespace from sysfs. */
-export async function listInterfaces(sysClassNet = "/sys/class/net"): Promise<NetInterface[]> {
+export async function listInterfaces(sysClassNet = "/sys/class/net", vlanConfig = "/proc/net/vlan/config"): Promise<NetInterface[]> {
   const names = (await readdir(sysClassNet)).sort();
+  const vlans = readVlanLinks(vlanConfig);
   const out: NetInterface[] = [];
   for (const name of names) {
     const dir = join(sysClassNet, name);
@@ -41,7 +65,15 @@ export async function listInterfaces(sysClassNet = "/sys/class/net"): Promise<Ne
       const mac = address.trim();
       if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(mac)) continue; // not Ethernet (tun, ipip, ...)
       const master = await masterOf(dir);
-      out.push({ name, mac, up: (flags & IFF_UP) !== 0, noarp: (flags & IFF_NOARP) !== 0, hasMaster: master !== null, master });
+      out.push({
+        name,
+        mac,
+        up: (flags & IFF_UP) !== 0,
+        noarp: (flags & IFF_NOARP) !== 0,
+        hasMaster: master !== null,
+        master,
+        vlan: vlans.get(name) ?? null,
+      });
     } catch {
       // The link vanished between readdir and read: the next scan will not list it.
     }
@@ -54,5 +86,9 @@ export async function listInterfaces(sysClassNet = "/sys/class/net"): Promise<Ne
  * enslaved to a bridge or bond, or NOARP.
  */
 export function selectCaptureInterfaces(all: readonly NetInterface[], allow: RegExp, deny: RegExp | null): NetInterface[] {
-  return all.filter((i) => allow.test(i.name) && !(deny?.test(i.name) ?? false) && i.up && !i.hasMaster && !i.noarp);
+  const chosen = all.filter((i) => allow.test(i.name) && !(deny?.test(i.name) ?? false) && i.up && !i.hasMaster && !i.noarp);
+  // A VLAN device's frames are its parent's too, tagged (libpcap puts the tag back): one capture per link, so that a
+  // frame is never counted twice, once tagged and once not.
+  const names = new Set(chosen.map((i) => i.name));
+  return chosen.filter((i) => i.vlan === null || i.vlan === undefined || !names.has(i.vlan.parent));
 }

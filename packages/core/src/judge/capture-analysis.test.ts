@@ -43,14 +43,14 @@ class Capture {
 describe("whohas analyze judges a capture as the hub judges the agents", () => {
   it("keeps the same address on two VLANs apart: one clean, one answered twice, each with its VLAN", () => {
     const c = new Capture();
-    c.every(1000, 5000, () => {
+    c.every(1000, 20_000, () => {
       c.ask([A], 30);
       c.ask([A, B], 40);
     });
     const s = c.analyze();
     expect(s.ips.map((ip) => [ip.ip, ip.vlan, ip.family, ip.requests, ip.findings.map((f) => f.type)])).toEqual([
-      [VIP, 30, 4, 5, []],
-      [VIP, 40, 4, 5, ["multi-responder"]],
+      [VIP, 30, 4, 20, []],
+      [VIP, 40, 4, 20, ["multi-responder"]],
     ]);
     expect(toJson(s)).toMatchObject({
       ips: [
@@ -59,6 +59,17 @@ describe("whohas analyze judges a capture as the hub judges the agents", () => {
       ],
     });
     expect(analyzeExitCode(s)).toBe(1);
+    // An owner named for the address holds on every VLAN; one named ADDRESS@VLAN only there.
+    const wrong = (owners: Map<string, string[]>) =>
+      c.analyze(owners).ips.map((ip) => [ip.vlan, ip.findings.some((f) => f.type === "wrong-owner")]);
+    expect(wrong(new Map([[VIP, [B]]]))).toEqual([
+      [30, true],
+      [40, true],
+    ]);
+    expect(wrong(new Map([[`${VIP}@40`, [A]]]))).toEqual([
+      [30, false],
+      [40, true],
+    ]);
   });
 
   it("finds several responders per request, and exits 1", () => {

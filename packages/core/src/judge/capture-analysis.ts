@@ -146,7 +146,8 @@ export class CaptureAnalysis {
   }
 
   #context(ip: string): IpContext {
-    const macs = this.#owners.get(ip);
+    // An owner named for ADDRESS@VLAN holds in that VLAN; one named for the address alone, wherever it is seen.
+    const macs = this.#owners.get(ip) ?? this.#owners.get(splitIpKey(ip).ip);
     return macs === undefined ? NO_CONTEXT : { ...NO_CONTEXT, owner: { node: null, macs } };
   }
 

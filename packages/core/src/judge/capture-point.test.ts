@@ -30,6 +30,8 @@ describe("CapturePoint aggregates", () => {
     p.addFrame(inVlan(reply(NODE_A_MAC), 40), "eth0", 1002);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1003);
     p.addFrame(inVlan(reply(NODE_A_MAC), 0), "eth0", 1004);
+    // VID 4095 is reserved: such a frame is not folded at all.
+    p.addFrame(inVlan(reply(NODE_B_MAC), 4095), "eth0", 1005);
     const seen = p
       .drain(100, 2000)
       .entries.map((e) => `${e.iface} ${String(e.vlan)} ${e.ip} ${e.mac} ${e.count}`)

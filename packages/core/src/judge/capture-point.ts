@@ -66,6 +66,8 @@ interface Asked {
   gone: boolean;
 }
 
+/** VLAN_RESERVED: the VID no frame may carry. */
+const VLAN_RESERVED = 4095;
 /** SWEEP_MS: how often requests reported and over leave memory (a drain only looks at what has something new). */
 const SWEEP_MS = 1000;
 /** IDLE_MS: an asker with no request this long is forgotten. */
@@ -137,7 +139,7 @@ export class CapturePoint {
 
   /** #link is the key of `vlan` on `iface` (the interface itself when untagged: vlan null, or 0, a priority tag). */
   #link(iface: string, vlan: number | null | undefined): string {
-    if (vlan === null || vlan === undefined || vlan <= 0) return iface;
+    if (vlan === null || vlan === undefined || vlan <= 0 || vlan >= VLAN_RESERVED) return iface;
     let keys = this.#linkKeys.get(iface);
     if (keys === undefined) this.#linkKeys.set(iface, (keys = []));
     let key = keys[vlan];
@@ -155,6 +157,8 @@ export class CapturePoint {
 
   /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
   addFrame(f: FrameFields, ifaceName: string, now: number): void {
+    // VID 4095 is reserved (802.1Q): such a frame belongs to no VLAN, and one could otherwise spoil a whole batch.
+    if (f.vlan === VLAN_RESERVED) return;
     const iface = f.vlan > 0 ? this.#link(ifaceName, f.vlan) : ifaceName;
     const v4 = f.family === 4;
     const ip = v4 ? f.ip4 : f.ip6;

@@ -89,16 +89,16 @@ describe("IPv6 and VLANs from the wire to the read API", () => {
   });
 
   it("raises several responders for the IPv6 IP within 2 s of a second node holding it", async () => {
-    const t0 = Date.now();
     await stack.lab.holdOnLink(other6, vip6);
+    const t0 = Date.now();
     try {
       const v = await eventually(
         () => one(vip6),
         (x) => x?.findings.some((f) => f.type === "multi-responder") === true,
         10_000,
       );
-      const f = v?.findings.find((x) => x.type === "multi-responder");
-      expect((f?.firstSeen ?? Infinity) - t0).toBeLessThan(2000);
+      // When the read API first showed it (polled every 250 ms), not the evidence's own time.
+      expect(Date.now() - t0).toBeLessThan(2000);
       expect(
         v?.responders
           .filter((r) => r.answering)

@@ -106,7 +106,9 @@ describe("read API", () => {
     ]);
     const forty = await get(`/ips/${encodeURIComponent(`${VIP}@40`)}`);
     expect(forty.body).toMatchObject({ ip: VIP, vlan: 40, incidents: [{ ip: VIP, vlan: 40, key: `${VIP}@40`, type: "multi-responder" }] });
-    // The address alone names the untagged one, which nobody saw here; a VLAN out of range is a bad request.
+    // The address alone names the untagged one, which nobody saw here; a VLAN nobody saw it on is unknown too (even
+    // for a Service's address); a VLAN out of range is a bad request.
+    expect((await get(`/ips/${VIP}@123`)).status).toBe(404);
     expect((await get(`/ips/${VIP}`)).status).toBe(404);
     expect((await get(`/ips/${VIP}@4095`)).status).toBe(400);
     // IPv6 as written anywhere is found as RFC 5952 writes it.

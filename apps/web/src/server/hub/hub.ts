@@ -1,4 +1,4 @@
-import type { AgentMessage, NodeArp, NodeFacts } from "@whohas/core";
+import { splitIpKey, type AgentMessage, type NodeArp, type NodeFacts } from "@whohas/core";
 import { openSqlite } from "../store/db.js";
 import { Store } from "../store/store.js";
 import type { TimelinePoint } from "../store/traffic.js";
@@ -62,7 +62,7 @@ export class Hub {
       clock: this.clock,
       nodeOfMac: this.agents.nodeOfMac,
       // LoadBalancer IPs and IPs with an open incident never leave the live view.
-      mustStay: (ip) => this.cluster.inventory().has(ip) || this.traffic.judge.holds(ip),
+      mustStay: (ip) => this.cluster.inventory().has(splitIpKey(ip).ip) || this.traffic.judge.holds(ip),
       limits: opts.limits,
       onLimit: opts.onLimit,
     });

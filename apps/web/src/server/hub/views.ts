@@ -187,7 +187,8 @@ export class Views {
     const parts = splitIpKey(ip);
     // A Service's address holds on whichever VLAN it is seen: the cluster does not say which.
     const i = inventory.get(parts.ip);
-    const v = this.traffic.judge.view(ip, now, this.traffic.lens) ?? (i === undefined ? null : emptyView(ip));
+    // A Service's address nobody asked for yet is shown untagged; in a VLAN only once traffic was seen there.
+    const v = this.traffic.judge.view(ip, now, this.traffic.lens) ?? (i === undefined || parts.vlan !== null ? null : emptyView(ip));
     if (v === null) return null;
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: i.endpointNodes } : null;
     return {
