@@ -11,7 +11,12 @@ export const CLIENT_IP = `${LAB_SUBNET}.2`;
 /** HUB_IP is the hub's address on the lab link, when it runs there (LabOptions.hubOnLink). */
 export const HUB_IP = `${LAB_SUBNET}.3`;
 export const nodeIp = (i: number): string => `${LAB_SUBNET}.${10 + i}`;
-export const vipAt = (i: number): string => `${LAB_SUBNET}.${200 + i}`;
+/**
+ * vipAt is the i-th VIP: 198.18.0.200 to .255 for the first 56, then 198.19.0.1 onwards, 250 to a /24 (still the
+ * benchmarking block, and clear of the 198.18.1.0/24 and 198.18.2.0/24 the agent bench floods as nobody's).
+ */
+export const vipAt = (i: number): string =>
+  i < 56 ? `${LAB_SUBNET}.${200 + i}` : `198.19.${Math.floor((i - 56) / 250)}.${((i - 56) % 250) + 1}`;
 
 /**
  * LAB_PREFIX6 is the lab's IPv6 link (LabOptions.ipv6): 2001:2::/64, out of 2001:2::/48, the IPv6 benchmarking prefix
