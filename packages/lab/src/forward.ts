@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -37,6 +38,38 @@ export async function forward(from: Endpoint, to: Endpoint): Promise<Server> {
     else server.listen(from.unix, resolve);
   });
   return server;
+}
+
+/**
+ * bridgePorts makes loopback TCP ports of another network namespace and of this one reach each other, as kubectl
+ * port-forward does: each port of `outward` is served there and reached here on the same number, each of `inward`
+ * served here and reached there. Every pair is joined by a Unix socket under `dir`; `startRelay` runs this file in
+ * the other namespace with its FROM=TO pairs. Resolves with this side's forwards once both sides listen.
+ */
+export async function bridgePorts(o: {
+  readonly dir: string;
+  readonly outward: readonly number[];
+  readonly inward: readonly number[];
+  readonly startRelay: (pairs: string[]) => ChildProcess;
+}): Promise<Server[]> {
+  const tcp = (port: number): Endpoint => ({ tcp: { host: "127.0.0.1", port } });
+  const sock = (port: number): Endpoint => ({ unix: `${o.dir}/fwd-${port}.sock` });
+  const there: [Endpoint, Endpoint][] = [...o.outward.map((p): [Endpoint, Endpoint] => [sock(p), tcp(p)])];
+  const here: [Endpoint, Endpoint][] = [...o.outward.map((p): [Endpoint, Endpoint] => [tcp(p), sock(p)])];
+  for (const p of o.inward) {
+    there.push([tcp(p), sock(p)]);
+    here.push([sock(p), tcp(p)]);
+  }
+  const servers: Server[] = [];
+  for (const [from, to] of here) servers.push(await forward(from, to));
+  const relay = o.startRelay(there.map(([from, to]) => `${endpointText(from)}=${endpointText(to)}`));
+  await new Promise<void>((resolve, reject) => {
+    relay.stdout?.on("data", (d: Buffer) => {
+      if (d.toString().includes("ready")) resolve();
+    });
+    relay.once("exit", (code) => reject(new Error(`the other namespace's forward exited (${code})`)));
+  });
+  return servers;
 }
 
 /** Run as `node forward.js FROM=TO ...` (inside a namespace with `ip netns exec`): prints "ready" once all listen. */

@@ -9,18 +9,16 @@ import { unixWsUrl } from "./naming.js";
 import { seedAgentPods, seedCluster, type SeedService } from "./kube/seed.js";
 import { startTestApiServer, type ForbiddenRule, type PendingWrite, type TestApiServer } from "./kube/server.js";
 import { startKubeProxies, type KubeProxies } from "./kube-proxy.js";
+import { newAgentTokens, reviewable, type AgentTokens } from "./kube/agent-tokens.js";
 import { elect } from "@whohas/core";
 import { freePort, hashWithHub, stopChild, waitHealthy } from "./hub-process.js";
 import { parseVlanIp, vlanIpText } from "./trunk.js";
 
 export { freePort };
 
-/** AGENT_SA: the agents' ServiceAccount, as deploy/ names it. */
-const AGENT_SA = "system:serviceaccount:whohas:whohas-agent";
-
 export { REPO_ROOT, HUB_BIN, AGENT_MAIN, REQUESTER, SPEAKER } from "./hub-process.js";
 import { AGENT_MAIN, FORWARD, HUB_BIN, REQUESTER, SPEAKER } from "./hub-process.js";
-import { endpointText, forward, type Endpoint } from "./forward.js";
+import { bridgePorts } from "./forward.js";
 import type { Server } from "node:net";
 
 export interface StackOptions {
@@ -106,19 +104,8 @@ export interface Stack {
   readonly logDir: string;
   /** The test API server, when `kube` was asked for. */
   readonly api: TestApiServer | null;
-  /**
-   * ServiceAccount tokens the test API server knows (with serviceAccountAgents): each node's agent token (bound to
-   * its Pod and node, as kubelet's projected tokens are since Kubernetes 1.30), one bound to a Pod only (older API
-   * servers: the hub reads the Pod for its node), one bound to nothing, one issued for another audience, one of
-   * another ServiceAccount.
-   */
-  readonly saTokens: {
-    readonly agents: ReadonlyMap<string, string>;
-    readonly podOnly: { readonly token: string; readonly node: string };
-    readonly unbound: string;
-    readonly wrongAudience: string;
-    readonly otherAccount: string;
-  } | null;
+  /** The ServiceAccount tokens the test API server knows, with serviceAccountAgents. */
+  readonly saTokens: AgentTokens | null;
   /** The kube-proxy stand-ins and each VIP's elected owner, when `cluster` was asked for. */
   readonly kubeProxies: KubeProxies | null;
   /**
@@ -173,17 +160,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let stopping = false;
   let api: TestApiServer | null = null;
   let kubeProxies: KubeProxies | null = null;
-  const newToken = () => randomBytes(32).toString("base64url");
-  const saTokens =
-    opts.serviceAccountAgents === true
-      ? {
-          agents: new Map(lab.nodes.map((n) => [n.name, newToken()])),
-          podOnly: { token: newToken(), node: lab.nodes[0]?.name ?? "" },
-          unbound: newToken(),
-          wrongAudience: newToken(),
-          otherAccount: newToken(),
-        }
-      : null;
+  const saTokens = opts.serviceAccountAgents === true ? newAgentTokens(lab.nodes.map((n) => n.name)) : null;
   const owners = new Map<string, string>();
   const stop = async () => {
     stopping = true;
@@ -234,35 +211,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         daemonSetPods: opts.cluster === true,
         forbidden: opts.forbidden,
         beforeWrite: opts.beforeWrite,
-        serviceAccountTokens:
-          saTokens === null
-            ? undefined
-            : new Map<string, { user: string; audiences: string[]; extra?: Record<string, string[]> }>([
-                ...[...saTokens.agents].map(
-                  ([node, token]): [string, { user: string; audiences: string[]; extra: Record<string, string[]> }] => [
-                    token,
-                    {
-                      user: AGENT_SA,
-                      audiences: ["whohas"],
-                      extra: {
-                        "authentication.kubernetes.io/pod-name": [`whohas-agent-${node}`],
-                        "authentication.kubernetes.io/node-name": [node],
-                      },
-                    },
-                  ],
-                ),
-                [
-                  saTokens.podOnly.token,
-                  {
-                    user: AGENT_SA,
-                    audiences: ["whohas"],
-                    extra: { "authentication.kubernetes.io/pod-name": [`whohas-agent-${saTokens.podOnly.node}`] },
-                  },
-                ],
-                [saTokens.unbound, { user: AGENT_SA, audiences: ["whohas"] }],
-                [saTokens.wrongAudience, { user: AGENT_SA, audiences: ["https://kubernetes.default.svc"] }],
-                [saTokens.otherAccount, { user: "system:serviceaccount:default:default", audiences: ["whohas"] }],
-              ]),
+        serviceAccountTokens: saTokens === null ? undefined : reviewable(saTokens),
       });
       const service =
         (prefix: string) =>
@@ -310,38 +259,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // The hub's namespace reaches this one's test API server, and this one its dashboard and metrics, through
     // forwards joined by Unix sockets (files, seen from every namespace).
     const hubNs = lab.hub?.ns ?? null;
-    if (hubNs !== null) {
-      const sock = (name: string) => `${lab.names.stateDir}/fwd-${name}.sock`;
-      const tcp = (p: number): Endpoint => ({ tcp: { host: "127.0.0.1", port: p } });
-      const inHub: [Endpoint, Endpoint][] = [
-        [{ unix: sock("dashboard") }, tcp(port)],
-        [{ unix: sock("metrics") }, tcp(metricsPort)],
-      ];
-      const here: [Endpoint, Endpoint][] = [
-        [tcp(port), { unix: sock("dashboard") }],
-        [tcp(metricsPort), { unix: sock("metrics") }],
-      ];
-      if (api !== null) {
-        const apiPort = Number(new URL(api.url).port);
-        inHub.push([tcp(apiPort), { unix: sock("api") }]);
-        here.push([{ unix: sock("api") }, tcp(apiPort)]);
-      }
-      for (const [from, to] of here) forwards.push(await forward(from, to));
-      const relay = spawnLogged("forward", "ip", [
-        "netns",
-        "exec",
-        hubNs,
-        process.execPath,
-        FORWARD,
-        ...inHub.map(([from, to]) => `${endpointText(from)}=${endpointText(to)}`),
-      ]);
-      await new Promise<void>((resolve, reject) => {
-        relay.stdout?.on("data", (d: Buffer) => {
-          if (d.toString().includes("ready")) resolve();
-        });
-        relay.once("exit", (code) => reject(new Error(`the hub namespace's forward exited (${code}); see ${logDir}/forward.log`)));
-      });
-    }
+    if (hubNs !== null)
+      forwards.push(
+        ...(await bridgePorts({
+          dir: lab.names.stateDir,
+          outward: [port, metricsPort],
+          inward: api === null ? [] : [Number(new URL(api.url).port)],
+          startRelay: (pairs) => spawnLogged("forward", "ip", ["netns", "exec", hubNs, process.execPath, FORWARD, ...pairs]),
+        }).catch((e: unknown) => {
+          throw new Error(`${(e as Error).message}; see ${logDir}/forward.log`);
+        })),
+      );
     // One user per role, hashed by the hub's own `whohas-hub hash-password`, as an operator would.
     const users = {
       viewer: { name: "viewer", password: randomBytes(12).toString("base64url"), role: "viewer" as const },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NodeFacts } from "../wire.js";
-import { fixVerdict, nodesAfterFix, probeCoverage, strictArpFix } from "./plan.js";
+import { fixVerdict, nodesAfterFix, nodesNotFixed, probeCoverage, strictArpFix } from "./plan.js";
 
 const IPVS = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\nipvs:\n  strictARP: false\n";
 
@@ -75,6 +75,10 @@ describe("nodesAfterFix", () => {
       { node: "d", up: true, facts: null },
     ];
     expect(nodesAfterFix(["a", "b", "c", "d", "e"], agents)).toEqual({ strict: ["a"], loose: ["b"], silent: ["c", "d", "e"] });
+    expect(nodesNotFixed(nodesAfterFix(["a", "b", "e"], agents), 15)).toBe(
+      "b still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?); e: no report from whohas's agent in 15 s, so the fix is not verified there (is the agent running on that node?)",
+    );
+    expect(nodesNotFixed(nodesAfterFix([], agents), 15)).toBe("no node to check: no agent reports and the cluster lists no Node");
     // An agent on a node the cluster does not list is not what the fix must reach.
     expect(nodesAfterFix(["a"], agents)).toEqual({ strict: ["a"], loose: [], silent: [] });
   });

@@ -81,6 +81,21 @@ export function nodesAfterFix(
   return out;
 }
 
+/** nodesNotFixed says why the nodes left after `seconds` are not fixed, as a person reads it. */
+export function nodesNotFixed(r: ReturnType<typeof nodesAfterFix>, seconds: number): string {
+  return [
+    r.loose.length > 0
+      ? `${r.loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`
+      : null,
+    r.silent.length > 0
+      ? `${r.silent.join(", ")}: no report from whohas's agent in ${seconds} s, so the fix is not verified there (is the agent running on that node?)`
+      : null,
+    r.strict.length + r.loose.length + r.silent.length === 0 ? "no node to check: no agent reports and the cluster lists no Node" : null,
+  ]
+    .filter((x) => x !== null)
+    .join("; ");
+}
+
 /**
  * probeCoverage says why a probe's rounds are not enough evidence for one IP, or null. Every prober must have
  * reported (what a failed one would have heard is missing), and two must have probed wherever two nodes can: a node

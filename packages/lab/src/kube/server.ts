@@ -4,8 +4,9 @@ import type { AddressInfo } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { PatchError, jsonPatch, mergePatch, strategicMergePatch, type Json } from "./patch.js";
 import { RESOURCES, groupList, resourceList, resourceNamed, type ResourceType } from "./resources.js";
-import { ApiError, Store, str, type KubeObject, type WatchEvent } from "./store.js";
+import { ApiError, Store, type KubeObject, type WatchEvent } from "./store.js";
 import { selfSigned } from "./tls.js";
+import { reviewToken, runDaemonSetController } from "./controllers.js";
 
 /** A Forbidden rule makes the server answer 403 to one identity for one verb on one resource (optionally one name). */
 export interface ForbiddenRule {
@@ -56,8 +57,7 @@ export interface TestApiServerOptions {
   >;
 }
 
-/** TEMPLATE_GENERATION: the DaemonSet generation a Pod runs (the lab's stand-in for pod-template-generation). */
-export const TEMPLATE_GENERATION = "whohas.lab/template-generation";
+export { TEMPLATE_GENERATION } from "./controllers.js";
 
 /** A TestApiServer is a Kubernetes API server stand-in that speaks the real REST protocol for whohas's resources. */
 export interface TestApiServer {
@@ -156,109 +156,8 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
   const lists = new Map<string, number>();
   for (const ns of ["default", "kube-system"]) store.create(resourceNamed("namespaces"), null, { metadata: { name: ns } });
 
-  // The DaemonSet controller, reduced to what `kubectl rollout status` reads: after a delay, every node runs the
-  // current generation.
-  const dsStatusFromPods = () => {
-    const nodes = store.list(resourceNamed("nodes"), null).length;
-    for (const ds of store.list(resourceNamed("daemonsets"), null)) {
-      const gen = Number(ds.metadata.generation ?? 1);
-      const sel =
-        (((ds.spec ?? {}) as Record<string, Json>).selector as { matchLabels?: Record<string, string> } | undefined)?.matchLabels ?? {};
-      const pods = store
-        .list(resourceNamed("pods"), str(ds.metadata.namespace))
-        .filter((p) => Object.entries(sel).every(([k, v]) => (p.metadata.labels as Record<string, Json> | undefined)?.[k] === v));
-      const updated = pods.filter(
-        (p) => (p.metadata.annotations as Record<string, Json> | undefined)?.[TEMPLATE_GENERATION] === String(gen),
-      );
-      const ready = updated.filter((p) =>
-        ((((p.status ?? {}) as Record<string, Json>).conditions ?? []) as { type: string; status: string }[]).some(
-          (c) => c.type === "Ready" && c.status === "True",
-        ),
-      );
-      const next = {
-        observedGeneration: gen,
-        desiredNumberScheduled: nodes,
-        currentNumberScheduled: pods.length,
-        updatedNumberScheduled: updated.length,
-        numberAvailable: ready.length,
-        numberReady: ready.length,
-        numberMisscheduled: 0,
-      };
-      if (JSON.stringify(ds.status ?? {}) === JSON.stringify(next)) continue;
-      store.update(
-        resourceNamed("daemonsets"),
-        str(ds.metadata.namespace),
-        str(ds.metadata.name),
-        { ...ds, status: next },
-        { status: true },
-      );
-    }
-  };
-  store.subscribe((e) => {
-    if (opts.daemonSetPods === true) {
-      if (e.r.resource === "pods" || (e.r.resource === "daemonsets" && e.type !== "DELETED")) queueMicrotask(dsStatusFromPods);
-      return;
-    }
-    if (e.r.resource !== "daemonsets" || e.type === "DELETED") return;
-    const o = e.object;
-    const gen = Number(o.metadata.generation ?? 1);
-    const st = (o.status ?? {}) as Record<string, Json>;
-    if (Number(st.observedGeneration ?? 0) >= gen) return;
-    setTimeout(() => {
-      try {
-        const nodes = Math.max(1, store.list(resourceNamed("nodes"), null).length);
-        const cur = store.get(e.r, str(o.metadata.namespace), str(o.metadata.name));
-        if (Number(cur.metadata.generation ?? 1) !== gen) return;
-        store.update(
-          e.r,
-          str(o.metadata.namespace),
-          str(o.metadata.name),
-          {
-            ...cur,
-            status: {
-              observedGeneration: gen,
-              desiredNumberScheduled: nodes,
-              currentNumberScheduled: nodes,
-              updatedNumberScheduled: nodes,
-              numberAvailable: nodes,
-              numberReady: nodes,
-              numberMisscheduled: 0,
-            },
-          },
-          { status: true },
-        );
-      } catch {
-        // deleted meanwhile
-      }
-    }, opts.rolloutDelayMs ?? 300).unref();
-  });
-
-  /** tokenReview answers as kube-apiserver's: authenticated only for a known token issued for a requested audience. */
-  const tokenReview = (body: KubeObject): unknown => {
-    const spec = (body.spec ?? {}) as { token?: string; audiences?: string[] };
-    const known = spec.token === undefined ? undefined : opts.serviceAccountTokens?.get(spec.token);
-    const wanted = spec.audiences ?? [];
-    const audiences =
-      known === undefined ? [] : wanted.length === 0 ? [...known.audiences] : wanted.filter((a) => known.audiences.includes(a));
-    const ok = known !== undefined && (wanted.length === 0 || audiences.length > 0);
-    return {
-      kind: "TokenReview",
-      apiVersion: "authentication.k8s.io/v1",
-      metadata: { creationTimestamp: null },
-      spec,
-      status: ok
-        ? {
-            authenticated: true,
-            user: {
-              username: known.user,
-              groups: ["system:serviceaccounts"],
-              ...(known.extra === undefined ? {} : { extra: known.extra }),
-            },
-            audiences,
-          }
-        : { user: {}, error: known === undefined ? "invalid bearer token" : "token audiences do not match" },
-    };
-  };
+  runDaemonSetController(store, { fromPods: opts.daemonSetPods === true, rolloutDelayMs: opts.rolloutDelayMs ?? 300 });
+  const tokenReview = (body: KubeObject) => reviewToken(body, opts.serviceAccountTokens);
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? "/", "http://x");

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { daemonSetRollout, nodesAfterFix, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import { daemonSetRollout, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { Hub } from "../hub/hub.js";
-import { verifyProbes } from "./verify-probes.js";
+import { verifyNodes, verifyProbes } from "./verify.js";
 
 const NS = "kube-system";
 const NAME = "kube-proxy";
@@ -367,39 +367,15 @@ export class Remediation {
   }
 
   async #verify(run: Run): Promise<void> {
-    await this.#step(run, "sysctls", async (say) => {
-      const end = this.o.hub.clock() + (this.o.sysctlTimeoutMs ?? 120_000);
-      for (;;) {
-        const agents = this.o.hub.nodes();
-        // Every Node of the cluster must show the fix; a node whose agent does not report is not verified.
-        const expected = this.o.hub.clusterNodes() ?? agents.map((a) => a.node);
-        const { loose, silent, strict } = nodesAfterFix(expected, agents);
-        const waiting = [...loose, ...silent];
-        say(
-          waiting.length === 0
-            ? `all ${strict.length} nodes: arp_ignore=1, arp_announce=2`
-            : `waiting for ${waiting.join(", ")} (agents report every 10 s)`,
-        );
-        if (expected.length > 0 && waiting.length === 0) return;
-        if (this.o.hub.clock() > end) {
-          const seconds = Math.round((this.o.sysctlTimeoutMs ?? 120_000) / 1000);
-          throw new Error(
-            [
-              loose.length > 0
-                ? `${loose.join(", ")} still answer ARP for any local address: their kube-proxy did not apply strictARP (is it in IPVS mode there? did its pod restart?)`
-                : null,
-              silent.length > 0
-                ? `${silent.join(", ")}: no report from whohas's agent in ${seconds} s, so the fix is not verified there (is the agent running on that node?)`
-                : null,
-              expected.length === 0 ? "no node to check: no agent reports and the cluster lists no Node" : null,
-            ]
-              .filter((x) => x !== null)
-              .join("; "),
-          );
-        }
-        await new Promise((r) => setTimeout(r, 1000));
-      }
-    });
+    await this.#step(run, "sysctls", (say) =>
+      verifyNodes({
+        clusterNodes: () => this.o.hub.clusterNodes(),
+        agents: () => this.o.hub.nodes(),
+        clock: () => this.o.hub.clock(),
+        timeoutMs: this.o.sysctlTimeoutMs ?? 120_000,
+        say,
+      }),
+    );
     await this.#step(run, "probe", async (say) => {
       const actions = this.o.actions();
       if (actions === undefined) throw new Error("probes are not available in this process");

@@ -1,5 +1,35 @@
-import { fixVerdict, probeCoverage } from "@whohas/core";
+import { fixVerdict, nodesAfterFix, nodesNotFixed, probeCoverage, type NodeFacts } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
+
+export interface VerifyNodesOptions {
+  /** The cluster's Nodes, or null when it lists none (the agents' nodes are checked then). */
+  readonly clusterNodes: () => string[] | null;
+  readonly agents: () => readonly { readonly node: string; readonly up: boolean; readonly facts: NodeFacts | null }[];
+  readonly clock: () => number;
+  readonly timeoutMs: number;
+  readonly say: (line: string) => void;
+}
+
+/**
+ * verifyNodes waits until every node reports the strict ARP sysctls, and throws what is still wrong after
+ * `timeoutMs`: nodes still answering for any address, and nodes whose agent does not report (not verified).
+ */
+export async function verifyNodes(o: VerifyNodesOptions): Promise<void> {
+  const end = o.clock() + o.timeoutMs;
+  for (;;) {
+    const agents = o.agents();
+    // Every Node of the cluster must show the fix; a node whose agent does not report is not verified.
+    const expected = o.clusterNodes() ?? agents.map((a) => a.node);
+    const r = nodesAfterFix(expected, agents);
+    const waiting = [...r.loose, ...r.silent];
+    o.say(
+      waiting.length === 0 ? `all ${r.strict.length} nodes: arp_ignore=1, arp_announce=2` : `waiting for ${waiting.join(", ")} (agents report every 10 s)`,
+    );
+    if (expected.length > 0 && waiting.length === 0) return;
+    if (o.clock() > end) throw new Error(nodesNotFixed(r, Math.round(o.timeoutMs / 1000)));
+    await new Promise((res) => setTimeout(res, 1000));
+  }
+}
 
 /**
  * PROBE_BATCH: LoadBalancer IPs probed at once during verification (each from two nodes; the dashboard's probes

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Actions } from "../actions/actions.js";
-import { PROBE_BATCH, verifyProbes, type Checked } from "../remediation/verify-probes.js";
+import { PROBE_BATCH, verifyProbes, type Checked } from "../remediation/verify.js";
 
 type View = NonNullable<ReturnType<Actions["view"]>>;
 
