@@ -23,6 +23,19 @@ export interface CaptureCounters {
 export class AgentMetrics {
   readonly registry = new Registry();
   #source: CaptureCounters | null = null;
+
+  /** #evidenceGauge is a series read from the frame ring at scrape time (0 when evidence is off). */
+  #evidenceGauge(name: string, help: string, field: keyof EvidenceStats): Gauge {
+    const source = () => this.#source;
+    return new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(source()?.evidence?.[field] ?? 0);
+      },
+    });
+  }
   readonly frames = new Counter({
     name: "whohas_agent_frames_total",
     help: "Frames classified, by kind.",
@@ -81,30 +94,17 @@ export class AgentMetrics {
     labelNames: ["ip"],
     registers: [this.registry],
   });
-  readonly evidenceBytes = new Gauge({
-    name: "whohas_agent_evidence_bytes",
-    help: "Bytes of raw frames (with their headers) held for evidence.",
-    registers: [this.registry],
-    collect: () => {
-      this.evidenceBytes.set(this.#source?.evidence?.bytes ?? 0);
-    },
-  });
-  readonly evidenceBoundBytes = new Gauge({
-    name: "whohas_agent_evidence_bound_bytes",
-    help: "Most bytes of raw frames held for evidence (--evidence-bytes); 0 when turned off.",
-    registers: [this.registry],
-    collect: () => {
-      this.evidenceBoundBytes.set(this.#source?.evidence?.bound ?? 0);
-    },
-  });
-  readonly evidenceFrames = new Gauge({
-    name: "whohas_agent_evidence_frames",
-    help: "Raw frames held for evidence.",
-    registers: [this.registry],
-    collect: () => {
-      this.evidenceFrames.set(this.#source?.evidence?.frames ?? 0);
-    },
-  });
+  readonly evidenceBytes = this.#evidenceGauge(
+    "whohas_agent_evidence_bytes",
+    "Bytes of raw frames (with their headers) held for evidence.",
+    "bytes",
+  );
+  readonly evidenceBoundBytes = this.#evidenceGauge(
+    "whohas_agent_evidence_bound_bytes",
+    "Most bytes of raw frames held for evidence (--evidence-bytes); 0 when turned off.",
+    "bound",
+  );
+  readonly evidenceFrames = this.#evidenceGauge("whohas_agent_evidence_frames", "Raw frames held for evidence.", "frames");
   readonly evidenceEvicted = new Counter({
     name: "whohas_agent_evidence_evicted_total",
     help: "Frames dropped from the evidence held, for room (--evidence-bytes) or age (--evidence-age).",

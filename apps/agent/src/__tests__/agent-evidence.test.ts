@@ -2,7 +2,6 @@ import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import { WebSocketServer } from "ws";
 import type { AddressInfo } from "node:net";
-import type { PacketSource } from "@whohas/capture";
 import {
   WIRE_VERSION,
   newArpReply,
@@ -16,28 +15,8 @@ import {
 import { Agent } from "../agent.js";
 import { FrameRing } from "../evidence/ring.js";
 import { HubLink } from "../hub-link.js";
+import { FakeSource } from "./fake-source.js";
 import { AgentMetrics } from "../metrics.js";
-
-/** FakeSource lets a test push frames as if libpcap had captured them. */
-class FakeSource implements PacketSource {
-  onFrame: ((f: Uint8Array, now: number) => void) | null = null;
-  constructor(readonly iface: string) {}
-  start(onFrame: (f: Uint8Array, now: number) => void) {
-    this.onFrame = onFrame;
-  }
-  push(frame: Uint8Array, now: number) {
-    this.onFrame?.(frame, now);
-  }
-  send() {
-    /* not used */
-  }
-  stats() {
-    return null;
-  }
-  close() {
-    /* nothing to close */
-  }
-}
 
 const CLIENT = { mac: "02:00:5e:00:00:01", ip: "192.0.2.1" };
 const A = "02:00:5e:00:00:0a";

@@ -4,6 +4,7 @@ import { promisify } from "node:util";
 import { patchStrictArp } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { api as readApi, eventually } from "./hub-client.js";
+import { kubeProxyConfig, kubectl as kubectlIn, setKubeProxyConfig } from "./kube-client.js";
 
 const exec = promisify(execFile);
 
@@ -19,8 +20,7 @@ interface IpRow {
 // kubectl against the test API server, leaves exactly one responder per IP: the elected one.
 describe("the complete lab cluster: speakers and kube-proxy", () => {
   let stack: Stack;
-  const kubectl = (...args: string[]) =>
-    exec("kubectl", ["--kubeconfig", `${stack.lab.names.stateDir}/kubeconfig`, ...args], { timeout: 90_000 });
+  const kubectl = (...args: string[]) => kubectlIn(stack, ...args);
   const ips = () => readApi<IpRow[]>(stack.url, stack.viewerToken, "ips");
 
   beforeAll(async () => {
@@ -36,22 +36,9 @@ describe("the complete lab cluster: speakers and kube-proxy", () => {
     for (const vip of stack.lab.vips) expect((await ips()).find((i) => i.ip === vip)?.expectedOwner?.node).toBe(stack.owners.get(vip));
 
     // The fix by hand: patch config.conf, restart kube-proxy's DaemonSet, wait for the rollout.
-    const cm = JSON.parse((await kubectl("-n", "kube-system", "get", "configmap", "kube-proxy", "-o", "json")).stdout) as {
-      data: { "config.conf": string };
-    };
-    const patched = patchStrictArp(cm.data["config.conf"]);
+    const patched = patchStrictArp(await kubeProxyConfig(stack));
     if (!patched.ok) throw new Error(patched.message);
-    await kubectl(
-      "-n",
-      "kube-system",
-      "patch",
-      "configmap",
-      "kube-proxy",
-      "--type",
-      "merge",
-      "-p",
-      JSON.stringify({ data: { "config.conf": patched.text } }),
-    );
+    await setKubeProxyConfig(stack, patched.text);
     await kubectl("-n", "kube-system", "rollout", "restart", "daemonset/kube-proxy");
     const status = await kubectl("-n", "kube-system", "rollout", "status", "daemonset/kube-proxy", "--timeout", "60s");
     expect(status.stdout).toMatch(/successfully rolled out/);

@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import type { PendingWrite } from "../kube/server.js";
 import { startStack, type Stack } from "../stack.js";
 import { eventually, signIn } from "./hub-client.js";
+import { kubeProxyConfig, setKubeProxyConfig } from "./kube-client.js";
 import { record } from "./reliability.js";
-
-const exec = promisify(execFile);
 
 interface Run {
   kind: string;
@@ -49,38 +46,6 @@ async function operator(stack: Stack, role: "operator" | "admin" = "operator") {
   };
 }
 
-const configText = async (stack: Stack) =>
-  (
-    await exec("kubectl", [
-      "--kubeconfig",
-      `${stack.lab.names.stateDir}/kubeconfig`,
-      "-n",
-      "kube-system",
-      "get",
-      "configmap",
-      "kube-proxy",
-      "-o",
-      "jsonpath={.data.config\\.conf}",
-    ])
-  ).stdout;
-
-/** editByHand replaces kube-proxy's config.conf with kubectl, as a person would. */
-async function editByHand(stack: Stack, text: string): Promise<void> {
-  await exec("kubectl", [
-    "--kubeconfig",
-    `${stack.lab.names.stateDir}/kubeconfig`,
-    "-n",
-    "kube-system",
-    "patch",
-    "configmap",
-    "kube-proxy",
-    "--type",
-    "merge",
-    "-p",
-    JSON.stringify({ data: { "config.conf": text } }),
-  ]);
-}
-
 // The strictARP fix against the test API server, through the hub's API as an operator: what must stop it, and how.
 describe("remediation refuses to do harm", () => {
   let stack: Stack;
@@ -109,12 +74,12 @@ describe("remediation refuses to do harm", () => {
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     // The hub reads the ConfigMap (same resourceVersion: its own check passes) and writes the backup; someone edits
     // kube-proxy's ConfigMap while that backup is being created, so only the API server can see the change.
-    const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited mid-run");
+    const edited = (await kubeProxyConfig(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited mid-run");
     let edits = 0;
     interleave = {
       when: (w) => w.verb === "create" && w.resource === "configmaps" && !w.dryRun,
       run: async () => {
-        await editByHand(stack, edited);
+        await setKubeProxyConfig(stack, edited);
         edits++;
       },
     };
@@ -133,7 +98,7 @@ describe("remediation refuses to do harm", () => {
     expect(run?.message).toMatch(
       /^patching ConfigMap kube-system\/kube-proxy: kube-proxy's ConfigMap changed since the preview \(.*the object has been modified.*\)\. Nothing was overwritten: preview again\.$/,
     );
-    expect(await configText(stack)).toBe(edited);
+    expect(await kubeProxyConfig(stack)).toBe(edited);
     record({
       fault: "kube-proxy's ConfigMap edited while the fix runs",
       checked:
@@ -146,8 +111,8 @@ describe("remediation refuses to do harm", () => {
     const op = await operator(stack);
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     // Someone edits kube-proxy's ConfigMap between the preview and Apply.
-    const edited = (await configText(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited by hand");
-    await editByHand(stack, edited);
+    const edited = (await kubeProxyConfig(stack)).replace("bindAddress: 0.0.0.0", "bindAddress: 0.0.0.0 # edited by hand");
+    await setKubeProxyConfig(stack, edited);
     const first = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     expect(first.status).toBe(200);
     const run = await eventually(
@@ -157,7 +122,7 @@ describe("remediation refuses to do harm", () => {
     );
     expect(run?.result).toBe("failed");
     expect(run?.message).toMatch(/changed since the preview .*Nothing was written: preview again/);
-    expect(await configText(stack)).toBe(edited);
+    expect(await kubeProxyConfig(stack)).toBe(edited);
 
     // Two people at once, each signed in on their own (an operator and an admin): one runs, the other is refused.
     const other = await operator(stack, "admin");
@@ -177,7 +142,7 @@ describe("remediation refuses to do harm", () => {
       20_000,
     );
     expect(dry?.result).toBe("done");
-    expect(await configText(stack)).toBe(edited);
+    expect(await kubeProxyConfig(stack)).toBe(edited);
     record({
       fault: "Two operators apply the strictARP fix at once",
       checked:
@@ -204,7 +169,7 @@ describe("remediation without the permission to patch", () => {
 
   it("stops at the patch with the missing permission, and leaves kube-proxy as it was", async () => {
     const op = await operator(stack);
-    const before = await configText(stack);
+    const before = await kubeProxyConfig(stack);
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     const run = await eventually(
@@ -218,7 +183,7 @@ describe("remediation without the permission to patch", () => {
       detail: expect.stringMatching(/forbidden .*cannot patch resource "configmaps".*Grant whohas's ServiceAccount/),
     });
     expect(run?.steps.find((s) => s.name === "restart")?.state).toBe("skipped");
-    expect(await configText(stack)).toBe(before);
+    expect(await kubeProxyConfig(stack)).toBe(before);
   });
 });
 
@@ -245,6 +210,18 @@ describe("remediation that cannot finish says where it stopped", () => {
       (r) => r !== null && r.result !== "running",
       90_000,
     );
+  /** applyFix previews and applies the fix, and returns the run once it has ended. */
+  const applyFix = async (op: Awaited<ReturnType<typeof operator>>) => {
+    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+    expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+    return settle(op);
+  };
+  /** rollBack puts the backup of the last run back, for the next test. */
+  const rollBack = async (op: Awaited<ReturnType<typeof operator>>) => {
+    const back = await op.mutate("remediation.rollback", { backup: (await op.run())?.backup });
+    expect(back.status).toBe(200);
+    expect((await settle(op))?.result).toBe("done");
+  };
 
   it("stops at the nodes' check when a node keeps answering for every address after its restart", async () => {
     const op = await operator(stack);
@@ -252,9 +229,7 @@ describe("remediation that cannot finish says where it stopped", () => {
     if (loose === undefined) throw new Error("two nodes needed");
     // This node's kube-proxy runs in iptables mode (its own flags): it restarts, and leaves the sysctls alone.
     stack.kubeProxies?.iptablesOn.add(loose.name);
-    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
-    expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
-    const run = await settle(op);
+    const run = await applyFix(op);
     expect(run?.result).toBe("failed");
     expect(run?.steps.find((s) => s.name === "rollout")?.state).toBe("ok");
     expect(run?.steps.find((s) => s.name === "sysctls")).toMatchObject({
@@ -262,9 +237,7 @@ describe("remediation that cannot finish says where it stopped", () => {
       detail: expect.stringMatching(new RegExp(`^${loose.name} still answer ARP for any local address`)),
     });
     // Put back for the next test: the backup restores strictARP false, and the node's kube-proxy is IPVS again.
-    const back = await op.mutate("remediation.rollback", { backup: run?.backup });
-    expect(back.status).toBe(200);
-    expect((await settle(op))?.result).toBe("done");
+    await rollBack(op);
     stack.kubeProxies?.iptablesOn.delete(loose.name);
   }, 150_000);
 
@@ -275,9 +248,7 @@ describe("remediation that cannot finish says where it stopped", () => {
     // The owner's speaker lets go of the address: once strictARP stops the kernels answering, nobody does.
     stack.own(owner, []);
     try {
-      const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
-      expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
-      const run = await settle(op);
+      const run = await applyFix(op);
       expect(run?.result).toBe("failed");
       expect(run?.steps.find((s) => s.name === "sysctls")?.state).toBe("ok");
       const unanswered = new RegExp(
@@ -292,9 +263,7 @@ describe("remediation that cannot finish says where it stopped", () => {
     } finally {
       stack.own(owner, [vip]);
     }
-    const back = await op.mutate("remediation.rollback", { backup: (await op.run())?.backup });
-    expect(back.status).toBe(200);
-    expect((await settle(op))?.result).toBe("done");
+    await rollBack(op);
   }, 150_000);
 
   it("does not call a node fixed when its agent is gone: no report is not verified", async () => {
@@ -303,9 +272,7 @@ describe("remediation that cannot finish says where it stopped", () => {
     if (quiet === undefined) throw new Error("two nodes needed");
     await stack.stopAgent(quiet.name);
     try {
-      const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
-      expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
-      const run = await settle(op);
+      const run = await applyFix(op);
       expect(run?.result).toBe("failed");
       expect(run?.steps.find((s) => s.name === "rollout")?.state).toBe("ok");
       expect(run?.steps.find((s) => s.name === "sysctls")).toMatchObject({
@@ -316,17 +283,13 @@ describe("remediation that cannot finish says where it stopped", () => {
     } finally {
       stack.startAgent(quiet.name);
     }
-    const back = await op.mutate("remediation.rollback", { backup: (await op.run())?.backup });
-    expect(back.status).toBe(200);
-    expect((await settle(op))?.result).toBe("done");
+    await rollBack(op);
   }, 150_000);
 
   it("stops at the rollout when kube-proxy's pods never come back, with the count and what to check", async () => {
     const op = await operator(stack);
     stack.kubeProxies?.stop();
-    const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
-    expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
-    const run = await settle(op);
+    const run = await applyFix(op);
     expect(run?.result).toBe("failed");
     expect(run?.steps.find((s) => s.name === "rollout")).toMatchObject({
       state: "failed",
