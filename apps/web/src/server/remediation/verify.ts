@@ -23,7 +23,9 @@ export async function verifyNodes(o: VerifyNodesOptions): Promise<void> {
     const r = nodesAfterFix(expected, agents);
     const waiting = [...r.loose, ...r.silent];
     o.say(
-      waiting.length === 0 ? `all ${r.strict.length} nodes: arp_ignore=1, arp_announce=2` : `waiting for ${waiting.join(", ")} (agents report every 10 s)`,
+      waiting.length === 0
+        ? `all ${r.strict.length} nodes: arp_ignore=1, arp_announce=2`
+        : `waiting for ${waiting.join(", ")} (agents report every 10 s)`,
     );
     if (expected.length > 0 && waiting.length === 0) return;
     if (o.clock() > end) throw new Error(nodesNotFixed(r, Math.round(o.timeoutMs / 1000)));
