@@ -15,6 +15,7 @@ export * from "./wire.js";
 export * from "./log.js";
 export * from "./capture/pcap.js";
 export * from "./capture/pcapng-writer.js";
+export * from "./evidence/capture-file.js";
 export * from "./judge/findings.js";
 export * from "./judge/requests.js";
 export * from "./judge/ip-judgement.js";

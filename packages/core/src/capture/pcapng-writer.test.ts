@@ -9,6 +9,7 @@ import { LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL2 } from "../packet/link.js";
 import { newArpReply, newArpRequest } from "../packet/arp.js";
 import { newUnsolicitedAdvertisement } from "../packet/ndp.js";
 import { tagFrame } from "../packet/vlan.js";
+import { has } from "../__tests__/fixtures.js";
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString("hex");
 const CLIENT = { mac: "02:00:5e:00:00:01", ip: "192.0.2.1" };
@@ -166,16 +167,6 @@ describe("sortPackets", () => {
     expect(input.map((x) => x.iface)).toEqual([0, 1, 2, 3]);
   });
 });
-
-/** has tells whether a command-line tool is installed (the independent readers below need Wireshark's). */
-function has(tool: string): boolean {
-  try {
-    execFileSync(tool, ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const dir = mkdtempSync(join(tmpdir(), "whohas-pcapng-"));
 function save(name: string, file: PcapngFile): string {

@@ -1,0 +1,124 @@
+// The evidence file: the raw frames several agents hold about one IP, merged into one pcapng a network team opens in
+// Wireshark. Pure: frames in, bytes out; asking the agents and storing what they sent is the hub's part.
+import type { EvidenceFrame } from "../wire.js";
+import { sortPackets, writePcapng, type PcapngInterface, type PcapngPacket } from "../capture/pcapng-writer.js";
+
+/** NodeEvidence is what one node's agent sent: its frames, and whether it had to leave some out. */
+export interface NodeEvidence {
+  readonly node: string;
+  readonly frames: readonly EvidenceFrame[];
+  /** The agent held more than it sent (its answer was cut at a byte bound). */
+  readonly truncated: boolean;
+  /** The oldest frame the agent still held when asked (null: none); frames before it may be gone from its ring. */
+  readonly heldFromMs: number | null;
+}
+
+/** A MissingNode is a node whose frames are not in the file, and why ("agent down", "no answer within 5 s"). */
+export interface MissingNode {
+  readonly node: string;
+  readonly why: string;
+}
+
+/** What the file is about, written into its Section Header comment for whoever opens it later. */
+export interface EvidenceSubject {
+  /** One line: "multi-responder for 198.51.100.7 (incident 12)", or "198.51.100.7: frames asked for". */
+  readonly title: string;
+  /** Further lines: the finding, the nodes answering, the expected owner. */
+  readonly lines: readonly string[];
+  readonly fromMs: number;
+  readonly toMs: number;
+}
+
+export interface EvidenceInput {
+  readonly subject: EvidenceSubject;
+  readonly nodes: readonly NodeEvidence[];
+  readonly missing: readonly MissingNode[];
+  /** shb_userappl, e.g. "whohas-hub 0.1.0". */
+  readonly application: string;
+}
+
+/** frameKey identifies one captured frame: its capture time, interface and bytes. */
+export function frameKey(f: EvidenceFrame): string {
+  return `${f.tNs}|${f.iface}|${f.vlan ?? ""}|${f.data}`;
+}
+
+/**
+ * mergeFrames returns the frames of `a` and `b` once each (asking twice, or paging from the last frame's time, gives
+ * some frames again), in time order.
+ */
+export function mergeFrames(a: readonly EvidenceFrame[], b: readonly EvidenceFrame[]): EvidenceFrame[] {
+  const seen = new Set<string>();
+  const out: EvidenceFrame[] = [];
+  for (const f of [...a, ...b]) {
+    const k = frameKey(f);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push(f);
+  }
+  return out.sort((x, y) => {
+    const tx = BigInt(x.tNs);
+    const ty = BigInt(y.tNs);
+    return tx < ty ? -1 : tx > ty ? 1 : 0;
+  });
+}
+
+/** capturedBytes is the sum of the frames' captured lengths (what they weigh before any file framing). */
+export function capturedBytes(frames: readonly EvidenceFrame[]): number {
+  let n = 0;
+  for (const f of frames) n += base64Length(f.data);
+  return n;
+}
+
+function base64Length(s: string): number {
+  const pad = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+  return (s.length / 4) * 3 - pad;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * sectionComment is the file's first words: what it is about, the window, which nodes' frames it holds, which are
+ * missing and why, and where a node's agent held less than the window asked for.
+ */
+export function sectionComment(input: EvidenceInput): string {
+  const s = input.subject;
+  const lines = [`whohas evidence: ${s.title}`, ...s.lines, `window: ${iso(s.fromMs)} to ${iso(s.toMs)}`];
+  const held = input.nodes.map((n) => `${n.node} (${n.frames.length} frame${n.frames.length === 1 ? "" : "s"})`);
+  lines.push(`frames from: ${held.length === 0 ? "no node" : held.join(", ")}`);
+  for (const m of input.missing) lines.push(`missing: ${m.node}: ${m.why}`);
+  for (const n of input.nodes) {
+    if (n.truncated) lines.push(`cut: ${n.node} held more frames than one answer carries; the file has the earliest`);
+    if (n.heldFromMs !== null && n.heldFromMs > s.fromMs)
+      lines.push(`partial: ${n.node}'s agent held frames only from ${iso(n.heldFromMs)} (older ones had left its ring)`);
+  }
+  return lines.join("\n");
+}
+
+/**
+ * evidenceFile writes the merged pcapng: one Interface Description Block per node and interface ("node-2/eth0"), the
+ * frames of every node in time order as Enhanced Packet Blocks with nanosecond timestamps and a comment naming the
+ * capturing node (and the VLAN the frame was captured in), the subject in the Section Header's comment.
+ */
+export function evidenceFile(input: EvidenceInput): Uint8Array {
+  const interfaces: PcapngInterface[] = [];
+  const index = new Map<string, number>();
+  const packets: PcapngPacket[] = [];
+  for (const n of [...input.nodes].sort((a, b) => a.node.localeCompare(b.node))) {
+    for (const f of n.frames) {
+      const name = `${n.node}/${f.iface}`;
+      let i = index.get(name);
+      if (i === undefined) {
+        i = interfaces.length;
+        index.set(name, i);
+        interfaces.push({ name, description: `${f.iface} on node ${n.node}`, comment: `captured by the whohas agent on ${n.node}` });
+      }
+      packets.push({
+        iface: i,
+        tNs: BigInt(f.tNs),
+        data: Buffer.from(f.data, "base64"),
+        comment: f.vlan === null ? n.node : `${n.node}, VLAN ${f.vlan}`,
+      });
+    }
+  }
+  return writePcapng({ comment: sectionComment(input), application: input.application, interfaces, packets: sortPackets(packets) });
+}
