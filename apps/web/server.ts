@@ -196,6 +196,7 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     agentLimits: config.limits,
     agentsAllowProxied: config.agentsAllowProxied,
     connections: { max: config.limits.maxConnections, perAddress: config.limits.connectionsPerAddress },
+    evidenceMaxFileBytes: config.evidence.maxFileBytes,
     agentToken: config.agentToken,
     agentReviewer: kc !== null && config.agentServiceAccount !== null ? tokenReviewer(kc, config.agentServiceAccount) : undefined,
     auth,
@@ -270,6 +271,7 @@ async function main(): Promise<void> {
   const feedLog = new AbortController();
   void logIncidents(hub, logger, feedLog.signal);
   server.alerter?.start();
+  server.evidence.start();
   const scheduler = new Scheduler({
     hub,
     logger,
@@ -305,6 +307,7 @@ async function main(): Promise<void> {
     logger.info("hub.stopping", { signal });
     feedLog.abort();
     server.alerter?.stop();
+    server.evidence.stop();
     server.gateway.close();
     for (const s of [tcp, metrics, unix]) {
       s?.close();

@@ -12,6 +12,7 @@ import { AlertAdmin } from "./alerts/admin.js";
 import type { Remediation } from "./remediation/remediation.js";
 import type { Settings } from "./settings.js";
 import { REST_PREFIX, handleRest } from "./api/rest.js";
+import { Evidence } from "./evidence/evidence.js";
 import { AGENT_PATH, AgentGateway, type AgentLimits, type Review } from "./gateway/agent-gateway.js";
 import type { Hub } from "./hub/hub.js";
 import { HubMetrics } from "./metrics.js";
@@ -98,6 +99,10 @@ export interface HubServerOptions {
   readonly agentFactsEveryMs?: number;
   /** Open connections taken at most, and from one address (trusted proxies excepted); config `limits`. */
   readonly connections?: { readonly max: number; readonly perAddress: number };
+  /** The largest capture file the hub stores or serves (config evidence.maxFileBytes). */
+  readonly evidenceMaxFileBytes?: number;
+  /** How long an agent has to answer an evidence-request (tests shorten it). */
+  readonly evidenceAnswerTimeoutMs?: number;
   /** Live streams (subscriptions) open at most per principal and in total. */
   readonly streamsPerUser?: number;
   readonly maxStreams?: number;
@@ -121,6 +126,8 @@ export interface HubServer {
   readonly gateway: AgentGateway;
   readonly actions: Actions | undefined;
   readonly alerter: Alerter | undefined;
+  /** Incidents' frames: asked of the agents when an incident opens (start it), stored, served as capture files. */
+  readonly evidence: Evidence;
   readonly metrics: HubMetrics;
   /** metricsListener serves /metrics, /healthz and /readyz on the metrics port (metrics.listen). */
   readonly metricsListener: RequestListener;
@@ -163,6 +170,13 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     factsEveryMs: opts.agentFactsEveryMs,
   });
   const actions = opts.actions?.(gateway);
+  const evidence = new Evidence({
+    hub: opts.hub,
+    asker: gateway,
+    logger: opts.logger,
+    maxFileBytes: opts.evidenceMaxFileBytes,
+    answerTimeoutMs: opts.evidenceAnswerTimeoutMs,
+  });
   const alerter = opts.alerter?.(metrics);
   const remediation = opts.remediation?.(actions);
   const alerts = alerter === undefined ? undefined : new AlertAdmin(alerter, opts.hub.store.audit);
@@ -228,7 +242,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path.startsWith(REST_PREFIX)) {
-      handleRest(opts.hub, auth.principal(req), req, res);
+      handleRest(opts.hub, auth.principal(req), req, res, evidence);
       return;
     }
     if (path.startsWith(TRPC_PREFIX)) {
@@ -294,6 +308,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     gateway,
     actions,
     alerter,
+    evidence,
     metrics,
     metricsListener,
     listener,

@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       "hub.yaml": [
         `listen: "127.0.0.1:8080"`,
         `storage: { path: DIR/w.db, retention: 12h }`,
+        `evidence: { maxFileBytes: 1048576 }`,
         `agents: { tokenFile: DIR/agent, allowProxied: true, serviceAccount: "whohas:whohas-agent" }`,
         `api: { viewerTokenFile: DIR/viewer }`,
         `kubernetes: { kubeconfig: DIR/kc }`,
@@ -64,6 +65,7 @@ describe("loadConfig", () => {
       listen: { host: "127.0.0.1", port: 8080 },
       dev: false,
       storage: { path: join(d, "w.db"), retentionMs: 12 * 3_600_000 },
+      evidence: { maxFileBytes: 1_048_576 },
       agentToken: TOKEN,
       agentSocket: null,
       agentServiceAccount: "whohas:whohas-agent",

@@ -5,6 +5,7 @@ import { incidentJson, ipJson } from "../hub/views.js";
 import type { Principal } from "../auth/auth.js";
 import { decodeSegment } from "../request-target.js";
 import { MAX_LIST } from "../store/incidents.js";
+import type { CaptureFile, Evidence } from "../evidence/evidence.js";
 
 /** REST_PREFIX is the read API for scripts and other tools (README "Read API"). */
 export const REST_PREFIX = "/api/v1/";
@@ -21,7 +22,7 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
  * handleRest answers the read API: GET only, for a Bearer token (api.viewerTokenFile, or one an admin made in
  * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token.
  */
-export function handleRest(hub: Hub, principal: Principal | null, req: IncomingMessage, res: ServerResponse): void {
+export function handleRest(hub: Hub, principal: Principal | null, req: IncomingMessage, res: ServerResponse, evidence?: Evidence): void {
   const url = new URL(req.url ?? "/", "http://hub");
   if (principal === null) {
     send(
@@ -40,6 +41,12 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   const path = url.pathname.slice(REST_PREFIX.length).replace(/\/$/, "");
+  const capture = /^(ips|incidents)\/([^/]+)\/capture$/.exec(path);
+  if (capture !== null) {
+    if (evidence === undefined) return send(res, 503, { error: "this hub keeps no evidence" });
+    void serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, req, res);
+    return;
+  }
   if (path === "ips") {
     send(res, 200, hub.ips().map(ipJson));
     return;
@@ -108,6 +115,74 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   send(res, 404, {
-    error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/nodes, /api/v1/incidents)`,
+    error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/ips/{ip}/capture, /api/v1/nodes, /api/v1/incidents, /api/v1/incidents/{id}/capture)`,
   });
+}
+
+/** DEFAULT_CAPTURE_MS: the window of an IP's capture when `since` is not given: the last minute. */
+const DEFAULT_CAPTURE_MS = 60_000;
+
+/** parseTime reads a query time: RFC 3339 ("2026-12-01T12:00:00Z") or milliseconds since the epoch. */
+function parseTime(text: string | null, fallback: number): number | null {
+  if (text === null || text === "") return fallback;
+  if (/^\d{1,15}$/.test(text)) return Number(text);
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(text)) return null;
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? null : t;
+}
+
+/**
+ * serveCapture answers an incident's or an IP's capture: the pcapng file the agents' frames make, to any principal
+ * (it holds ARP and NDP frames only), each download in the audit log.
+ */
+async function serveCapture(
+  hub: Hub,
+  evidence: Evidence,
+  principal: Principal,
+  kind: "ip" | "incident",
+  asked: string,
+  url: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  let file: CaptureFile;
+  let input: Record<string, unknown>;
+  if (kind === "incident") {
+    if (!/^\d{1,15}$/.test(asked)) return send(res, 400, { error: `"${asked}" is not an incident id (a whole number)` });
+    input = { incident: Number(asked) };
+    file = await evidence.incidentFile(Number(asked));
+  } else {
+    const ip = normalizeIpKey(asked);
+    if (ip === null)
+      return send(res, 400, { error: `"${asked}" is not an IP address (an address seen in a VLAN is ADDRESS@VLAN, e.g. 192.0.2.10@30)` });
+    const now = hub.clock();
+    const until = parseTime(url.searchParams.get("until"), now);
+    const since = until === null ? null : parseTime(url.searchParams.get("since"), until - DEFAULT_CAPTURE_MS);
+    if (since === null || until === null)
+      return send(res, 400, { error: "since and until are times: RFC 3339 (2026-12-01T12:00:00Z) or milliseconds since the epoch" });
+    input = { ip, since, until };
+    file = await evidence.ipFile(ip, since, until);
+  }
+  const action = "capture.download";
+  if (!file.ok) {
+    if (file.status === 413)
+      hub.store.audit.append({ t: hub.clock(), actor: principal.user, action, input, outcome: "refused", detail: file.message });
+    return send(res, file.status, { error: file.message });
+  }
+  const missing = file.missing.map((m) => `${m.node} (${m.why})`);
+  hub.store.audit.append({
+    t: hub.clock(),
+    actor: principal.user,
+    action,
+    input,
+    outcome: "ok",
+    detail: `${file.frames} frames from ${file.nodes.length === 0 ? "no node" : file.nodes.join(", ")}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${missing.join(", ")}`}`,
+  });
+  res.writeHead(200, {
+    "content-type": file.contentType,
+    "content-length": String(file.bytes.length),
+    "content-disposition": `attachment; filename="${file.filename}"`,
+    "cache-control": "no-store",
+  });
+  res.end(req.method === "HEAD" ? undefined : Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength));
 }

@@ -2,6 +2,7 @@ import type { LocalUser, ProxyAuth } from "../auth/auth.js";
 import { trustList } from "../client-address.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
 import { Egress } from "../alerts/egress.js";
+import { DEFAULT_MAX_FILE_BYTES } from "../evidence/evidence.js";
 import { ConfigError, checkToken, readPem, readToken, readUsers, readYaml } from "./files.js";
 import { ConfigSchema, DEFAULTS, ENV_KEYS, ENV_ONLY, parseDuration, type ConfigDoc } from "./schema.js";
 
@@ -20,6 +21,8 @@ export interface HubConfig {
   readonly metricsToken: string | null;
   readonly dev: boolean;
   readonly storage: { readonly path: string; readonly retentionMs: number };
+  /** Incidents' frames: the largest capture file the hub stores or serves. */
+  readonly evidence: { readonly maxFileBytes: number };
   /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
   readonly agentToken: string | null;
   /** Extra Unix socket for agents (the lab's agents live in other network namespaces). */
@@ -203,6 +206,7 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     metricsToken,
     dev: env.NODE_ENV === "development",
     storage: { path: c.storage?.path ?? DEFAULTS.storagePath, retentionMs },
+    evidence: { maxFileBytes: c.evidence?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES },
     agentToken,
     agentSocket: c.agents?.socket ?? null,
     agentServiceAccount,

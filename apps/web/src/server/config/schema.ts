@@ -49,6 +49,16 @@ export const ConfigSchema = z.strictObject({
   listen: listen.optional(),
   metrics: z.strictObject({ listen: listen.optional(), tokenFile: path.optional() }).optional(),
   storage: z.strictObject({ path: path.optional(), retention: duration.optional() }).optional(),
+  evidence: z
+    .strictObject({
+      maxFileBytes: z
+        .number()
+        .int()
+        .min(65_536)
+        .max(1024 * 1024 * 1024)
+        .optional(),
+    })
+    .optional(),
   agents: z
     .strictObject({
       tokenFile: path.optional(),

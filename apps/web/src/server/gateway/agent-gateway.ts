@@ -11,6 +11,9 @@ import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
+export type EvidenceRequest = Extract<HubMessage, { type: "evidence-request" }>;
+export type EvidenceAnswer = Extract<AgentMessage, { type: "evidence" }>;
+
 /** AGENT_PATH is where agents connect. */
 export const AGENT_PATH = "/agent";
 /** MAX_PAYLOAD_BYTES bounds one agent message: 1,000 aggregates of ~250 bytes fit with room to spare. */
@@ -129,6 +132,8 @@ export class AgentGateway {
     string,
     { readonly ws: WebSocket; readonly onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void }
   >();
+  /** Who waits for each evidence-request's answer (null: the connection closed first), with the connection it went to. */
+  readonly #evidence = new Map<string, { readonly ws: WebSocket; readonly onAnswer: (m: EvidenceAnswer | null) => void }>();
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
   readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
   readonly #limits: AgentLimits;
@@ -317,6 +322,14 @@ export class AgentGateway {
           if (m.type === "command-done") this.#results.delete(m.id);
           return;
         }
+        case "evidence": {
+          const waiting = this.#evidence.get(m.id);
+          if (waiting?.ws !== ws)
+            return this.#drop(bad, node ?? "", peer, "foreign-result", "evidence for a request this connection was not sent");
+          this.#evidence.delete(m.id);
+          waiting.onAnswer(m);
+          return;
+        }
       }
     });
     ws.on("error", (err) => this.logger.warn("agent.socket_error", { node, peer, message: err.message }));
@@ -326,6 +339,11 @@ export class AgentGateway {
         this.hub.disconnect(node);
       }
       for (const [id, w] of this.#results) if (w.ws === ws) this.#results.delete(id);
+      for (const [id, w] of this.#evidence)
+        if (w.ws === ws) {
+          this.#evidence.delete(id);
+          w.onAnswer(null);
+        }
       if (node !== null && !this.#byNode.has(node)) this.#facts.drop(node);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
@@ -393,6 +411,19 @@ export class AgentGateway {
     this.#results.set(msg.id, { ws: live.ws, onResult });
     live.ws.send(JSON.stringify(msg));
     return true;
+  }
+
+  /**
+   * askEvidence sends an evidence-request to one node's agent; its answer, from that connection only, goes to
+   * `onAnswer` (null: the connection closed first). Returns a function that stops waiting, or null when the node has
+   * no agent connected.
+   */
+  askEvidence(node: string, msg: EvidenceRequest, onAnswer: (m: EvidenceAnswer | null) => void): (() => void) | null {
+    const live = this.#byNode.get(node);
+    if (live === undefined) return null;
+    this.#evidence.set(msg.id, { ws: live.ws, onAnswer });
+    live.ws.send(JSON.stringify(msg));
+    return () => this.#evidence.delete(msg.id);
   }
 
   /** terminate drops every agent connection at once (tests; a hub that is going away uses close). */

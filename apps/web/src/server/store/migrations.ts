@@ -145,6 +145,27 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX outbox_group ON outbox (receiver, group_key, created_at);
     `,
   },
+  {
+    version: 4,
+    name: "incident evidence",
+    sql: `
+      -- The raw frames each node's agent held about an incident's IP around its first evidence, asked for when the
+      -- incident opened (the agents' rings forget within minutes), or why a node's frames are missing.
+      CREATE TABLE incident_evidence (
+        incident_id  INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
+        node         TEXT    NOT NULL,
+        collected_at INTEGER NOT NULL,
+        from_ms      INTEGER NOT NULL, -- the window asked for
+        to_ms        INTEGER NOT NULL,
+        missing      TEXT,             -- why this node's frames are not there; null when they are
+        truncated    INTEGER NOT NULL, -- the node held more than it sent
+        held_from    INTEGER,          -- the oldest frame the node's agent held when asked
+        frame_count  INTEGER NOT NULL,
+        frames       TEXT    NOT NULL, -- JSON array of the wire's evidence frames
+        PRIMARY KEY (incident_id, node)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 /**

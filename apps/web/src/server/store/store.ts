@@ -2,6 +2,7 @@ import { AccessRepo } from "./access.js";
 import { AgentsRepo } from "./agents.js";
 import { AuditLog } from "./audit.js";
 import type { Db } from "./db.js";
+import { EvidenceRepo } from "./evidence.js";
 import { IncidentsRepo } from "./incidents.js";
 import { migrate } from "./migrations.js";
 import { Outbox } from "./outbox.js";
@@ -14,8 +15,8 @@ const PRUNE_BATCH = 5000;
 
 /**
  * A Store is the hub's database, opened and migrated, as one repository per table family: traffic, incidents,
- * agents, access (sessions and read-API tokens), the audit log, settings and the notifications outbox. Each part of
- * the hub is given the repositories it uses.
+ * agents, access (sessions and read-API tokens), the audit log, settings, the notifications outbox and incidents'
+ * evidence. Each part of the hub is given the repositories it uses.
  */
 export class Store {
   readonly traffic: TrafficRepo;
@@ -25,6 +26,7 @@ export class Store {
   readonly audit: AuditLog;
   readonly settings: SettingsRepo;
   readonly outbox: Outbox;
+  readonly evidence: EvidenceRepo;
 
   constructor(
     readonly db: Db,
@@ -38,6 +40,7 @@ export class Store {
     this.audit = new AuditLog(db);
     this.settings = new SettingsRepo(db);
     this.outbox = new Outbox(db);
+    this.evidence = new EvidenceRepo(db);
   }
 
   /**

@@ -20,8 +20,14 @@ export const incidentsRouter = {
   /** list: incidents newest first, open, resolved or all, optionally for one IP. */
   list: viewerProcedure.input(filter.optional()).query(({ ctx, input }) => ctx.hub.judging.incidents(query(filter.parse(input ?? {})))),
 
-  /** byId: one incident with its timeline (opened, updated, acknowledged, resolved), null when unknown. */
-  byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => ctx.hub.judging.incident(input.id)),
+  /**
+   * byId: one incident with its timeline (opened, updated, acknowledged, resolved) and what is stored of its frames
+   * (null until its snapshot is taken), null when unknown.
+   */
+  byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
+    const i = ctx.hub.judging.incident(input.id);
+    return i === null ? null : { ...i, capture: ctx.hub.store.evidence.summary(input.id) };
+  }),
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
   acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) => {
