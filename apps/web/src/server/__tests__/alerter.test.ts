@@ -136,6 +136,26 @@ describe("webhook formats", () => {
     });
   });
 
+  it("links each IP incident's capture in every format when alerting.externalUrl is set", async () => {
+    const [gen, am, chat] = [await receiver(), await receiver(), await receiver()];
+    const { alerter, open } = setup(
+      [
+        { name: "gen", url: gen.url, format: "generic", secret: null, source: "config" },
+        { name: "am", url: am.url, format: "alertmanager", secret: null, source: "config" },
+        { name: "chat", url: chat.url, format: "slack", secret: null, source: "config" },
+      ],
+      { externalUrl: "https://whohas.example/dash/" },
+    );
+    const id = open();
+    alerter.enqueue(IP, "firing");
+    await until(() => gen.got.length === 1 && am.got.length === 1 && chat.got.length === 1);
+    const link = `https://whohas.example/dash/api/v1/incidents/${id}/capture`;
+    const body = (r: { got: Received[] }) => JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(body(gen)).toMatchObject({ alerts: [{ incidentId: id, captureUrl: link }] });
+    expect(body(am)).toMatchObject({ alerts: [{ annotations: { capture_url: link } }] });
+    expect(JSON.stringify(body(chat))).toContain(`<${link}|capture>`);
+  });
+
   it("sends Alertmanager's webhook v4 shape, firing then resolved", async () => {
     const r = await receiver();
     const { hub, alerter, open } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);

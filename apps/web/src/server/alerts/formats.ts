@@ -55,6 +55,12 @@ function ipUrl(n: Notice): string | null {
   return subjectNode(n.ip) === null ? `${base}/ips/${encodeURIComponent(n.ip)}` : `${base}/nodes`;
 }
 
+/** captureUrl is where an IP incident's frames are downloaded (a node's incidents have none), null without externalUrl. */
+function captureUrl(n: Notice, a: Alert): string | null {
+  if (n.externalUrl === null || subjectNode(n.ip) !== null) return null;
+  return `${n.externalUrl.replace(/\/$/, "")}/api/v1/incidents/${a.incidentId}/capture`;
+}
+
 /** subjectLabels are the grouping labels: the IP (and its VLAN when it was seen tagged), or the node. */
 function subjectLabels(n: Notice): Record<string, string> {
   const node = subjectNode(n.ip);
@@ -105,6 +111,7 @@ export function genericBody(n: Notice): unknown {
       status: a.status,
       detail: a.detail,
       responders: a.macs.map((mac, i) => ({ mac, node: a.nodes[i] ?? null })),
+      captureUrl: captureUrl(n, a),
       firstSeen: iso(a.firstSeen),
       lastSeen: iso(a.lastSeen),
       resolvedAt: a.resolvedAt === null ? null : iso(a.resolvedAt),
@@ -132,10 +139,11 @@ export function slackBody(n: Notice): unknown {
   const url = ipUrl(n);
   // A link's own URL: escaped the same way, and "|" (which would end it) percent-encoded.
   const link = url === null ? "" : ` · <${slackText(url).replace(/\|/g, "%7C")}|open in whohas>`;
-  const lines = n.alerts.map(
-    (a) =>
-      `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${slackText(a.type)}* ${slackText(a.detail)}\nanswering: ${slackText(who(a)) || "-"} · since ${iso(a.firstSeen)}`,
-  );
+  const lines = n.alerts.map((a) => {
+    const capture = captureUrl(n, a);
+    const frames = capture === null ? "" : ` · <${slackText(capture).replace(/\|/g, "%7C")}|capture>`;
+    return `${a.status === "firing" ? ":red_circle:" : ":large_green_circle:"} *${slackText(a.type)}* ${slackText(a.detail)}\nanswering: ${slackText(who(a)) || "-"} · since ${iso(a.firstSeen)}${frames}`;
+  });
   return {
     text,
     blocks: [
@@ -177,6 +185,7 @@ export function alertmanagerBody(n: Notice): unknown {
       annotations: {
         summary: `${a.type} on ${shown(n)}`,
         description: `${a.detail}. Answering: ${who(a) || "-"}. Expected owner: ${n.expectedOwner ?? "unknown"}.`,
+        ...(captureUrl(n, a) === null ? {} : { capture_url: captureUrl(n, a) ?? "" }),
       },
       startsAt: iso(a.firstSeen),
       endsAt: a.resolvedAt === null ? ZERO_TIME : iso(a.resolvedAt),
