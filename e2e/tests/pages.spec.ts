@@ -1,4 +1,5 @@
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test, type Locator, type Page } from "@playwright/test";
+import { execFileSync } from "node:child_process";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
@@ -7,6 +8,31 @@ const vip0 = vips[0] ?? "";
 const vip1 = vips[1] ?? "";
 const vips6 = JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string; owner: string }[];
 const vlanIp = process.env.WHOHAS_E2E_VLAN_IP ?? "";
+/** downloaded clicks a download link and saves what the browser received; returns its suggested name and path. */
+async function downloaded(page: Page, link: Locator) {
+  const [d] = await Promise.all([page.waitForEvent("download"), link.click()]);
+  const path = `test-results/downloads/${d.suggestedFilename()}`;
+  await d.saveAs(path);
+  return { name: d.suggestedFilename(), path };
+}
+/** repliers are the MACs a capture file shows answering ARP for `ip`, as tshark reads the file. */
+function repliers(path: string, ip: string): string[] {
+  const out = execFileSync(
+    "tshark",
+    ["-r", path, "-Y", `arp.opcode == 2 && arp.src.proto_ipv4 == ${ip}`, "-T", "fields", "-e", "arp.src.hw_mac"],
+    {
+      encoding: "utf8",
+    },
+  );
+  return [
+    ...new Set(
+      out
+        .trim()
+        .split("\n")
+        .filter((l) => l !== ""),
+    ),
+  ].sort();
+}
 const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 
 test("the Overview turns red with three responders and shows every node's ARP behaviour", async ({ page }) => {
@@ -126,6 +152,19 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await expect(page.getByTestId("evidence")).toContainText("Responders:");
   await expect(page.locator('[data-testid="incident-events"] li[data-kind="opened"]')).toHaveCount(1);
   await shot(page, "incident");
+  // The incident's frames, as the browser downloads them, read by tshark: every node's reply for the IP.
+  const file = await downloaded(page, page.getByTestId("download-capture"));
+  const named = /^whohas-(198\.18\.0\.\d+)-\d{8}T\d{6}Z-incident-\d+\.pcapng$/.exec(file.name);
+  expect(named).not.toBeNull();
+  expect(repliers(file.path, named?.[1] ?? "")).toEqual(nodes.map((n) => n.mac).sort());
+  await expect(page.getByTestId("capture-summary")).toContainText(nodes[0]?.name ?? "");
+});
+
+test("the IP page downloads the last minute's frames every node holds about the IP", async ({ page }) => {
+  await page.goto(`${url}/ips/${vip0}`);
+  const file = await downloaded(page, page.getByTestId("download-ip-capture"));
+  expect(file.name).toMatch(new RegExp(`^whohas-${vip0.replaceAll(".", "\\.")}-\\d{8}T\\d{6}Z-\\d{8}T\\d{6}Z\\.pcapng$`));
+  expect(repliers(file.path, vip0)).toEqual(nodes.map((n) => n.mac).sort());
 });
 
 test("a second page sees the same live data without reloading", async ({ browser }) => {

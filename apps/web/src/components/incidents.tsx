@@ -10,6 +10,7 @@ import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
 import { IpLink } from "./ui/ip-name";
+import { IncidentCapture } from "./capture-link";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
 
@@ -165,6 +166,7 @@ export function IncidentDetail({ id }: { id: number }) {
           <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
         </ul>
       )}
+      {!i.ip.startsWith("node/") && <IncidentCapture id={i.id} open={i.resolvedAt === null} summary={i.capture} />}
       <h2>Timeline</h2>
       <ol data-testid="incident-events">
         {i.events.map((e, k) => (

@@ -8,6 +8,7 @@ import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { useCan } from "./ui/session";
 import { Head } from "./ui/table";
+import { IpCapture } from "./capture-link";
 
 type Probe = NonNullable<RouterOutputs["actions"]["latestProbe"]>;
 
@@ -74,6 +75,7 @@ export function IpActions({ ip, owner, ownerUnknown }: { ip: string; owner: stri
         >
           {running ? "Probing…" : `Probe ${probeSeconds} s`}
         </button>
+        <IpCapture ip={ip} />
         {why !== null && <span className="muted">Force re-announce: {why}.</span>}
         {announce.isPending && (
           <span className="progress" role="status">

@@ -41,8 +41,8 @@ interface Delivery {
   id: string;
   status: string;
   attempts: number;
-  /** When the next attempt is due. */
-  notBefore: number;
+  /** When a pending one is tried next. */
+  nextAttemptAt: number | null;
 }
 interface Audit {
   t: number;
@@ -192,12 +192,12 @@ describe("faults: nothing is lost", () => {
     // one due first reaches the receiver again, with the same id, after the restart.
     const pending = before.outbox.filter((d) => d.status === "pending");
     for (const d of pending) expect(after.outbox.find((x) => x.id === d.id)?.status).toMatch(/^(pending|failed|delivered)$/);
-    const first = [...pending].sort((a, b) => a.notBefore - b.notBefore)[0];
+    const first = [...pending].sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))[0];
     if (first === undefined) throw new Error("no delivery was pending at the kill");
     await eventually(
       async () => received.filter((r) => r.id === first.id && r.at >= restarted),
       (sent) => sent.length > 0,
-      Math.max(0, first.notBefore - Date.now()) + 20_000,
+      Math.max(0, (first.nextAttemptAt ?? 0) - Date.now()) + 20_000,
     );
     const retried = await eventually(
       async () => (await adminAfter.query<Delivery[]>("alerts.deliveries")).find((x) => x.id === first.id),

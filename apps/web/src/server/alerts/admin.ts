@@ -75,6 +75,8 @@ export class AlertAdmin {
       lastStatus: d.lastStatus,
       lastError: d.lastError,
       deliveredAt: d.deliveredAt,
+      /** When a pending notification is tried next (group_wait or its backoff), null otherwise. */
+      nextAttemptAt: d.status === "pending" ? d.notBefore : null,
     }));
   }
 
