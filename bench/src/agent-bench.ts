@@ -1,6 +1,7 @@
 // Benchmark of the agent: a node of the lab receives 20,000 ARP frames/s for 60 s while its agent captures;
 // tcpdump -w /dev/null captures the same interface in the same run as the reference. Prints CPU (share of one core),
-// peak RSS and libpcap's kernel drops; then the agent's idle CPU. Asserts nothing.
+// peak RSS and libpcap's kernel drops; then the agent's idle CPU, and its evidence ring's bytes (sampled each second
+// of the flood) against its bound. `node agent-bench.js RATE SECONDS` (default 20000 60). Asserts nothing.
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -62,9 +63,19 @@ async function main(): Promise<void> {
     const frames0 = await metric(node.ns, "whohas_agent_frames_total");
     const a0 = cpuTicks(agent);
     const t0 = cpuTicks(tcpdump);
+    const evicted0 = await metric(node.ns, "whohas_agent_evidence_evicted_total");
+    // The ring's size each second of the flood: it must never pass its bound.
+    let ringPeak = 0;
+    const sampler = setInterval(() => {
+      void metric(node.ns, "whohas_agent_evidence_bytes ").then(
+        (b) => (ringPeak = Math.max(ringPeak, b)),
+        () => undefined,
+      );
+    }, 1000);
     const started = Date.now();
     const flood = await inNs(stack.lab.client.ns, process.execPath, FLOOD, "eth0", String(rate), String(seconds));
     const sent = JSON.parse(flood) as { sent: number; rate: number };
+    clearInterval(sampler);
     // CPU over the flood's own sending time (its start-up excluded): the agent's work per second of flood.
     const wall = (Date.now() - started) / 1000;
     const flooding = sent.rate > 0 ? sent.sent / sent.rate : wall;
@@ -74,6 +85,9 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500));
     const frames = (await metric(node.ns, "whohas_agent_frames_total")) - frames0;
     const drops = (await metric(node.ns, "whohas_agent_kernel_dropped_packets")) - drops0;
+    const ringBound = await metric(node.ns, "whohas_agent_evidence_bound_bytes");
+    ringPeak = Math.max(ringPeak, await metric(node.ns, "whohas_agent_evidence_bytes "));
+    const evicted = (await metric(node.ns, "whohas_agent_evidence_evicted_total")) - evicted0;
     dump.kill("SIGINT");
     await new Promise((r) => dump.once("exit", r));
     const dumpDrops = /(\d+) packets dropped by kernel/.exec(dumpErr)?.[1] ?? "?";
@@ -88,7 +102,8 @@ async function main(): Promise<void> {
       "",
       `agent idle CPU (10 s, no flood): ${(idleCpu * 100).toFixed(2)} %`,
       `frames counted by the agent: ${frames} of ${sent.sent} sent (${countedAll ? "all" : "NOT all"})`,
-      `targets: every frame counted (${frames} of ${sent.sent}: ${countedAll ? "met" : "NOT met"}), zero drops (${drops}: ${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${(agentCpu * 100).toFixed(1)} %: ${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM").toFixed(0)} MB: ${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${(idleCpu * 100).toFixed(2)} %: ${idleCpu <= 0.01 ? "met" : "NOT met"})`,
+      `evidence ring: peak ${ringPeak} bytes of its ${ringBound}-byte bound (sampled each second), ${evicted} frames evicted for room or age`,
+      `targets: every frame counted (${frames} of ${sent.sent}: ${countedAll ? "met" : "NOT met"}), zero drops (${drops}: ${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${(agentCpu * 100).toFixed(1)} %: ${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM").toFixed(0)} MB: ${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${(idleCpu * 100).toFixed(2)} %: ${idleCpu <= 0.01 ? "met" : "NOT met"}), ring within its bound (${ringPeak <= ringBound && ringBound > 0 ? "met" : "NOT met"})`,
     ];
     process.stdout.write(rows.join("\n") + "\n");
     process.stdout.write(
@@ -102,6 +117,9 @@ async function main(): Promise<void> {
         frames,
         tcpdumpCpu: dumpCpu,
         idleCpu,
+        ringPeakBytes: ringPeak,
+        ringBoundBytes: ringBound,
+        ringEvicted: evicted,
       }) + "\n",
     );
   } finally {
