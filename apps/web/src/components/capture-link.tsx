@@ -7,6 +7,9 @@ import { Ago } from "./ui/time";
 
 type Summary = NonNullable<RouterOutputs["incidents"]["byId"]>["capture"];
 
+// The links have no download attribute: the hub answers a capture as an attachment, and a refusal (too large, too
+// many at once) shows its reason in the browser instead of a failed download.
+
 /** A capture holds ARP and NDP frames only: anyone signed in may download one. */
 const HOLDS = "ARP/NDP frames only, as each node's agent captured them; opens in Wireshark";
 
@@ -19,7 +22,7 @@ export function IncidentCapture({ id, open, summary }: { id: number; open: boole
     <section aria-labelledby="capture-h">
       <h2 id="capture-h">Frames</h2>
       <p>
-        <a className="button" href={`${BASE_PATH}/api/v1/incidents/${id}/capture`} download data-testid="download-capture">
+        <a className="button" href={`${BASE_PATH}/api/v1/incidents/${id}/capture`} data-testid="download-capture">
           Download capture
         </a>{" "}
         <span className="muted">
@@ -52,33 +55,28 @@ export function IncidentCapture({ id, open, summary }: { id: number; open: boole
 }
 
 const WINDOWS = [
-  { label: "last minute", ms: 60_000 },
-  { label: "last 5 minutes", ms: 300_000 },
-  { label: "last 10 minutes", ms: 600_000 },
+  { label: "last minute", last: "1m" },
+  { label: "last 5 minutes", last: "5m" },
+  { label: "last 10 minutes", last: "10m" },
 ];
 
 /** IpCapture downloads the frames every agent holds now about one IP, for a recent window chosen here. */
 export function IpCapture({ ip }: { ip: string }) {
-  const [ms, setMs] = useState(60_000);
-  const href = (now: number) => `${BASE_PATH}/api/v1/ips/${encodeURIComponent(ip)}/capture?since=${now - ms}&until=${now}`;
+  const [last, setLast] = useState("1m");
   return (
     <span className="capture">
       <a
         className="button"
-        href={href(0)}
-        download
-        title={`pcapng, ${HOLDS}`}
         // The window ends when the link is followed, not when the page was drawn.
-        onClick={(e) => {
-          e.currentTarget.href = href(Date.now());
-        }}
+        href={`${BASE_PATH}/api/v1/ips/${encodeURIComponent(ip)}/capture?last=${last}`}
+        title={`pcapng, ${HOLDS}`}
         data-testid="download-ip-capture"
       >
         Download capture
       </a>{" "}
-      <select aria-label="Capture window" value={ms} onChange={(e) => setMs(Number(e.target.value))}>
+      <select aria-label="Capture window" value={last} onChange={(e) => setLast(e.target.value)}>
         {WINDOWS.map((w) => (
-          <option key={w.ms} value={w.ms}>
+          <option key={w.last} value={w.last}>
             {w.label}
           </option>
         ))}

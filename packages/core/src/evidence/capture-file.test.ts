@@ -3,7 +3,8 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { capturedBytes, evidenceFile, mergeFrames, sectionComment, type EvidenceInput } from "./capture-file.js";
+import { capturedBytes, evidenceFile, frameIsAbout, mergeFrames, sectionComment, type EvidenceInput } from "./capture-file.js";
+import { newNeighborSolicitation } from "../packet/ndp.js";
 import { newArpReply, newArpRequest } from "../packet/arp.js";
 import { tagFrame } from "../packet/vlan.js";
 import { CaptureReader } from "../capture/pcap.js";
@@ -76,9 +77,53 @@ describe("evidenceFile", () => {
       "window: 2023-11-14T22:13:20.000Z to 2023-11-14T22:14:20.000Z",
       "frames from: node-2 (2 frames), node-1 (3 frames)",
       "missing: node-3: agent down since 2023-11-14T22:10:00.000Z",
-      "cut: node-1 held more frames than one answer carries; the file has the earliest",
+      "cut: node-1 held more frames than the file's bound; it has the earliest",
       "partial: node-1's agent held frames only from 2023-11-14T22:13:30.000Z (older ones had left its ring)",
     ]);
+  });
+});
+
+describe("evidenceFile with what a broken or hostile agent could send", () => {
+  it("names a thousand missing nodes in a comment that still fits, and writes a time no Date holds as such", () => {
+    const many: EvidenceInput = {
+      ...INPUT,
+      nodes: [{ node: "node-1", frames: [frame(0n, REQUEST)], truncated: false, heldFromMs: 9e15 }],
+      missing: Array.from({ length: 1200 }, (_, i) => ({
+        node: `worker-${String(i).padStart(4, "0")}.example.internal`,
+        why: "agent down",
+      })),
+    };
+    const comment = sectionComment(many);
+    expect(comment.length).toBeLessThan(65_535);
+    expect(comment).toContain("missing: and 1150 more");
+    expect(comment).toContain("partial: node-1's agent held frames only from (no valid time: 9000000000000000)");
+    expect(evidenceFile(many).length).toBeGreaterThan(0);
+  });
+});
+
+describe("frameIsAbout", () => {
+  const req = Buffer.from(REQUEST, "base64");
+  const reply = Buffer.from(REPLY_A, "base64");
+  it("takes ARP with the IP as target or sender, untagged, and nothing else", () => {
+    expect(frameIsAbout(req, VIP, null)).toBe(true);
+    expect(frameIsAbout(reply, VIP, null)).toBe(true);
+    expect(frameIsAbout(req, CLIENT.ip, null)).toBe(true); // the asker's own address is its sender
+    expect(frameIsAbout(req, "192.0.2.99", null)).toBe(false);
+    expect(frameIsAbout(req, VIP, 30)).toBe(false);
+    expect(frameIsAbout(new Uint8Array(10), VIP, null)).toBe(false);
+  });
+  it("takes a frame of the VLAN asked for only", () => {
+    const tagged = tagFrame(reply, 30);
+    expect(frameIsAbout(tagged, VIP, 30)).toBe(true);
+    expect(frameIsAbout(tagged, VIP, 40)).toBe(false);
+    expect(frameIsAbout(tagged, VIP, null)).toBe(false);
+  });
+  it("takes NDP with the IP as target or IPv6 source", () => {
+    const ns = newNeighborSolicitation("02:00:5e:00:00:01", "2001:db8::1", "2001:db8::c8");
+    expect(frameIsAbout(ns, "2001:db8::c8", null)).toBe(true);
+    expect(frameIsAbout(ns, "2001:db8::1", null)).toBe(true);
+    expect(frameIsAbout(ns, "2001:db8::99", null)).toBe(false);
+    expect(frameIsAbout(ns, VIP, null)).toBe(false);
   });
 });
 

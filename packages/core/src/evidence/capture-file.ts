@@ -2,6 +2,9 @@
 // Wireshark. Pure: frames in, bytes out; asking the agents and storing what they sent is the hub's part.
 import type { EvidenceFrame } from "../wire.js";
 import { sortPackets, writePcapng, type PcapngInterface, type PcapngPacket } from "../capture/pcapng-writer.js";
+import { IPV6_LEN, ipv4ToNumber, isIPv4, parseIPv4, parseIPv6 } from "../packet/addr.js";
+import { decodeFrame, newFrameFields } from "../packet/frame.js";
+import { LINKTYPE_ETHERNET } from "../packet/link.js";
 
 /** NodeEvidence is what one node's agent sent: its frames, and whether it had to leave some out. */
 export interface NodeEvidence {
@@ -74,7 +77,13 @@ function base64Length(s: string): number {
   return (s.length / 4) * 3 - pad;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+/** iso is a time as RFC 3339; a time no Date holds (an agent's nonsense) says so instead of throwing. */
+const iso = (ms: number) => (Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? new Date(ms).toISOString() : `(no valid time: ${ms})`);
+
+/** MAX_LISTED: nodes named per line of the section comment; the rest are counted (a comment holds 64 KiB). */
+const MAX_LISTED = 50;
+const listed = (items: readonly string[]) =>
+  items.length <= MAX_LISTED ? items : [...items.slice(0, MAX_LISTED), `and ${items.length - MAX_LISTED} more`];
 
 /**
  * sectionComment is the file's first words: what it is about, the window, which nodes' frames it holds, which are
@@ -84,13 +93,16 @@ export function sectionComment(input: EvidenceInput): string {
   const s = input.subject;
   const lines = [`whohas evidence: ${s.title}`, ...s.lines, `window: ${iso(s.fromMs)} to ${iso(s.toMs)}`];
   const held = input.nodes.map((n) => `${n.node} (${n.frames.length} frame${n.frames.length === 1 ? "" : "s"})`);
-  lines.push(`frames from: ${held.length === 0 ? "no node" : held.join(", ")}`);
-  for (const m of input.missing) lines.push(`missing: ${m.node}: ${m.why}`);
-  for (const n of input.nodes) {
-    if (n.truncated) lines.push(`cut: ${n.node} held more frames than one answer carries; the file has the earliest`);
-    if (n.heldFromMs !== null && n.heldFromMs > s.fromMs)
-      lines.push(`partial: ${n.node}'s agent held frames only from ${iso(n.heldFromMs)} (older ones had left its ring)`);
-  }
+  lines.push(`frames from: ${held.length === 0 ? "no node" : listed(held).join(", ")}`);
+  for (const m of listed(input.missing.map((m) => `${m.node}: ${m.why}`))) lines.push(`missing: ${m}`);
+  const cut = input.nodes.filter((n) => n.truncated).map((n) => n.node);
+  if (cut.length > 0) lines.push(`cut: ${listed(cut).join(", ")} held more frames than the file's bound; it has the earliest`);
+  for (const n of listed(
+    input.nodes
+      .filter((n) => n.heldFromMs !== null && n.heldFromMs > s.fromMs)
+      .map((n) => `${n.node}'s agent held frames only from ${iso(n.heldFromMs ?? 0)}`),
+  ))
+    lines.push(`partial: ${n} (older ones had left its ring)`);
   return lines.join("\n");
 }
 
@@ -121,4 +133,31 @@ export function evidenceFile(input: EvidenceInput): Uint8Array {
     }
   }
   return writePcapng({ comment: sectionComment(input), application: input.application, interfaces, packets: sortPackets(packets) });
+}
+
+/** Offsets from the IPv6 header's start: its source address, and an NDP message's target address. */
+const IPV6_SRC = 8;
+const NDP_TARGET = 40 + 8;
+
+/**
+ * frameIsAbout tells whether an evidence frame is one an agent may send for `ip` in `vlan` (null: untagged or
+ * priority-tagged): ARP with the IP as sender or target, NDP with it as target or IPv6 source, as agents select them.
+ * The hub keeps only such frames of an answer, so an agent cannot pass off other traffic as an incident's evidence.
+ */
+export function frameIsAbout(data: Uint8Array, ip: string, vlan: number | null): boolean {
+  const f = newFrameFields();
+  if (decodeFrame(data, LINKTYPE_ETHERNET, f) !== null) return false;
+  if (vlan === null ? f.vlan > 0 : f.vlan !== vlan) return false;
+  if (isIPv4(ip)) {
+    const want = ipv4ToNumber(parseIPv4(ip), 0);
+    return f.family === 4 && (f.ip4 === want || f.peer4 === want);
+  }
+  const want = parseIPv6(ip);
+  if (want === null || f.family !== 6) return false;
+  const equal = (at: number) => {
+    if (at + IPV6_LEN > data.length) return false;
+    for (let i = 0; i < IPV6_LEN; i++) if (data[at + i] !== want[i]) return false;
+    return true;
+  };
+  return equal(f.payload + NDP_TARGET) || equal(f.payload + IPV6_SRC);
 }

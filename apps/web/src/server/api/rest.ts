@@ -44,7 +44,8 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
   const capture = /^(ips|incidents)\/([^/]+)\/capture$/.exec(path);
   if (capture !== null) {
     if (evidence === undefined) return send(res, 503, { error: "this hub keeps no evidence" });
-    void serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, req, res);
+    if (req.method !== "GET") return send(res, 405, { error: "a capture is built when it is downloaded: GET only" }, { allow: "GET" });
+    void serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
     return;
   }
   if (path === "ips") {
@@ -122,6 +123,14 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
 /** DEFAULT_CAPTURE_MS: the window of an IP's capture when `since` is not given: the last minute. */
 const DEFAULT_CAPTURE_MS = 60_000;
 
+/** parseLast reads `last`, the window's length when `since` is not given (90s, 5m, 1h); absent: a minute. */
+function parseLast(text: string | null): number | null {
+  if (text === null || text === "") return DEFAULT_CAPTURE_MS;
+  const m = /^(\d{1,6})(s|m|h)$/.exec(text);
+  if (m === null) return null;
+  return Number(m[1]) * (m[2] === "s" ? 1000 : m[2] === "m" ? 60_000 : 3_600_000);
+}
+
 /** parseTime reads a query time: RFC 3339 ("2026-12-01T12:00:00Z") or milliseconds since the epoch. */
 function parseTime(text: string | null, fallback: number): number | null {
   if (text === null || text === "") return fallback;
@@ -142,47 +151,55 @@ async function serveCapture(
   kind: "ip" | "incident",
   asked: string,
   url: URL,
-  req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  let file: CaptureFile;
+  let build: () => Promise<CaptureFile>;
   let input: Record<string, unknown>;
   if (kind === "incident") {
     if (!/^\d{1,15}$/.test(asked)) return send(res, 400, { error: `"${asked}" is not an incident id (a whole number)` });
-    input = { incident: Number(asked) };
-    file = await evidence.incidentFile(Number(asked));
+    const id = Number(asked);
+    input = { incident: id };
+    build = () => evidence.incidentFile(id);
   } else {
     const ip = normalizeIpKey(asked);
     if (ip === null)
       return send(res, 400, { error: `"${asked}" is not an IP address (an address seen in a VLAN is ADDRESS@VLAN, e.g. 192.0.2.10@30)` });
     const now = hub.clock();
     const until = parseTime(url.searchParams.get("until"), now);
-    const since = until === null ? null : parseTime(url.searchParams.get("since"), until - DEFAULT_CAPTURE_MS);
+    const last = parseLast(url.searchParams.get("last"));
+    if (last === null) return send(res, 400, { error: "last is a duration: 90s, 5m, 1h (the window ends at until, or now)" });
+    const since = until === null ? null : parseTime(url.searchParams.get("since"), until - last);
     if (since === null || until === null)
       return send(res, 400, { error: "since and until are times: RFC 3339 (2026-12-01T12:00:00Z) or milliseconds since the epoch" });
     input = { ip, since, until };
-    file = await evidence.ipFile(ip, since, until);
+    build = () => evidence.ipFile(ip, since, until);
   }
-  const action = "capture.download";
+  const audit = (outcome: "ok" | "refused" | "failed", detail: string) =>
+    hub.store.audit.append({ t: hub.clock(), actor: principal.user, action: "capture.download", input, outcome, detail });
+  let file: CaptureFile;
+  try {
+    file = await evidence.download(principal.user, build);
+  } catch (e) {
+    // Whatever an agent sent or the store held, one download that cannot be built must not take the hub down.
+    const message = e instanceof Error ? e.message : String(e);
+    audit("failed", message);
+    return send(res, 500, { error: `the capture could not be built: ${message}` });
+  }
   if (!file.ok) {
-    if (file.status === 413)
-      hub.store.audit.append({ t: hub.clock(), actor: principal.user, action, input, outcome: "refused", detail: file.message });
+    if (file.status === 413 || file.status === 429) audit("refused", file.message);
     return send(res, file.status, { error: file.message });
   }
   const missing = file.missing.map((m) => `${m.node} (${m.why})`);
-  hub.store.audit.append({
-    t: hub.clock(),
-    actor: principal.user,
-    action,
-    input,
-    outcome: "ok",
-    detail: `${file.frames} frames from ${file.nodes.length === 0 ? "no node" : file.nodes.join(", ")}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${missing.join(", ")}`}`,
-  });
+  const shownMissing = missing.length > 20 ? [...missing.slice(0, 20), `and ${missing.length - 20} more`] : missing;
+  audit(
+    "ok",
+    `${file.frames} frames from ${file.nodes.length === 0 ? "no node" : file.nodes.join(", ")}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${shownMissing.join(", ")}`}`,
+  );
   res.writeHead(200, {
     "content-type": file.contentType,
     "content-length": String(file.bytes.length),
     "content-disposition": `attachment; filename="${file.filename}"`,
     "cache-control": "no-store",
   });
-  res.end(req.method === "HEAD" ? undefined : Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength));
+  res.end(Buffer.from(file.bytes.buffer, file.bytes.byteOffset, file.bytes.byteLength));
 }

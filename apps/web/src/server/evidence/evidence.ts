@@ -1,26 +1,48 @@
-import { capturedBytes, evidenceFile, isIpKey, mergeFrames, splitIpKey, type Logger, type MissingNode } from "@whohas/core";
+import {
+  capturedBytes,
+  evidenceFile,
+  isIpKey,
+  mergeFrames,
+  splitIpKey,
+  type Logger,
+  type MissingNode,
+  type NodeEvidence,
+} from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Incident } from "../store/incidents.js";
 import type { StoredEvidence } from "../store/evidence.js";
-import { collect, type EvidenceAsker } from "./collector.js";
+import { collect, type Collection, type EvidenceAsker } from "./collector.js";
 
 /** The window around an incident's first evidence whose frames are kept with it. */
 export const WINDOW_BEFORE_MS = 30_000;
 export const WINDOW_AFTER_MS = 30_000;
-/** MAX_WINDOW_MS: the longest window one ad hoc capture may ask for (the agents' rings hold 10 minutes by default). */
+/** MAX_WINDOW_MS: the longest window one capture may ask for (the agents' rings hold 10 minutes by default). */
 export const MAX_WINDOW_MS = 3_600_000;
 /** DEFAULT_MAX_FILE_BYTES: the largest capture file the hub stores or serves (config evidence.maxFileBytes). */
 export const DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024;
+/** RING_AGE_MS: how far back the agents hold frames by default (the agent's --evidence-age). */
+const RING_AGE_MS = 600_000;
+/** RECONNECT_GRACE_MS: after a start, agents get this long to reconnect before the first snapshot asks them. */
+const RECONNECT_GRACE_MS = 15_000;
+/** RETRY_MS / MAX_TRIES: a snapshot no agent answered is tried again, this often, this many times. */
+const RETRY_MS = 30_000;
+const MAX_TRIES = 10;
+/** PARALLEL_SNAPSHOTS: snapshots asked at once (one slow agent must not hold up a storm of openings). */
+const PARALLEL_SNAPSHOTS = 4;
+/** MAX_QUEUED: incidents waiting for their snapshot at most; a storm of openings past it loses the oldest, logged. */
+const MAX_QUEUED = 2000;
+/** Downloads built at once, in all and per user: each asks every agent. */
+const MAX_DOWNLOADS = 4;
+const MAX_DOWNLOADS_PER_USER = 2;
+/** FRESH_MS: an open incident's frames collected this recently are served as stored, not asked for again. */
+const FRESH_MS = 10_000;
+const MIME = "application/vnd.tcpdump.pcap";
+
 /**
  * A file's captured bytes are at most half of it: each ARP frame (60 bytes) takes about 100 in pcapng with its block
  * and comment, so a collection stops at half the file's bound.
  */
 const budgetOf = (maxFileBytes: number) => Math.floor(maxFileBytes / 2);
-/** RING_AGE_MS: how far back the agents hold frames by default (the agent's --evidence-age). */
-const RING_AGE_MS = 600_000;
-/** MAX_QUEUED: incidents waiting for their snapshot at most; a storm of openings past it loses the oldest, logged. */
-const MAX_QUEUED = 2000;
-const MIME = "application/vnd.tcpdump.pcap";
 
 /** A CaptureFile is a file ready to download, or why there is none. */
 export type CaptureFile =
@@ -33,7 +55,7 @@ export type CaptureFile =
       readonly nodes: readonly string[];
       readonly missing: readonly MissingNode[];
     }
-  | { readonly ok: false; readonly status: 400 | 404 | 413; readonly message: string };
+  | { readonly ok: false; readonly status: 400 | 404 | 413 | 429; readonly message: string };
 
 export interface EvidenceOptions {
   readonly hub: Hub;
@@ -42,6 +64,12 @@ export interface EvidenceOptions {
   readonly maxFileBytes?: number;
   /** How long an agent has to answer (tests shorten it). */
   readonly answerTimeoutMs?: number;
+  /** How long after a start the first snapshots wait for agents to reconnect (tests shorten it). */
+  readonly reconnectGraceMs?: number;
+  /** How long after the first evidence an incident's frames are asked for (tests shorten it). */
+  readonly windowAfterMs?: number;
+  /** How long a snapshot no agent answered waits before it is tried again (tests shorten it). */
+  readonly retryMs?: number;
 }
 
 const stamp = (ms: number) =>
@@ -63,94 +91,125 @@ const fileIp = (key: string) => {
  */
 export class Evidence {
   readonly maxFileBytes: number;
-  readonly #queue: { id: number; due: number }[] = [];
+  readonly #queue: { id: number; due: number; tries: number }[] = [];
   #timer: NodeJS.Timeout | null = null;
-  #running = false;
+  #running = 0;
   #stopFeed: AbortController | null = null;
+  #downloads = 0;
+  readonly #perUser = new Map<string, number>();
 
   constructor(readonly o: EvidenceOptions) {
     this.maxFileBytes = o.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  }
+
+  get #after(): number {
+    return this.o.windowAfterMs ?? WINDOW_AFTER_MS;
   }
 
   /** start follows the hub's incidents: each incident about an IP that opens is snapshotted when its window ends. */
   start(): void {
     const ac = new AbortController();
     this.#stopFeed = ac;
-    // Incidents that opened shortly before a restart and have no frames yet: the agents still hold them.
-    const since = this.o.hub.clock() - RING_AGE_MS;
+    // Incidents that opened shortly before a restart and have no frames yet: the agents still hold them, once they
+    // are back.
+    const now = this.o.hub.clock();
+    const grace = now + (this.o.reconnectGraceMs ?? RECONNECT_GRACE_MS);
     for (const inc of this.o.hub.incidents({ open: true, limit: MAX_QUEUED }))
-      if (isIpKey(inc.ip) && inc.firstSeen >= since && this.o.hub.store.evidence.get(inc.id) === null) this.#enqueue(inc.id);
+      if (isIpKey(inc.ip) && inc.firstSeen >= now - RING_AGE_MS && this.o.hub.store.evidence.summary(inc.id) === null)
+        this.#enqueue(inc.id, Math.max(inc.firstSeen + this.#after, grace));
     void (async () => {
       for await (const batch of this.o.hub.feed.changes(ac.signal))
-        for (const c of batch) if (c.kind === "incident" && c.transition?.kind === "opened" && isIpKey(c.subject)) this.#enqueue(c.id);
+        for (const c of batch)
+          if (c.kind === "incident" && c.transition?.kind === "opened" && isIpKey(c.subject)) {
+            const inc = this.o.hub.store.incidents.get(c.id);
+            if (inc !== null) this.#enqueue(c.id, inc.firstSeen + this.#after);
+          }
     })();
   }
 
   stop(): void {
     this.#stopFeed?.abort();
+    this.#stopFeed = null;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
   }
 
-  #enqueue(id: number): void {
-    const inc = this.o.hub.store.incidents.get(id);
-    if (inc === null) return;
+  /** waiting is how many incidents wait for their snapshot. */
+  get waiting(): number {
+    return this.#queue.length;
+  }
+
+  #enqueue(id: number, due: number, tries = 0): void {
     if (this.#queue.length >= MAX_QUEUED) {
       const lost = this.#queue.shift();
       this.o.logger.warn("evidence.queue_full", {
         incident: lost?.id,
-        hint: `more than ${MAX_QUEUED} incidents opened within a minute: the oldest waiting is not snapshotted (its capture can still be downloaded while the agents hold its frames)`,
+        hint: `more than ${MAX_QUEUED} incidents wait for their frames: the oldest is not snapshotted (its capture can still be downloaded while the agents hold its frames)`,
       });
     }
-    this.#queue.push({ id, due: inc.firstSeen + WINDOW_AFTER_MS });
+    this.#queue.push({ id, due, tries });
     this.#wake();
   }
 
   #wake(): void {
-    if (this.#running || this.#stopFeed === null) return;
+    if (this.#stopFeed === null || this.#running >= PARALLEL_SNAPSHOTS) return;
     if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
     const next = Math.min(...this.#queue.map((q) => q.due));
     if (!Number.isFinite(next)) return;
-    this.#timer = setTimeout(() => void this.#drain(), Math.max(0, next - this.o.hub.clock()));
+    this.#timer = setTimeout(() => this.#drain(), Math.max(0, next - this.o.hub.clock()));
     this.#timer.unref();
   }
 
-  /** #drain snapshots the incidents whose window has ended, one at a time. */
-  async #drain(): Promise<void> {
+  /** #drain starts the snapshots that are due, up to PARALLEL_SNAPSHOTS at once. */
+  #drain(): void {
     this.#timer = null;
-    this.#running = true;
+    while (this.#stopFeed !== null && this.#running < PARALLEL_SNAPSHOTS) {
+      const now = this.o.hub.clock();
+      const i = this.#queue.findIndex((q) => q.due <= now);
+      if (i < 0) break;
+      const [q] = this.#queue.splice(i, 1);
+      const inc = q === undefined ? null : this.o.hub.store.incidents.get(q.id);
+      if (q === undefined || inc === null) continue;
+      this.#running++;
+      void this.#auto(inc, q.tries).finally(() => {
+        this.#running--;
+        this.#wake();
+      });
+    }
+    this.#wake();
+  }
+
+  /** #auto is the snapshot taken when an incident's window ends; when no agent answers, it is tried again later. */
+  async #auto(inc: Incident, tries: number): Promise<void> {
     try {
-      for (;;) {
-        const now = this.o.hub.clock();
-        const i = this.#queue.findIndex((q) => q.due <= now);
-        if (i < 0) break;
-        const [q] = this.#queue.splice(i, 1);
-        const inc = q === undefined ? null : this.o.hub.store.incidents.get(q.id);
-        if (inc !== null) await this.snapshot(inc).catch((e: unknown) => this.#failed(inc, e));
+      const got = await this.#gather(inc);
+      if (got.answered === 0 && got.old === null && tries + 1 < MAX_TRIES) {
+        this.#enqueue(inc.id, this.o.hub.clock() + (this.o.retryMs ?? RETRY_MS), tries + 1);
+        return;
       }
-    } finally {
-      this.#running = false;
-      this.#wake();
+      this.#store(inc, got);
+    } catch (e) {
+      this.o.logger.error("evidence.snapshot_failed", {
+        incident: inc.id,
+        ip: inc.ip,
+        message: e instanceof Error ? e.message : String(e),
+      });
     }
   }
 
-  #failed(inc: Incident, e: unknown): void {
-    this.o.logger.error("evidence.snapshot_failed", { incident: inc.id, ip: inc.ip, message: e instanceof Error ? e.message : String(e) });
-  }
-
   /**
-   * snapshot asks the agents for an incident's frames and stores them, merged with what was stored before (a node's
-   * agent that is down now keeps the frames it sent then). The window: WINDOW_BEFORE_MS before the first evidence to
-   * WINDOW_AFTER_MS after it; for an incident still open, to now (at most the file's byte budget).
+   * #gather asks the agents for an incident's frames and merges them with what was stored before (a node's agent
+   * that is down now keeps the frames it sent then). The window: WINDOW_BEFORE_MS before the first evidence to
+   * WINDOW_AFTER_MS after it; for an incident still open, to now.
    */
-  async snapshot(inc: Incident): Promise<StoredEvidence> {
+  async #gather(inc: Incident) {
     const now = this.o.hub.clock();
     const fromMs = inc.firstSeen - WINDOW_BEFORE_MS;
-    const toMs = inc.resolvedAt === null ? Math.max(now, inc.firstSeen + WINDOW_AFTER_MS) : inc.firstSeen + WINDOW_AFTER_MS;
+    const toMs = inc.resolvedAt === null ? Math.max(now, inc.firstSeen + this.#after) : inc.firstSeen + this.#after;
     // An incident open for hours: the agents hold only their last minutes anyway.
     const askFrom = Math.max(fromMs, toMs - MAX_WINDOW_MS);
-    const budget = budgetOf(this.maxFileBytes);
-    const got = await collect(this.o.asker, this.#agents(), inc.ip, askFrom, toMs, budget, this.o.answerTimeoutMs);
+    const got = await this.#collect(inc.ip, askFrom, toMs);
     const old = this.o.hub.store.evidence.get(inc.id);
     const nodes = new Map(got.nodes.map((n) => [n.node, n]));
     const missing = new Map(got.missing.map((m) => [m.node, m]));
@@ -161,31 +220,62 @@ export class Evidence {
         nodes.set(n.node, n);
         missing.delete(n.node);
       } else if (n.frames.length > 0) {
-        nodes.set(n.node, { ...fresh, frames: mergeFrames(n.frames, fresh.frames), heldFromMs: n.heldFromMs ?? fresh.heldFromMs });
+        nodes.set(n.node, {
+          node: n.node,
+          frames: mergeFrames(n.frames, fresh.frames),
+          truncated: n.truncated || fresh.truncated,
+          heldFromMs: n.heldFromMs ?? fresh.heldFromMs,
+        });
       }
     }
     const all = [...nodes.values()];
-    const bytes = all.reduce((a, n) => a + capturedBytes(n.frames), 0);
-    if (old !== null && bytes > budget) {
+    return {
+      evidence: { collectedAt: now, fromMs, toMs, nodes: all, missing: [...missing.values()], bytes: bytesOf(all) },
+      answered: got.nodes.length,
+      old,
+    };
+  }
+
+  async #collect(ipKey: string, fromMs: number, toMs: number): Promise<Collection> {
+    const got = await collect(this.o.asker, this.#agents(), ipKey, fromMs, toMs, budgetOf(this.maxFileBytes), {
+      timeoutMs: this.o.answerTimeoutMs,
+    });
+    for (const [node, frames] of got.refused)
+      this.o.logger.warn("evidence.frames_refused", {
+        node,
+        ip: ipKey,
+        frames,
+        hint: "the agent sent frames of another IP, VLAN or time than asked, or more than asked for: they were dropped (an agent older or newer than the hub, or not to be trusted)",
+      });
+    return got;
+  }
+
+  /** #store keeps a gathered snapshot, unless it would push a stored one past the file's bound. */
+  #store(inc: Incident, got: { evidence: StoredEvidence; old: StoredEvidence | null }): StoredEvidence {
+    if (got.old !== null && got.evidence.bytes > budgetOf(this.maxFileBytes)) {
       // The frames around the first evidence matter most: a refresh that would push them past the bound is dropped.
       this.o.logger.warn("evidence.refresh_too_large", {
         incident: inc.id,
         ip: inc.ip,
-        bytes,
+        bytes: got.evidence.bytes,
         hint: "the incident's stored frames are kept as they were; download a recent window from the IP page instead",
       });
-      return old;
+      return got.old;
     }
-    const stored: StoredEvidence = { collectedAt: now, fromMs, toMs, nodes: all, missing: [...missing.values()], bytes };
-    this.o.hub.store.evidence.put(inc.id, stored);
+    this.o.hub.store.evidence.put(inc.id, got.evidence);
     this.o.logger.info("evidence.snapshot", {
       incident: inc.id,
       ip: inc.ip,
-      frames: stored.nodes.reduce((a, n) => a + n.frames.length, 0),
-      nodes: stored.nodes.map((n) => n.node),
-      missing: stored.missing.map((m) => m.node),
+      frames: got.evidence.nodes.reduce((a, n) => a + n.frames.length, 0),
+      nodes: got.evidence.nodes.map((n) => n.node),
+      missing: got.evidence.missing.map((m) => m.node),
     });
-    return stored;
+    return got.evidence;
+  }
+
+  /** snapshot asks the agents for an incident's frames now and stores them (merged with what was stored). */
+  async snapshot(inc: Incident): Promise<StoredEvidence> {
+    return this.#store(inc, await this.#gather(inc));
   }
 
   #agents() {
@@ -193,8 +283,32 @@ export class Evidence {
   }
 
   /**
+   * download runs `build` for `user` within the download bounds (MAX_DOWNLOADS at once, MAX_DOWNLOADS_PER_USER per
+   * user): each capture asks every agent, so a burst of downloads is refused (429) rather than queued.
+   */
+  async download(user: string, build: () => Promise<CaptureFile>): Promise<CaptureFile> {
+    const mine = this.#perUser.get(user) ?? 0;
+    if (this.#downloads >= MAX_DOWNLOADS || mine >= MAX_DOWNLOADS_PER_USER)
+      return {
+        ok: false,
+        status: 429,
+        message: `${this.#downloads >= MAX_DOWNLOADS ? `${MAX_DOWNLOADS} captures are` : `${MAX_DOWNLOADS_PER_USER} of your captures are`} being built (each asks every agent): try again in a few seconds`,
+      };
+    this.#downloads++;
+    this.#perUser.set(user, mine + 1);
+    try {
+      return await build();
+    } finally {
+      this.#downloads--;
+      const left = (this.#perUser.get(user) ?? 1) - 1;
+      if (left === 0) this.#perUser.delete(user);
+      else this.#perUser.set(user, left);
+    }
+  }
+
+  /**
    * incidentFile is an incident's capture: what was stored for it, refreshed first while the incident is open (or
-   * when nothing was stored yet: the snapshot is taken at once).
+   * when nothing was stored yet: the agents are asked at once).
    */
   async incidentFile(id: number): Promise<CaptureFile> {
     const inc = this.o.hub.store.incidents.get(id);
@@ -205,17 +319,25 @@ export class Evidence {
         status: 404,
         message: `incident ${id} is about ${inc.ip}, not an IP: it has no frames (its evidence is on the Nodes page)`,
       };
-    const stored = inc.resolvedAt === null ? await this.snapshot(inc) : (this.o.hub.store.evidence.get(id) ?? (await this.snapshot(inc)));
+    const stored = this.o.hub.store.evidence.get(id);
+    const fresh = stored !== null && (inc.resolvedAt !== null || stored.collectedAt >= this.o.hub.clock() - FRESH_MS);
+    let e: StoredEvidence;
+    if (fresh) e = stored;
+    else {
+      const got = await this.#gather(inc);
+      // Nobody answered and nothing was stored: the file says who is missing, and nothing is kept of it.
+      e = got.answered === 0 && got.old === null ? got.evidence : this.#store(inc, got);
+    }
     const lines = [`${inc.detail}`, ...subjectLines(inc)];
     return this.#file(
       {
         title: `${inc.type} for ${inc.ip} (incident ${inc.id}, ${inc.resolvedAt === null ? "open" : "resolved"})`,
         lines,
-        fromMs: stored.fromMs,
-        toMs: stored.toMs,
+        fromMs: e.fromMs,
+        toMs: e.toMs,
       },
-      stored.nodes,
-      stored.missing,
+      e.nodes,
+      e.missing,
       `whohas-${fileIp(inc.ip)}-${stamp(inc.firstSeen)}-incident-${inc.id}.pcapng`,
     );
   }
@@ -225,7 +347,7 @@ export class Evidence {
     if (!(fromMs <= toMs)) return { ok: false, status: 400, message: "since is after until" };
     if (toMs - fromMs > MAX_WINDOW_MS)
       return { ok: false, status: 400, message: `the window is longer than ${MAX_WINDOW_MS / 60_000} minutes: ask for a shorter one` };
-    const got = await collect(this.o.asker, this.#agents(), ipKey, fromMs, toMs, budgetOf(this.maxFileBytes), this.o.answerTimeoutMs);
+    const got = await this.#collect(ipKey, fromMs, toMs);
     if (got.overBudget)
       return {
         ok: false,
@@ -242,7 +364,7 @@ export class Evidence {
 
   #file(
     subject: { title: string; lines: string[]; fromMs: number; toMs: number },
-    nodes: StoredEvidence["nodes"],
+    nodes: readonly NodeEvidence[],
     missing: readonly MissingNode[],
     filename: string,
   ): CaptureFile {
@@ -264,6 +386,8 @@ export class Evidence {
     };
   }
 }
+
+const bytesOf = (nodes: readonly NodeEvidence[]) => nodes.reduce((a, n) => a + capturedBytes(n.frames), 0);
 
 /** subjectLines are the incident's context as the hub saw it when it opened: the expected owner and who answered. */
 function subjectLines(inc: Incident): string[] {

@@ -324,7 +324,9 @@ export class AgentGateway {
         }
         case "evidence": {
           const waiting = this.#evidence.get(m.id);
-          if (waiting?.ws !== ws)
+          // An answer that came after its request timed out: nobody waits for it any more.
+          if (waiting === undefined) return;
+          if (waiting.ws !== ws)
             return this.#drop(bad, node ?? "", peer, "foreign-result", "evidence for a request this connection was not sent");
           this.#evidence.delete(m.id);
           waiting.onAnswer(m);
