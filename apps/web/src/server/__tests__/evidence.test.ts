@@ -381,6 +381,27 @@ describe("an incident's capture", () => {
     expect(read(again.body)).toEqual(read(open.body));
   });
 
+  it("answers 500 with the reason, audited, when the stored frames cannot be read, and the hub carries on", async () => {
+    const { hub, get, now } = await start();
+    hub.connect(hello("node-a", MAC["node-a"] ?? ""));
+    hub.connect(hello("node-b", MAC["node-b"] ?? ""));
+    hub.tick();
+    hub.observe("node-a", answered(VIP, now - 1000, MAC["node-a"] ?? ""));
+    hub.observe("node-b", answered(VIP, now - 1000, MAC["node-b"] ?? ""));
+    await new Promise((r) => setImmediate(r));
+    const id = hub.incidents({ ip: VIP })[0]?.id ?? 0;
+    // A row a broken disk or a hand edit left behind.
+    hub.store.db.run(
+      "INSERT INTO incident_evidence (incident_id, node, collected_at, from_ms, to_ms, missing, truncated, held_from, frame_count, frames) VALUES (?, 'node-a', ?, 0, 1, NULL, 0, NULL, 1, '[{not json')",
+      [id, now],
+    );
+    const res = await get(`/incidents/${id}/capture`);
+    expect(res.status).toBe(500);
+    expect(res.json().error).toMatch(/^the capture could not be built: /);
+    expect(hub.store.audit.list(1)[0]).toMatchObject({ action: "capture.download", outcome: "failed", input: { incident: id } });
+    expect((await get("/incidents/999/capture")).status).toBe(404);
+  });
+
   it("says why there is no file for an unknown incident or a bad id", async () => {
     const { get } = await start();
     expect((await get("/incidents/999/capture")).status).toBe(404);

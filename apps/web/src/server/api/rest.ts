@@ -174,27 +174,8 @@ async function serveCapture(
     input = { ip, since, until };
     build = () => evidence.ipFile(ip, since, until);
   }
-  const audit = (outcome: "ok" | "refused" | "failed", detail: string) =>
-    hub.store.audit.append({ t: hub.clock(), actor: principal.user, action: "capture.download", input, outcome, detail });
-  let file: CaptureFile;
-  try {
-    file = await evidence.download(principal.user, build);
-  } catch (e) {
-    // Whatever an agent sent or the store held, one download that cannot be built must not take the hub down.
-    const message = e instanceof Error ? e.message : String(e);
-    audit("failed", message);
-    return send(res, 500, { error: `the capture could not be built: ${message}` });
-  }
-  if (!file.ok) {
-    if (file.status === 413 || file.status === 429) audit("refused", file.message);
-    return send(res, file.status, { error: file.message });
-  }
-  const missing = file.missing.map((m) => `${m.node} (${m.why})`);
-  const shownMissing = missing.length > 20 ? [...missing.slice(0, 20), `and ${missing.length - 20} more`] : missing;
-  audit(
-    "ok",
-    `${file.frames} frames from ${file.nodes.length === 0 ? "no node" : file.nodes.join(", ")}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${shownMissing.join(", ")}`}`,
-  );
+  const file = await evidence.download(principal.user, input, build);
+  if (!file.ok) return send(res, file.status, { error: file.message });
   res.writeHead(200, {
     "content-type": file.contentType,
     "content-length": String(file.bytes.length),

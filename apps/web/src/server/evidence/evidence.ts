@@ -12,6 +12,7 @@ import type { Hub } from "../hub/hub.js";
 import type { Incident } from "../store/incidents.js";
 import type { StoredEvidence } from "../store/evidence.js";
 import { collect, type Collection, type EvidenceAsker } from "./collector.js";
+import { DueQueue } from "./queue.js";
 
 /** The window around an incident's first evidence whose frames are kept with it. */
 export const WINDOW_BEFORE_MS = 30_000;
@@ -29,8 +30,8 @@ const RETRY_MS = 30_000;
 const MAX_TRIES = 10;
 /** PARALLEL_SNAPSHOTS: snapshots asked at once (one slow agent must not hold up a storm of openings). */
 const PARALLEL_SNAPSHOTS = 4;
-/** MAX_QUEUED: incidents waiting for their snapshot at most; a storm of openings past it loses the oldest, logged. */
-const MAX_QUEUED = 2000;
+/** MAX_RESUMED: open incidents without frames looked at after a start at most. */
+const MAX_RESUMED = 2000;
 /** Downloads built at once, in all and per user: each asks every agent. */
 const MAX_DOWNLOADS = 4;
 const MAX_DOWNLOADS_PER_USER = 2;
@@ -55,7 +56,7 @@ export type CaptureFile =
       readonly nodes: readonly string[];
       readonly missing: readonly MissingNode[];
     }
-  | { readonly ok: false; readonly status: 400 | 404 | 413 | 429; readonly message: string };
+  | { readonly ok: false; readonly status: 400 | 404 | 413 | 429 | 500; readonly message: string };
 
 export interface EvidenceOptions {
   readonly hub: Hub;
@@ -91,9 +92,7 @@ const fileIp = (key: string) => {
  */
 export class Evidence {
   readonly maxFileBytes: number;
-  readonly #queue: { id: number; due: number; tries: number }[] = [];
-  #timer: NodeJS.Timeout | null = null;
-  #running = 0;
+  #queue: DueQueue | null = null;
   #stopFeed: AbortController | null = null;
   #downloads = 0;
   readonly #perUser = new Map<string, number>();
@@ -110,19 +109,28 @@ export class Evidence {
   start(): void {
     const ac = new AbortController();
     this.#stopFeed = ac;
+    this.#queue = new DueQueue({
+      clock: this.o.hub.clock,
+      parallel: PARALLEL_SNAPSHOTS,
+      logger: this.o.logger,
+      run: async (job) => {
+        const inc = this.o.hub.store.incidents.get(job.id);
+        if (inc !== null) await this.#auto(inc, job.tries);
+      },
+    });
     // Incidents that opened shortly before a restart and have no frames yet: the agents still hold them, once they
     // are back.
     const now = this.o.hub.clock();
     const grace = now + (this.o.reconnectGraceMs ?? RECONNECT_GRACE_MS);
-    for (const inc of this.o.hub.incidents({ open: true, limit: MAX_QUEUED }))
+    for (const inc of this.o.hub.incidents({ open: true, limit: MAX_RESUMED }))
       if (isIpKey(inc.ip) && inc.firstSeen >= now - RING_AGE_MS && this.o.hub.store.evidence.summary(inc.id) === null)
-        this.#enqueue(inc.id, Math.max(inc.firstSeen + this.#after, grace));
+        this.#queue.add(inc.id, Math.max(inc.firstSeen + this.#after, grace));
     void (async () => {
       for await (const batch of this.o.hub.feed.changes(ac.signal))
         for (const c of batch)
           if (c.kind === "incident" && c.transition?.kind === "opened" && isIpKey(c.subject)) {
             const inc = this.o.hub.store.incidents.get(c.id);
-            if (inc !== null) this.#enqueue(c.id, inc.firstSeen + this.#after);
+            if (inc !== null) this.#queue?.add(c.id, inc.firstSeen + this.#after);
           }
     })();
   }
@@ -130,54 +138,13 @@ export class Evidence {
   stop(): void {
     this.#stopFeed?.abort();
     this.#stopFeed = null;
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#queue?.stop();
+    this.#queue = null;
   }
 
   /** waiting is how many incidents wait for their snapshot. */
   get waiting(): number {
-    return this.#queue.length;
-  }
-
-  #enqueue(id: number, due: number, tries = 0): void {
-    if (this.#queue.length >= MAX_QUEUED) {
-      const lost = this.#queue.shift();
-      this.o.logger.warn("evidence.queue_full", {
-        incident: lost?.id,
-        hint: `more than ${MAX_QUEUED} incidents wait for their frames: the oldest is not snapshotted (its capture can still be downloaded while the agents hold its frames)`,
-      });
-    }
-    this.#queue.push({ id, due, tries });
-    this.#wake();
-  }
-
-  #wake(): void {
-    if (this.#stopFeed === null || this.#running >= PARALLEL_SNAPSHOTS) return;
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = null;
-    const next = Math.min(...this.#queue.map((q) => q.due));
-    if (!Number.isFinite(next)) return;
-    this.#timer = setTimeout(() => this.#drain(), Math.max(0, next - this.o.hub.clock()));
-    this.#timer.unref();
-  }
-
-  /** #drain starts the snapshots that are due, up to PARALLEL_SNAPSHOTS at once. */
-  #drain(): void {
-    this.#timer = null;
-    while (this.#stopFeed !== null && this.#running < PARALLEL_SNAPSHOTS) {
-      const now = this.o.hub.clock();
-      const i = this.#queue.findIndex((q) => q.due <= now);
-      if (i < 0) break;
-      const [q] = this.#queue.splice(i, 1);
-      const inc = q === undefined ? null : this.o.hub.store.incidents.get(q.id);
-      if (q === undefined || inc === null) continue;
-      this.#running++;
-      void this.#auto(inc, q.tries).finally(() => {
-        this.#running--;
-        this.#wake();
-      });
-    }
-    this.#wake();
+    return this.#queue?.waiting ?? 0;
   }
 
   /** #auto is the snapshot taken when an incident's window ends; when no agent answers, it is tried again later. */
@@ -185,7 +152,7 @@ export class Evidence {
     try {
       const got = await this.#gather(inc);
       if (got.answered === 0 && got.old === null && tries + 1 < MAX_TRIES) {
-        this.#enqueue(inc.id, this.o.hub.clock() + (this.o.retryMs ?? RETRY_MS), tries + 1);
+        this.#queue?.add(inc.id, this.o.hub.clock() + (this.o.retryMs ?? RETRY_MS), tries + 1);
         return;
       }
       this.#store(inc, got);
@@ -286,7 +253,27 @@ export class Evidence {
    * download runs `build` for `user` within the download bounds (MAX_DOWNLOADS at once, MAX_DOWNLOADS_PER_USER per
    * user): each capture asks every agent, so a burst of downloads is refused (429) rather than queued.
    */
-  async download(user: string, build: () => Promise<CaptureFile>): Promise<CaptureFile> {
+  async download(user: string, input: Record<string, unknown>, build: () => Promise<CaptureFile>): Promise<CaptureFile> {
+    const audit = (outcome: "ok" | "refused" | "failed", detail: string) =>
+      this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor: user, action: "capture.download", input, outcome, detail });
+    const file = await this.#bounded(user, build).catch((e: unknown): CaptureFile => {
+      // Whatever an agent sent or the store held, one download that cannot be built must not take the hub down.
+      const message = e instanceof Error ? e.message : String(e);
+      audit("failed", message);
+      return { ok: false, status: 500, message: `the capture could not be built: ${message}` };
+    });
+    if (file.ok) {
+      const missing = listed(file.missing.map((m) => `${m.node} (${m.why})`));
+      const from = file.nodes.length === 0 ? "no node" : listed(file.nodes).join(", ");
+      audit(
+        "ok",
+        `${file.frames} frames from ${from}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${missing.join(", ")}`}`,
+      );
+    } else if (file.status === 413 || file.status === 429) audit("refused", file.message);
+    return file;
+  }
+
+  async #bounded(user: string, build: () => Promise<CaptureFile>): Promise<CaptureFile> {
     const mine = this.#perUser.get(user) ?? 0;
     if (this.#downloads >= MAX_DOWNLOADS || mine >= MAX_DOWNLOADS_PER_USER)
       return {
@@ -386,6 +373,9 @@ export class Evidence {
     };
   }
 }
+
+/** listed names at most 20 items, then counts the rest (an audit entry stays readable with a thousand nodes). */
+const listed = (items: readonly string[]) => (items.length <= 20 ? [...items] : [...items.slice(0, 20), `and ${items.length - 20} more`]);
 
 const bytesOf = (nodes: readonly NodeEvidence[]) => nodes.reduce((a, n) => a + capturedBytes(n.frames), 0);
 

@@ -210,4 +210,9 @@ export class Hub {
   incidents(q: { open?: boolean; ip?: string; limit?: number } = {}) {
     return this.judging.incidents(q);
   }
+
+  /** incidentCapture says what is stored of an incident's frames (per node), null until its snapshot is taken. */
+  incidentCapture(id: number) {
+    return this.store.evidence.summary(id);
+  }
 }

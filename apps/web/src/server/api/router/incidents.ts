@@ -26,7 +26,7 @@ export const incidentsRouter = {
    */
   byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
     const i = ctx.hub.judging.incident(input.id);
-    return i === null ? null : { ...i, capture: ctx.hub.store.evidence.summary(input.id) };
+    return i === null ? null : { ...i, capture: ctx.hub.incidentCapture(input.id) };
   }),
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
