@@ -171,8 +171,11 @@ describe("one judge: verdicts the same live and offline", () => {
     };
     return { file, stop };
   };
-  /** A second of capture past `t`: `whohas analyze` judges once a second of capture time, as the hub does of its clock. */
-  const pastBy = (t: number) => (frames: Captured[]) => frames.some((f) => f.t >= t + 1000);
+  /**
+   * Two seconds of capture past `t`: `whohas analyze` judges once a second of capture time (as the hub does of its
+   * clock), so the file then holds at least one judgement after `t`.
+   */
+  const pastBy = (t: number) => (frames: Captured[]) => frames.some((f) => f.t >= t + 2000);
   const analyze = async (file: string, owners: Record<string, string> = {}): Promise<AnalyzedIp[]> => {
     const args = [AGENT_MAIN, "analyze", "--json", ...Object.entries(owners).flatMap(([ip, mac]) => ["--owner", `${ip}=${mac}`]), file];
     const out = await exec(process.execPath, args, { maxBuffer: 64 * 1024 * 1024 }).catch((e: { stdout: string }) => e);
@@ -216,12 +219,13 @@ describe("one judge: verdicts the same live and offline", () => {
     }
     const v = await eventually(
       () => api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`),
-      (x) => x.handovers.length >= 20,
+      // A handover's `announced` is known once the new owner's grace to announce has passed.
+      (x) => x.handovers.length >= 20 && x.handovers.every((h) => h.announced !== null),
       10_000,
     );
     const last = v.handovers[v.handovers.length - 1];
     if (last === undefined) throw new Error("no handover");
-    const file = await stop((f) => repliesFor(f, ip).some((r) => r.mac === last.to.mac && r.t >= last.at + 1000));
+    const file = await stop((f) => repliesFor(f, ip).some((r) => r.mac === last.to.mac && pastBy(last.at)([r])));
     expect(v.handovers).toHaveLength(20);
     for (const h of v.handovers) {
       expect(h.from.node).not.toBe(h.to.node);
@@ -284,7 +288,7 @@ describe("one judge: verdicts the same live and offline", () => {
     const stale = (await incidentsSince(ip, t0)).find((i) => i.type === "stale-announcer");
     // Both sides: the node clients were told about and the owner (an incident keeps its MACs sorted).
     expect(stale?.macs).toEqual([macOf(from), macOf(to)].sort());
-    // The operator acts once the capture holds a second past the finding, so `whohas analyze` has judged it too.
+    // The operator acts once the capture holds two seconds past the finding, so `whohas analyze` has judged it too.
     await captured(capturing, pastBy(stale?.firstSeen ?? Infinity));
     // The suggested action: Force re-announce from the owner; its announcement is the last one now.
     const operator = await signIn(stack, "operator");
