@@ -45,6 +45,10 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
   if (capture !== null) {
     if (evidence === undefined) return send(res, 503, { error: "this hub keeps no evidence" });
     if (req.method !== "GET") return send(res, 405, { error: "a capture is built when it is downloaded: GET only" }, { allow: "GET" });
+    // A signed-in browser sends its session cookie on a link followed from another site too: a capture asks every
+    // agent, so it is built only for the dashboard's own pages (or a token).
+    if (principal.via === "session" && req.headers["sec-fetch-site"] === "cross-site")
+      return send(res, 403, { error: "a capture is downloaded from the dashboard's own pages: open the link there" });
     void serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
     return;
   }

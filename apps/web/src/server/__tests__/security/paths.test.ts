@@ -121,6 +121,20 @@ describe("sign-in cannot be walked around", () => {
     expect((await raw(origin, "/api/trpc/settings.audit", viewer)).status).toBe(403);
   });
 
+  it("builds a capture for a session only from the dashboard's own pages, for a token from anywhere, for nobody else", async () => {
+    const { origin } = await startHub();
+    const { cookie } = await signIn(origin, "vic");
+    const capture = `${origin}/api/v1/ips/198.51.100.7/capture`;
+    const get = (headers: Record<string, string>) => fetch(capture, { headers });
+    expect((await get({})).status).toBe(401);
+    const cross = await get({ cookie, "sec-fetch-site": "cross-site" });
+    expect(cross.status).toBe(403);
+    expect(((await cross.json()) as { error: string }).error).toMatch(/from the dashboard's own pages/);
+    expect((await get({ cookie, "sec-fetch-site": "same-origin" })).status).toBe(200);
+    expect((await get({ authorization: `Bearer ${VIEWER_TOKEN}`, "sec-fetch-site": "cross-site" })).status).toBe(200);
+    expect((await fetch(`${origin}/api/v1/incidents/1/capture`, { headers: { cookie } })).status).toBe(404);
+  });
+
   it("sends no stack trace with an error", async () => {
     const { origin } = await startHub();
     const s = await signIn(origin, "vic");
