@@ -159,14 +159,14 @@ describe("the agent in the lab", () => {
     await new Promise((res) => dump.once("exit", res));
     expect(grat).toHaveLength(10);
     expect(grat.map((f) => f.hex)).toEqual(Array.from({ length: 5 }, () => want).flat());
-    // MetalLB's tick is 1.1 s. A timer never fires early, so no gap is shorter than the tick (less the capture's
-    // millisecond rounding); a loaded machine may fire late, so the only upper bound is the next tick's multiple: a
-    // schedule of 2.2 s, or bursts sent together, fails, scheduling noise does not.
+    // MetalLB's tick is 1.1 s (its exact schedule is core's unit test). On the wire a burst may leave a little late
+    // and the next on time, so the bounds are the neighbouring schedules: bursts sent together or twice as often
+    // (gaps under half a tick), or half as often (two ticks), fail; scheduling noise does not.
     const bursts = grat.filter((_, i) => i % 2 === 0).map((f) => f.t);
     const gaps = bursts.slice(1).map((t, i) => t - (bursts[i] ?? 0));
     expect(gaps).toHaveLength(4);
     for (const g of gaps) {
-      expect(g).toBeGreaterThanOrEqual(GRATUITOUS_TICK_MS - 2);
+      expect(g).toBeGreaterThan(GRATUITOUS_TICK_MS / 2);
       expect(g).toBeLessThan(2 * GRATUITOUS_TICK_MS);
     }
   });

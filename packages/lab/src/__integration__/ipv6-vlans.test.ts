@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { GRATUITOUS_TICK_MS, GRATUITOUS_WINDOW_MS } from "@whohas/core";
 import { AGENT_MAIN, startStack, type Stack } from "../stack.js";
 import type { LabNode } from "../lab.js";
@@ -9,6 +11,8 @@ import { watchWire, type WireFrame, type WireWatch } from "./wire-watch.js";
 // IPv6 and VLANs through the whole product: agents capture NDP and tagged frames, the hub judges each (VLAN,
 // address) on its own, the read API names the VLAN and family, and probe and announce speak NDP on the wire (read
 // back by tshark in the client namespace, no whohas code in between).
+
+const exec = promisify(execFile);
 
 /** The same IPv4 address on two VLANs: one owner on 30, two on 40. */
 const ON_30 = "198.18.0.230@30";
@@ -88,17 +92,17 @@ describe("IPv6 and VLANs from the wire to the read API", () => {
     expect(v?.findings).toEqual([]);
   });
 
-  it("raises several responders for the IPv6 IP within 2 s of a second node holding it", async () => {
-    await stack.lab.holdOnLink(other6, vip6);
+  it("raises several responders for the IPv6 IP once a second node holds it", async () => {
     const t0 = Date.now();
+    await stack.lab.holdOnLink(other6, vip6);
     try {
       const v = await eventually(
         () => one(vip6),
         (x) => x?.findings.some((f) => f.type === "multi-responder") === true,
         10_000,
       );
-      // When the read API first showed it (polled every 250 ms), not the evidence's own time.
-      expect(Date.now() - t0).toBeLessThan(2000);
+      // Dated by the second node's answers, which began when it took the address (how fast is alert-bench's part).
+      expect(v?.findings.find((f) => f.type === "multi-responder")?.firstSeen).toBeGreaterThanOrEqual(t0);
       expect(
         v?.responders
           .filter((r) => r.answering)
@@ -140,6 +144,46 @@ describe("IPv6 and VLANs from the wire to the read API", () => {
       [40, "multi-responder"],
       [40, "split-brain"],
     ]);
+  });
+
+  it("hands over the frames of an address on a VLAN, tagged, and of the IPv6 IP, as NDP, each as tshark reads them", async () => {
+    const download = async (key: string, name: string) => {
+      const res = await fetch(`${stack.url}/api/v1/ips/${encodeURIComponent(key)}/capture?last=1m`, {
+        headers: { authorization: `Bearer ${stack.viewerToken}` },
+      });
+      expect(res.status).toBe(200);
+      const file = `${stack.logDir}/${name}`;
+      writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+      return file;
+    };
+    const fields = async (file: string, filter: string, names: string[]) =>
+      (await exec("tshark", ["-r", file, "-Y", filter, "-T", "fields", "-E", "separator=|", ...names.flatMap((f) => ["-e", f])])).stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l !== "");
+    // VLAN 40: both speakers' replies, every frame in VLAN 40's tag, none from VLAN 30.
+    const v40 = await download(ON_40, "vlan40.pcapng");
+    const tags = await fields(v40, "arp", ["vlan.id"]);
+    expect(tags.length).toBeGreaterThan(0);
+    expect(new Set(tags)).toEqual(new Set(["40"]));
+    const repliers = await fields(v40, "arp.opcode == 2 && arp.src.proto_ipv4 == 198.18.0.230", ["arp.src.hw_mac"]);
+    expect([...new Set(repliers)].sort()).toEqual([node("node-1").mac, node("node-2").mac].sort());
+    // The IPv6 IP: the client's solicitations and the owner's advertisements for it.
+    const v6 = await download(vip6, "ipv6.pcapng");
+    const nd = await fields(v6, "icmpv6.type == 135 || icmpv6.type == 136", [
+      "icmpv6.type",
+      "icmpv6.nd.ns.target_address",
+      "icmpv6.nd.na.target_address",
+    ]);
+    expect(nd.some((l) => l.startsWith("135|"))).toBe(true);
+    expect(nd.some((l) => l.startsWith("136|"))).toBe(true);
+    for (const l of nd)
+      expect(
+        l
+          .split("|")
+          .slice(1)
+          .filter((x) => x !== ""),
+      ).toEqual([vip6]);
   });
 
   it("whohas probe asks by Neighbor Solicitation to the solicited-node group and counts the owner's answers", async () => {
