@@ -1,4 +1,4 @@
-import { IPV6_LEN, LINKTYPE_ETHERNET, decodeFrame, ipv4ToNumber, isIPv4, newFrameFields, parseIPv4, parseIPv6 } from "@whohas/core";
+import { LINKTYPE_ETHERNET, aboutIp, decodeFrame, newFrameFields } from "@whohas/core";
 
 /**
  * Each frame is one record in the log, its header first:
@@ -14,9 +14,6 @@ const WRAP = 0;
 const MAX_FRAME_LEN = 0xffff;
 /** MAX_IFACES: interface names held at once; ids are freed when their last frame goes. */
 const MAX_IFACES = 0xffff;
-/** IPv6 offsets from the start of the IPv6 header: the source address, and an NDP message's target address. */
-const IPV6_SRC = 8;
-const NDP_TARGET = 40 + 8;
 
 /** A HeldFrame is one frame copied out of the ring. */
 export interface HeldFrame {
@@ -129,7 +126,7 @@ export class FrameRing {
    * target protocol address, about an IPv6 one when it is the NDP target or the IPv6 source.
    */
   select(ip: string, vlan: number | null, fromMs: number, toMs: number, maxBytes: number): Selection {
-    const about = this.#matcher(ip);
+    const about = aboutIp(ip);
     const hits: { at: number; t: number }[] = [];
     let oldest = Infinity;
     const v = this.#view;
@@ -141,10 +138,7 @@ export class FrameRing {
       if (vlan === null ? tag > 0 : tag !== vlan) return;
       const start = at + HEADER_LEN;
       const f = this.#fields;
-      if (
-        decodeFrame(this.#log, LINKTYPE_ETHERNET, f, start, start + v.getUint16(at, true)) === null &&
-        about(f.family, f.ip4, f.peer4, f.payload)
-      )
+      if (decodeFrame(this.#log, LINKTYPE_ETHERNET, f, start, start + v.getUint16(at, true)) === null && about(f, this.#log))
         hits.push({ at, t });
     });
     // Frames of several interfaces interleave slightly out of order; the sort is stable for equal times.
@@ -164,22 +158,6 @@ export class FrameRing {
       });
     }
     return { frames, truncated: frames.length < hits.length, heldFromMs: this.#count === 0 ? null : Math.floor(oldest) };
-  }
-
-  /** #matcher tells whether a decoded frame is about `ip`, comparing numbers and bytes rather than text. */
-  #matcher(ip: string): (family: 4 | 6, ip4: number, peer4: number, payload: number) => boolean {
-    if (isIPv4(ip)) {
-      const want = ipv4ToNumber(parseIPv4(ip), 0);
-      return (family, ip4, peer4) => family === 4 && (ip4 === want || peer4 === want);
-    }
-    const want = parseIPv6(ip);
-    if (want === null) return () => false;
-    const log = this.#log;
-    const equal = (at: number) => {
-      for (let i = 0; i < IPV6_LEN; i++) if (log[at + i] !== want[i]) return false;
-      return true;
-    };
-    return (family, _ip4, _peer4, payload) => family === 6 && (equal(payload + NDP_TARGET) || equal(payload + IPV6_SRC));
   }
 
   /**

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { capturedBytes, evidenceFile, frameIsAbout, mergeFrames, sectionComment, type EvidenceInput } from "./capture-file.js";
+import { capturedBytes, evidenceFile, evidenceFilter, mergeFrames, sectionComment, type EvidenceInput } from "./capture-file.js";
 import { newNeighborSolicitation } from "../packet/ndp.js";
 import { newArpReply, newArpRequest } from "../packet/arp.js";
 import { tagFrame } from "../packet/vlan.js";
@@ -101,29 +101,29 @@ describe("evidenceFile with what a broken or hostile agent could send", () => {
   });
 });
 
-describe("frameIsAbout", () => {
+describe("evidenceFilter", () => {
   const req = Buffer.from(REQUEST, "base64");
   const reply = Buffer.from(REPLY_A, "base64");
   it("takes ARP with the IP as target or sender, untagged, and nothing else", () => {
-    expect(frameIsAbout(req, VIP, null)).toBe(true);
-    expect(frameIsAbout(reply, VIP, null)).toBe(true);
-    expect(frameIsAbout(req, CLIENT.ip, null)).toBe(true); // the asker's own address is its sender
-    expect(frameIsAbout(req, "192.0.2.99", null)).toBe(false);
-    expect(frameIsAbout(req, VIP, 30)).toBe(false);
-    expect(frameIsAbout(new Uint8Array(10), VIP, null)).toBe(false);
+    expect(evidenceFilter(VIP, null)(req)).toBe(true);
+    expect(evidenceFilter(VIP, null)(reply)).toBe(true);
+    expect(evidenceFilter(CLIENT.ip, null)(req)).toBe(true); // the asker's own address is its sender
+    expect(evidenceFilter("192.0.2.99", null)(req)).toBe(false);
+    expect(evidenceFilter(VIP, 30)(req)).toBe(false);
+    expect(evidenceFilter(VIP, null)(new Uint8Array(10))).toBe(false);
   });
   it("takes a frame of the VLAN asked for only", () => {
     const tagged = tagFrame(reply, 30);
-    expect(frameIsAbout(tagged, VIP, 30)).toBe(true);
-    expect(frameIsAbout(tagged, VIP, 40)).toBe(false);
-    expect(frameIsAbout(tagged, VIP, null)).toBe(false);
+    expect(evidenceFilter(VIP, 30)(tagged)).toBe(true);
+    expect(evidenceFilter(VIP, 40)(tagged)).toBe(false);
+    expect(evidenceFilter(VIP, null)(tagged)).toBe(false);
   });
   it("takes NDP with the IP as target or IPv6 source", () => {
     const ns = newNeighborSolicitation("02:00:5e:00:00:01", "2001:db8::1", "2001:db8::c8");
-    expect(frameIsAbout(ns, "2001:db8::c8", null)).toBe(true);
-    expect(frameIsAbout(ns, "2001:db8::1", null)).toBe(true);
-    expect(frameIsAbout(ns, "2001:db8::99", null)).toBe(false);
-    expect(frameIsAbout(ns, VIP, null)).toBe(false);
+    expect(evidenceFilter("2001:db8::c8", null)(ns)).toBe(true);
+    expect(evidenceFilter("2001:db8::1", null)(ns)).toBe(true);
+    expect(evidenceFilter("2001:db8::99", null)(ns)).toBe(false);
+    expect(evidenceFilter(VIP, null)(ns)).toBe(false);
   });
 });
 

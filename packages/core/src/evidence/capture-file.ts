@@ -3,7 +3,7 @@
 import type { EvidenceFrame } from "../wire.js";
 import { sortPackets, writePcapng, type PcapngInterface, type PcapngPacket } from "../capture/pcapng-writer.js";
 import { IPV6_LEN, ipv4ToNumber, isIPv4, parseIPv4, parseIPv6 } from "../packet/addr.js";
-import { decodeFrame, newFrameFields } from "../packet/frame.js";
+import { decodeFrame, newFrameFields, type FrameFields } from "../packet/frame.js";
 import { LINKTYPE_ETHERNET } from "../packet/link.js";
 
 /** NodeEvidence is what one node's agent sent: its frames, and whether it had to leave some out. */
@@ -140,24 +140,33 @@ const IPV6_SRC = 8;
 const NDP_TARGET = 40 + 8;
 
 /**
- * frameIsAbout tells whether an evidence frame is one an agent may send for `ip` in `vlan` (null: untagged or
- * priority-tagged): ARP with the IP as sender or target, NDP with it as target or IPv6 source, as agents select them.
- * The hub keeps only such frames of an answer, so an agent cannot pass off other traffic as an incident's evidence.
+ * aboutIp makes the test of whether a decoded frame is about `ip`, as evidence selects frames: ARP with the IP as
+ * sender or target, NDP with it as target or IPv6 source. It compares numbers and bytes, not text: `bytes` are those
+ * `fields` were decoded from (fields.payload is an offset into them). An agent's ring and the hub's check of an
+ * agent's answer use the same test.
  */
-export function frameIsAbout(data: Uint8Array, ip: string, vlan: number | null): boolean {
-  const f = newFrameFields();
-  if (decodeFrame(data, LINKTYPE_ETHERNET, f) !== null) return false;
-  if (vlan === null ? f.vlan > 0 : f.vlan !== vlan) return false;
+export function aboutIp(ip: string): (fields: FrameFields, bytes: Uint8Array) => boolean {
   if (isIPv4(ip)) {
     const want = ipv4ToNumber(parseIPv4(ip), 0);
-    return f.family === 4 && (f.ip4 === want || f.peer4 === want);
+    return (f) => f.family === 4 && (f.ip4 === want || f.peer4 === want);
   }
   const want = parseIPv6(ip);
-  if (want === null || f.family !== 6) return false;
-  const equal = (at: number) => {
-    if (at + IPV6_LEN > data.length) return false;
-    for (let i = 0; i < IPV6_LEN; i++) if (data[at + i] !== want[i]) return false;
+  if (want === null) return () => false;
+  const equal = (bytes: Uint8Array, at: number) => {
+    if (at + IPV6_LEN > bytes.length) return false;
+    for (let i = 0; i < IPV6_LEN; i++) if (bytes[at + i] !== want[i]) return false;
     return true;
   };
-  return equal(f.payload + NDP_TARGET) || equal(f.payload + IPV6_SRC);
+  return (f, bytes) => f.family === 6 && (equal(bytes, f.payload + NDP_TARGET) || equal(bytes, f.payload + IPV6_SRC));
+}
+
+/**
+ * evidenceFilter makes the test of whether an evidence frame is one an agent may send for `ip` in `vlan` (null:
+ * untagged or priority-tagged), prepared once for all the frames of an answer. The hub keeps only such frames, so an
+ * agent cannot pass off other traffic as an incident's evidence.
+ */
+export function evidenceFilter(ip: string, vlan: number | null): (data: Uint8Array) => boolean {
+  const f = newFrameFields();
+  const about = aboutIp(ip);
+  return (data) => decodeFrame(data, LINKTYPE_ETHERNET, f) === null && (vlan === null ? f.vlan <= 0 : f.vlan === vlan) && about(f, data);
 }

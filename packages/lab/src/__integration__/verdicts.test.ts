@@ -39,7 +39,6 @@ interface Incident {
   type: string;
   macs: string[];
   firstSeen: number;
-  lastSeen: number;
 }
 interface AnalyzedIp {
   ip: string;

@@ -6,6 +6,7 @@ import { jsonLogger, silentLogger } from "@whohas/core";
 import { Alerter, type Outcome } from "../alerts/alerter.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
 import { Hub } from "../hub/hub.js";
+import { until } from "./helpers.js";
 
 const IP = "192.0.2.10";
 const SECRET = "whsec_" + Buffer.from("a very secret signing key!").toString("base64");
@@ -93,14 +94,6 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?:
     );
   return { hub, alerter, outcomes, open };
 }
-
-const until = async (ok: () => boolean, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error("not reached");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 describe("webhook formats", () => {
   it("signs the generic format per Standard Webhooks, and the receiver can verify it", async () => {

@@ -23,7 +23,7 @@ import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { openSqlite } from "../store/db.js";
 import { Store } from "../store/store.js";
-import { answered, hello, testAuth } from "./helpers.js";
+import { answered, hello, testAuth, until } from "./helpers.js";
 import { Evidence } from "../evidence/evidence.js";
 
 const AGENT = "agent-token-0123456789";
@@ -139,14 +139,6 @@ async function start(o: { store?: Store; maxFileBytes?: number } = {}) {
     (await fetch(base + path, { method: "HEAD", headers: { authorization: `Bearer ${VIEWER}` } })).status;
   return { hub, hs, get, head, connect, now };
 }
-
-const until = async (ok: () => boolean, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error("not reached");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 /** read returns the frames of a pcapng file: interface index, time in ns, and the bytes in base64. */
 function read(file: Uint8Array) {

@@ -68,3 +68,12 @@ export function answered(ip: string, t: number, reply: string | null, vlan: numb
     { ip, asker: ASKER.ip, iface: "eth0", vlan, times: [t], replies: reply === null ? [] : [[0, reply, 0.4]] },
   ]);
 }
+
+/** until waits, polling every 20 ms, for `ok` to hold; it throws after `ms`. */
+export async function until(ok: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error("not reached");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -5,6 +5,7 @@ import { incidentJson, ipJson } from "../hub/views.js";
 import type { Principal } from "../auth/auth.js";
 import { decodeSegment } from "../request-target.js";
 import { MAX_LIST } from "../store/incidents.js";
+import { parseDuration } from "../config/schema.js";
 import type { CaptureFile, Evidence } from "../evidence/evidence.js";
 
 /** REST_PREFIX is the read API for scripts and other tools (README "Read API"). */
@@ -127,14 +128,6 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
 /** DEFAULT_CAPTURE_MS: the window of an IP's capture when `since` is not given: the last minute. */
 const DEFAULT_CAPTURE_MS = 60_000;
 
-/** parseLast reads `last`, the window's length when `since` is not given (90s, 5m, 1h); absent: a minute. */
-function parseLast(text: string | null): number | null {
-  if (text === null || text === "") return DEFAULT_CAPTURE_MS;
-  const m = /^(\d{1,6})(s|m|h)$/.exec(text);
-  if (m === null) return null;
-  return Number(m[1]) * (m[2] === "s" ? 1000 : m[2] === "m" ? 60_000 : 3_600_000);
-}
-
 /** parseTime reads a query time: RFC 3339 ("2026-12-01T12:00:00Z") or milliseconds since the epoch. */
 function parseTime(text: string | null, fallback: number): number | null {
   if (text === null || text === "") return fallback;
@@ -170,7 +163,8 @@ async function serveCapture(
       return send(res, 400, { error: `"${asked}" is not an IP address (an address seen in a VLAN is ADDRESS@VLAN, e.g. 192.0.2.10@30)` });
     const now = hub.clock();
     const until = parseTime(url.searchParams.get("until"), now);
-    const last = parseLast(url.searchParams.get("last"));
+    const lastText = url.searchParams.get("last");
+    const last = lastText === null || lastText === "" ? DEFAULT_CAPTURE_MS : parseDuration(lastText);
     if (last === null) return send(res, 400, { error: "last is a duration: 90s, 5m, 1h (the window ends at until, or now)" });
     const since = until === null ? null : parseTime(url.searchParams.get("since"), until - last);
     if (since === null || until === null)

@@ -3,7 +3,7 @@ import {
   EVIDENCE_MESSAGE_BYTES,
   WIRE_VERSION,
   capturedBytes,
-  frameIsAbout,
+  evidenceFilter,
   mergeFrames,
   splitIpKey,
   type EvidenceFrame,
@@ -86,8 +86,9 @@ export async function collect(
       let heldFromMs: number | null = null;
       let from = fromMs;
       const done = (truncated: boolean): NodeEvidence => ({ node, frames, truncated, heldFromMs });
+      let held = 0;
       for (let page = 0; page < MAX_PAGES; page++) {
-        const left = share - capturedBytes(frames);
+        const left = share - held;
         if (left <= 0) {
           overBudget = true;
           return done(true);
@@ -113,9 +114,10 @@ export async function collect(
         if (page === 0 && answer.heldFromMs !== null && answer.heldFromMs <= toMs) heldFromMs = answer.heldFromMs;
         const before = frames.length;
         frames = mergeFrames(frames, kept);
+        held = capturedBytes(frames);
         if (!answer.truncated) return done(false);
         // The agent holds more, and the node's share has no room for another frame: the budget is what cut it.
-        if (share - capturedBytes(frames) < FRAME_ROOM) {
+        if (share - held < FRAME_ROOM) {
           overBudget = true;
           return done(true);
         }
@@ -148,13 +150,14 @@ function check(
   toMs: number,
   maxBytes: number,
 ): { kept: EvidenceFrame[]; dropped: number } {
+  const about = evidenceFilter(ip, vlan);
   const kept: EvidenceFrame[] = [];
   let bytes = 0;
   for (const f of frames) {
     const ms = Number(BigInt(f.tNs) / 1_000_000n);
     if (ms < fromMs || ms > toMs || f.vlan !== vlan) continue;
     const data = Buffer.from(f.data, "base64");
-    if (bytes + data.length > maxBytes || !frameIsAbout(data, ip, vlan)) continue;
+    if (bytes + data.length > maxBytes || !about(data)) continue;
     bytes += data.length;
     kept.push(f);
   }

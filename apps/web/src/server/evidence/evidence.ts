@@ -197,7 +197,7 @@ export class Evidence {
     }
     const all = [...nodes.values()];
     return {
-      evidence: { collectedAt: now, fromMs, toMs, nodes: all, missing: [...missing.values()], bytes: bytesOf(all) },
+      evidence: { collectedAt: now, fromMs, toMs, nodes: all, missing: [...missing.values()] },
       answered: got.nodes.length,
       old,
     };
@@ -219,15 +219,16 @@ export class Evidence {
 
   /** #store keeps a gathered snapshot, unless it would push a stored one past the file's bound. */
   #store(inc: Incident, got: { evidence: StoredEvidence; old: StoredEvidence | null }): StoredEvidence {
-    if (got.old !== null && got.evidence.bytes > budgetOf(this.maxFileBytes)) {
+    const bytes = got.old === null ? 0 : bytesOf(got.evidence.nodes);
+    if (bytes > budgetOf(this.maxFileBytes)) {
       // The frames around the first evidence matter most: a refresh that would push them past the bound is dropped.
       this.o.logger.warn("evidence.refresh_too_large", {
         incident: inc.id,
         ip: inc.ip,
-        bytes: got.evidence.bytes,
+        bytes,
         hint: "the incident's stored frames are kept as they were; download a recent window from the IP page instead",
       });
-      return got.old;
+      return got.old ?? got.evidence;
     }
     this.o.hub.store.evidence.put(inc.id, got.evidence);
     this.o.logger.info("evidence.snapshot", {
@@ -238,11 +239,6 @@ export class Evidence {
       missing: got.evidence.missing.map((m) => m.node),
     });
     return got.evidence;
-  }
-
-  /** snapshot asks the agents for an incident's frames now and stores them (merged with what was stored). */
-  async snapshot(inc: Incident): Promise<StoredEvidence> {
-    return this.#store(inc, await this.#gather(inc));
   }
 
   #agents() {
@@ -306,10 +302,12 @@ export class Evidence {
         status: 404,
         message: `incident ${id} is about ${inc.ip}, not an IP: it has no frames (its evidence is on the Nodes page)`,
       };
-    const stored = this.o.hub.store.evidence.get(id);
-    const fresh = stored !== null && (inc.resolvedAt !== null || stored.collectedAt >= this.o.hub.clock() - FRESH_MS);
+    // The summary says whether what is stored will do, without reading the frames.
+    const summary = this.o.hub.store.evidence.summary(id);
+    const fresh = summary !== null && (inc.resolvedAt !== null || summary.collectedAt >= this.o.hub.clock() - FRESH_MS);
+    const stored = fresh ? this.o.hub.store.evidence.get(id) : null;
     let e: StoredEvidence;
-    if (fresh) e = stored;
+    if (stored !== null) e = stored;
     else {
       const got = await this.#gather(inc);
       // Nobody answered and nothing was stored: the file says who is missing, and nothing is kept of it.

@@ -1,4 +1,4 @@
-import { capturedBytes, type EvidenceFrame, type MissingNode, type NodeEvidence } from "@whohas/core";
+import type { EvidenceFrame, MissingNode, NodeEvidence } from "@whohas/core";
 import type { Db } from "./db.js";
 
 /** A StoredEvidence is what the hub keeps of an incident's frames: per node, or why a node's are missing. */
@@ -8,8 +8,6 @@ export interface StoredEvidence {
   readonly toMs: number;
   readonly nodes: NodeEvidence[];
   readonly missing: MissingNode[];
-  /** The frames' captured bytes. */
-  readonly bytes: number;
 }
 
 /** An EvidenceSummary is what the incident page says of the stored frames. */
@@ -87,15 +85,13 @@ export class EvidenceRepo {
     if (first === undefined) return null;
     const nodes: NodeEvidence[] = [];
     const missing: MissingNode[] = [];
-    let bytes = 0;
     for (const r of rows) {
       if (r.missing !== null) missing.push({ node: r.node, why: r.missing });
       else {
         const frames = JSON.parse(r.frames) as EvidenceFrame[];
         nodes.push({ node: r.node, frames, truncated: r.truncated === 1, heldFromMs: r.held_from });
-        bytes += capturedBytes(frames);
       }
     }
-    return { collectedAt: first.collected_at, fromMs: first.from_ms, toMs: first.to_ms, nodes, missing, bytes };
+    return { collectedAt: first.collected_at, fromMs: first.from_ms, toMs: first.to_ms, nodes, missing };
   }
 }
