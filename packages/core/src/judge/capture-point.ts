@@ -23,8 +23,18 @@ const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries
 /** IpKey is an IPv4 address as a number, or IPv6 text: cheap to hash, formatted only when drained. */
 type IpKey = number | string;
 
+/**
+ * A Slot aggregates one (link, ip, mac, kind). It stays in place after it is drained (count 0), so that a busy key
+ * costs no allocation per drain; empty slots are forgotten IDLE_MS after their last frame, or at once past KEEP_SLOTS.
+ */
 interface Slot {
+  readonly link: string;
+  readonly ip: IpKey;
+  readonly mac: number;
+  readonly kind: number;
   count: number;
+  /** Forgotten: no longer in the maps (a cache may still name it). */
+  gone: boolean;
   firstSeen: number;
   lastSeen: number;
   targetMac: number;
@@ -70,8 +80,19 @@ interface Asked {
 const VLAN_RESERVED = 4095;
 /** SWEEP_MS: how often requests reported and over leave memory (a drain only looks at what has something new). */
 const SWEEP_MS = 1000;
-/** IDLE_MS: an asker with no request this long is forgotten. */
+/** IDLE_MS: an asker with no request this long is forgotten, and so is an empty aggregate slot. */
 const IDLE_MS = 10_000;
+/**
+ * CACHE_SIZE: direct-mapped caches of the slots and askers last used, by a hash of their IPv4 key. A flood of ARP
+ * frames names few keys again and again, and the maps behind (numbers past 2^30 as keys, which Map hashes slowly) are
+ * asked only on a miss. A power of two.
+ */
+const CACHE_SIZE = 4096;
+const cacheIndex = (a: number, b: number, c: number): number =>
+  (a ^ (b % 16_777_216) ^ Math.floor(b / 16_777_216) ^ (c << 7)) & (CACHE_SIZE - 1);
+
+/** KEEP_SLOTS bounds the empty slots kept for their keys to come back (a flood of new keys keeps none). */
+const KEEP_SLOTS = 65_536;
 
 /** The texts of recent IPv4 keys, made once each: every drain names each busy IP again. */
 const ipTexts = new Map<number, string>();
@@ -83,6 +104,18 @@ function ipText(k: IpKey): string {
   if (t === undefined) {
     if (ipTexts.size >= MAX_IP_TEXTS) ipTexts.clear();
     ipTexts.set(k, (t = formatIPv4Number(k)));
+  }
+  return t;
+}
+/** The texts of recent MACs, likewise: a busy link has few MACs, named in every drain. */
+const macTexts = new Map<number, string>();
+const MAX_MAC_TEXTS = 100_000;
+
+function macText(mac: number): string {
+  let t = macTexts.get(mac);
+  if (t === undefined) {
+    if (macTexts.size >= MAX_MAC_TEXTS) macTexts.clear();
+    macTexts.set(mac, (t = formatMacNumber(mac)));
   }
   return t;
 }
@@ -117,6 +150,20 @@ export class CapturePoint {
    * walks these, not every asker of every IP (most have nothing new at any one drain); the rest is swept every SWEEP_MS.
    */
   #due: Asked[] = [];
+  /**
+   * The sweep's work, in time order: each request's asker once its window may have passed (#recent, with the
+   * request's time), and askers left with no request (#emptied, with when they emptied). The sweep pops what is due
+   * from their heads instead of visiting every asker of every IP.
+   */
+  readonly #recent = new TimeQueue<Asked>();
+  readonly #emptied = new TimeQueue<Asked>();
+  readonly #slotCache = new Array<Slot | undefined>(CACHE_SIZE);
+  readonly #askedCache = new Array<Asked | undefined>(CACHE_SIZE);
+  /** Slots with frames not drained yet, in the order they filled. */
+  #filled: Slot[] = [];
+  /** Slots held in #byIface, empty ones included; and the empty ones by when they emptied, to forget. */
+  #slots = 0;
+  readonly #emptySlots = new TimeQueue<Slot>();
   #swept = -Infinity;
   #size = 0;
   #sightings = 0;
@@ -169,7 +216,22 @@ export class CapturePoint {
     this.#fold(iface, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);
   }
 
+  /** #findAsked is what is held of `asker`'s requests for `ip` on `iface`, if anything. */
+  #findAsked(iface: string, ip: IpKey, asker: IpKey): Asked | undefined {
+    if (typeof ip === "number" && typeof asker === "number") {
+      const i = cacheIndex(ip, asker, 0);
+      const c = this.#askedCache[i];
+      if (c?.ip === ip && c.asker === asker && c.iface === iface && !c.gone) return c;
+      const a = this.#asked.get(iface)?.get(ip)?.get(asker);
+      if (a !== undefined) this.#askedCache[i] = a;
+      return a;
+    }
+    return this.#asked.get(iface)?.get(ip)?.get(asker);
+  }
+
   #askedOf(iface: string, ip: IpKey, asker: IpKey): Asked {
+    const found = this.#findAsked(iface, ip, asker);
+    if (found !== undefined) return found;
     let ips = this.#asked.get(iface);
     if (ips === undefined) this.#asked.set(iface, (ips = new Map<IpKey, Map<IpKey, Asked>>()));
     let askers = ips.get(ip);
@@ -197,11 +259,12 @@ export class CapturePoint {
     if (now > a.last) a.last = now;
     this.#sightings++;
     this.#markDue(a);
+    this.#recent.push(a, now);
   }
 
   /** #answer attaches a reply to the asker's latest request within REPLY_WINDOW_MS (once per MAC). */
   #answer(iface: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
-    const a = this.#asked.get(iface)?.get(ip)?.get(asker);
+    const a = this.#findAsked(iface, ip, asker);
     if (a === undefined) return;
     const list = a.list;
     for (let i = list.length - 1; i >= 0; i--) {
@@ -247,19 +310,31 @@ export class CapturePoint {
     mismatch: number,
     ethSrc: number,
   ): void {
-    let ips = this.#byIface.get(iface);
-    if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
-    let macs = ips.get(ip);
-    if (macs === undefined) ips.set(ip, (macs = new Map<number, (Slot | undefined)[]>()));
-    let slots = macs.get(mac);
-    if (slots === undefined) macs.set(mac, (slots = []));
-    const s = slots[kind];
-    if (s === undefined) {
+    const ci = typeof ip === "number" ? cacheIndex(ip, mac, kind) : -1;
+    let s = ci < 0 ? undefined : this.#slotCache[ci];
+    if (s?.ip !== ip || s.mac !== mac || s.kind !== kind || s.link !== iface || s.gone) {
+      s = this.#slotOf(iface, ip, mac, kind);
+      if (ci >= 0 && s !== undefined) this.#slotCache[ci] = s;
+    }
+    if (s === undefined || s.count === 0) {
       if (this.#size >= this.maxEntries) {
         this.#dropped += count;
         return;
       }
-      slots[kind] = { count, firstSeen: first, lastSeen: last, targetMac, mismatch, ethSrc };
+      if (s === undefined) {
+        s = { link: iface, ip, mac, kind, count, gone: false, firstSeen: first, lastSeen: last, targetMac, mismatch, ethSrc };
+        this.#slotsOf(iface, ip, mac)[kind] = s;
+        if (ci >= 0) this.#slotCache[ci] = s;
+        this.#slots++;
+      } else {
+        s.count = count;
+        s.firstSeen = first;
+        s.lastSeen = last;
+        s.targetMac = targetMac;
+        s.mismatch = mismatch;
+        s.ethSrc = ethSrc;
+      }
+      this.#filled.push(s);
       this.#size++;
       return;
     }
@@ -271,6 +346,22 @@ export class CapturePoint {
       s.lastSeen = last;
       s.targetMac = targetMac;
     }
+  }
+
+  /** #slotOf is the slot of a key, if held. */
+  #slotOf(iface: string, ip: IpKey, mac: number, kind: number): Slot | undefined {
+    return this.#byIface.get(iface)?.get(ip)?.get(mac)?.[kind];
+  }
+
+  /** #slotsOf is the slots of (iface, ip, mac) by kind, made when missing. */
+  #slotsOf(iface: string, ip: IpKey, mac: number): (Slot | undefined)[] {
+    let ips = this.#byIface.get(iface);
+    if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
+    let macs = ips.get(ip);
+    if (macs === undefined) ips.set(ip, (macs = new Map<number, (Slot | undefined)[]>()));
+    let slots = macs.get(mac);
+    if (slots === undefined) macs.set(mac, (slots = []));
+    return slots;
   }
 
   /** putBack returns a drained batch that could not be sent, so that nothing is lost or counted twice. */
@@ -286,6 +377,7 @@ export class CapturePoint {
       for (const [i, t] of r.times.entries()) {
         list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
         this.#sightings++;
+        this.#recent.push(a, t);
       }
       this.#markDue(a);
       list.sort((a, b) => a.t - b.t);
@@ -300,46 +392,58 @@ export class CapturePoint {
    * every request (the end of a capture file).
    */
   drain(max: number, now: number, final = false): Drained {
-    const entries = this.#drainEntries(max);
+    const entries = this.#drainEntries(max, now);
     const requests = this.#drainRequests(max, now, final);
     const dropped = this.#dropped;
     this.#dropped = 0;
     return { entries, requests, dropped };
   }
 
-  #drainEntries(max: number): ObservationAggregate[] {
-    const entries: ObservationAggregate[] = [];
-    outer: for (const [link, ips] of this.#byIface) {
-      const { iface, vlan } = this.#where(link);
-      for (const [ip, macs] of ips) {
-        for (const [mac, slots] of macs) {
-          for (let k = 0; k < slots.length; k++) {
-            const s = slots[k];
-            if (s === undefined) continue;
-            if (entries.length === max) break outer;
-            entries.push({
-              ip: ipText(ip),
-              mac: formatMacNumber(mac),
-              kind: KINDS[k] ?? "request",
-              iface,
-              vlan,
-              count: s.count,
-              firstSeen: Math.round(s.firstSeen),
-              lastSeen: Math.round(s.lastSeen),
-              targetMac: s.targetMac === NO_MAC ? null : formatMacNumber(s.targetMac),
-              ethernetMismatch: s.mismatch,
-              ethSrc: s.ethSrc === NO_MAC ? null : formatMacNumber(s.ethSrc),
-            });
-            slots[k] = undefined;
-            this.#size--;
-          }
-          if (slots.every((x) => x === undefined)) macs.delete(mac);
-        }
-        if (macs.size === 0) ips.delete(ip);
-      }
-      if (ips.size === 0) this.#byIface.delete(link);
+  #drainEntries(max: number, now: number): ObservationAggregate[] {
+    const filled = this.#filled;
+    const n = Math.min(max, filled.length);
+    const entries = new Array<ObservationAggregate>(n);
+    const keep = this.#slots <= KEEP_SLOTS;
+    for (let i = 0; i < n; i++) {
+      const s = filled[i];
+      if (s === undefined) break;
+      const { iface, vlan } = this.#where(s.link);
+      entries[i] = {
+        ip: ipText(s.ip),
+        mac: macText(s.mac),
+        kind: KINDS[s.kind] ?? "request",
+        iface,
+        vlan,
+        count: s.count,
+        firstSeen: Math.round(s.firstSeen),
+        lastSeen: Math.round(s.lastSeen),
+        targetMac: s.targetMac === NO_MAC ? null : macText(s.targetMac),
+        ethernetMismatch: s.mismatch,
+        ethSrc: s.ethSrc === NO_MAC ? null : macText(s.ethSrc),
+      };
+      s.count = 0;
+      if (keep) this.#emptySlots.push(s, now);
+      else this.#drop(s);
     }
+    this.#size -= n;
+    this.#filled = n === filled.length ? [] : filled.slice(n);
     return entries;
+  }
+
+  /** #drop forgets an empty slot, and the maps it leaves empty. */
+  #drop(s: Slot): void {
+    const ips = this.#byIface.get(s.link);
+    const macs = ips?.get(s.ip);
+    const slots = macs?.get(s.mac);
+    if (ips === undefined || macs === undefined || slots?.[s.kind] !== s) return;
+    slots[s.kind] = undefined;
+    s.gone = true;
+    this.#slots--;
+    if (slots.some((x) => x !== undefined)) return;
+    macs.delete(s.mac);
+    if (macs.size > 0) return;
+    ips.delete(s.ip);
+    if (ips.size === 0) this.#byIface.delete(s.link);
   }
 
   #drainRequests(max: number, now: number, final: boolean): RequestReport[] {
@@ -375,7 +479,7 @@ export class CapturePoint {
         const i = times.length;
         times.push(Math.round(s.t));
         for (let k = s.sent; k < s.replies.length; k += 2)
-          replies.push([i, formatMacNumber(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
+          replies.push([i, macText(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
         s.sent = s.replies.length;
         s.drained = true;
       }
@@ -393,28 +497,98 @@ export class CapturePoint {
 
   /**
    * #sweep forgets requests whose window is over and that were reported (the latest ones stay to time replies), and
-   * the askers left with none.
+   * the askers left with none for IDLE_MS; at the end of a capture (`final`), every reported request and every
+   * asker left with none.
    */
   #sweep(now: number, final: boolean): void {
     this.#swept = now;
-    for (const [iface, ips] of this.#asked) {
-      for (const [ip, askers] of ips) {
-        for (const [asker, a] of askers) {
-          const list = a.list;
-          let keep = 0;
-          for (const s of list) if (!(final ? s.drained && s.replies.length === s.sent : reported(s, now))) list[keep++] = s;
-          if (keep < list.length) {
-            this.#sightings -= list.length - keep;
-            list.length = keep;
-          }
-          if (keep === 0 && (final || now - a.last > IDLE_MS)) {
-            askers.delete(asker);
-            a.gone = true;
-          }
-        }
-        if (askers.size === 0) ips.delete(ip);
-      }
-      if (ips.size === 0) this.#asked.delete(iface);
+    if (final) {
+      // forEach, not for-of over entries: an entry is an array made per key, and this visits every asker.
+      this.#asked.forEach((ips) => ips.forEach((askers) => askers.forEach((a) => this.#trim(a, now, true))));
+      return;
     }
+    const recent = this.#recent;
+    while (recent.dueBy(now - REPLY_WINDOW_MS)) {
+      const a = recent.pop();
+      // A request not reported yet (a drain was full) is looked at again after the next window.
+      if (!a.gone && this.#trim(a, now, false)) recent.push(a, now);
+    }
+    const emptied = this.#emptied;
+    while (emptied.dueBy(now - IDLE_MS)) {
+      const a = emptied.pop();
+      // An asker that asked again since is queued again from #recent when it empties.
+      if (!a.gone && a.list.length === 0 && now - a.last > IDLE_MS) this.#forget(a);
+    }
+    const empty = this.#emptySlots;
+    while (empty.dueBy(now - IDLE_MS)) {
+      const slot = empty.pop();
+      // A slot filled again since is queued again when it is drained.
+      if (slot.count === 0 && now - slot.lastSeen > IDLE_MS) this.#drop(slot);
+    }
+  }
+
+  /**
+   * #trim drops the reported requests of `a` whose window is over (every reported one when `final`); returns whether
+   * one over its window is still to report. An asker left with none is queued to be forgotten (at once when `final`).
+   */
+  #trim(a: Asked, now: number, final: boolean): boolean {
+    const list = a.list;
+    let keep = 0;
+    let unreported = false;
+    for (const s of list) {
+      if (final ? s.drained && s.replies.length === s.sent : reported(s, now)) continue;
+      if (now - s.t > REPLY_WINDOW_MS) unreported = true;
+      list[keep++] = s;
+    }
+    if (keep < list.length) {
+      this.#sightings -= list.length - keep;
+      list.length = keep;
+      if (keep === 0 && !final) this.#emptied.push(a, now);
+    }
+    if (keep === 0 && final) this.#forget(a);
+    return unreported;
+  }
+
+  #forget(a: Asked): void {
+    a.gone = true;
+    const ips = this.#asked.get(a.iface);
+    const askers = ips?.get(a.ip);
+    if (ips === undefined || askers === undefined) return;
+    askers.delete(a.asker);
+    if (askers.size > 0) return;
+    ips.delete(a.ip);
+    if (ips.size === 0) this.#asked.delete(a.iface);
+  }
+}
+
+/**
+ * A TimeQueue holds items with times in the order they were pushed (times come in order, give or take a put-back
+ * batch): a FIFO on an array whose consumed head is dropped once it is half of it.
+ */
+class TimeQueue<T> {
+  #items: T[] = [];
+  #times: number[] = [];
+  #head = 0;
+
+  push(item: T, t: number): void {
+    this.#items.push(item);
+    this.#times.push(t);
+  }
+
+  /** dueBy tells whether the head was pushed with a time at or before `t`. */
+  dueBy(t: number): boolean {
+    return this.#head < this.#items.length && (this.#times[this.#head] ?? Infinity) <= t;
+  }
+
+  /** pop takes the head (call after dueBy said there is one). */
+  pop(): T {
+    const item = this.#items[this.#head] as T;
+    this.#head++;
+    if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items.splice(0, this.#head);
+      this.#times.splice(0, this.#head);
+      this.#head = 0;
+    }
+    return item;
   }
 }

@@ -11,7 +11,7 @@ import {
   type Handover,
   type LiveFinding,
 } from "./findings.js";
-import { RequestJoin, type JoinedRequest } from "./requests.js";
+import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.js";
 
 /**
  * A Lens tells the judge what it cannot learn from frames: the node a MAC belongs to, and whether a set of capture
@@ -35,6 +35,7 @@ const MAX_EPISODES = 8;
 
 /** MacState is what one MAC did for one IP, from the joined requests and the announcements. */
 export interface MacState {
+  readonly mac: string;
   /** Latest reply to a joined request (0: none). */
   lastReply: number;
   /** Since when it has answered without missing a request it would have seen (0: not answering). */
@@ -68,7 +69,8 @@ interface Evidence {
 
 const NO_HANDOVERS: readonly Handover[] = [];
 
-const newMac = (): MacState => ({
+const newMac = (mac: string): MacState => ({
+  mac,
   lastReply: 0,
   streakStart: 0,
   lastMissed: 0,
@@ -114,6 +116,8 @@ export class IpJudgement {
   #unchecked: { handover: Handover; firstReply: number; since: number }[] | null = null;
   /** The latest gratuitous announcement, by whom. */
   lastAnnouncer: { mac: string; at: number } | null = null;
+  /** The latest request answered by several MACs, for the multi-responder evidence's text. */
+  #latestMulti: JoinedRequest | null = null;
   /** Made when there is some: tens of thousands of IPs are judged, few have evidence. */
   #evidenceByType: Map<"multi-responder" | "changed" | "ethernet-mismatch", Evidence> | null = null;
 
@@ -121,41 +125,60 @@ export class IpJudgement {
 
   #mac(mac: string): MacState {
     let m = this.macs.get(mac);
-    if (m === undefined) this.macs.set(mac, (m = newMac()));
+    if (m === undefined) this.macs.set(mac, (m = newMac(mac)));
     return m;
   }
 
-  /** sighting joins one capture point's report of one request; several MACs on one request is evidence at once. */
-  sighting(point: string, asker: string, t: number, replies: readonly (readonly [string, number])[], now: number, lens: Lens): void {
-    const j = this.requests.add(point, asker, t, replies, now);
-    if (j === null) return;
+  /**
+   * sighting joins one capture point's report of one request at `t`, with the replies of `index` among `replies`;
+   * several MACs on one request is evidence at once.
+   */
+  sighting(point: string, asker: string, t: number, replies: ReportReplies, index: number, now: number, lens: Lens): void {
+    const r = this.requests.add(point, asker, t, replies, index, now);
+    if (r === null) return;
     if (t > this.lastAsked) this.lastAsked = t;
     // Past its reply window a capture point has seen every reply it will see to this request: a MAC it would have
     // seen answer and did not has stopped answering (known now, not only once the request is final).
     if (now - t > REPLY_WINDOW_MS) {
-      for (const [mac, m] of this.macs)
-        if (m.lastReply > 0 && m.lastReply < t && j.request.replyAt(mac) === undefined && lens.watches(mac, [point]))
+      for (const m of this.macs.values())
+        if (m.lastReply > 0 && m.lastReply < t && r.replyAt(m.mac) === undefined && lens.watches(m.mac, [point]))
           m.lastMissed = Math.max(m.lastMissed, t);
     }
-    for (const [mac, at] of replies) {
+    for (const reply of replies) {
+      if (reply[0] !== index) continue;
+      const mac = reply[1];
+      const at = t + reply[2];
       if (this.owner?.mac !== mac) this.urgent = true;
       const m = this.#mac(mac);
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
       if (at > m.lastReply) m.lastReply = at;
       m.delayCount++;
-      m.delaySum += at - t;
+      m.delaySum += reply[2];
     }
-    const r = j.request;
-    if (j.added.length > 0 && r.replyCount >= 2 && !r.ambiguous) {
+    if (this.requests.added > 0 && r.replyCount >= 2 && !r.ambiguous) {
       this.lastMulti = Math.max(this.lastMulti, r.t);
-      const macs = r.answerers();
-      this.#evidence(
-        "multi-responder",
-        macs,
-        r.t,
-        () => `one request from ${r.asker} for ${this.ip} was answered by ${names(macs, lens)}: clients cache whichever wins the race`,
-      );
+      this.#multi(r, lens);
     }
+  }
+
+  /**
+   * #multi keeps one request answered by several MACs as evidence. A flood brings one per request: the evidence
+   * keeps the MACs, the earliest time and the latest request, and its text is written only when taken.
+   */
+  #multi(r: JoinedRequest, lens: Lens): void {
+    const e = this.#evidenceByType?.get("multi-responder");
+    if (e === undefined) {
+      this.#latestMulti = r;
+      this.#evidence("multi-responder", r.answerers(), r.t, () => {
+        const latest = this.#latestMulti ?? r;
+        return `one request from ${latest.asker} for ${this.ip} was answered by ${names(latest.answerers(), lens)}: clients cache whichever wins the race`;
+      });
+      return;
+    }
+    this.urgent = true;
+    for (let i = 0; i < r.replyCount; i++) e.macs.add(r.answerer(i));
+    if (r.t < e.at) e.at = r.t;
+    this.#latestMulti = r;
   }
 
   /** aggregate takes what counts cannot say elsewhere: announcements, and frames whose Ethernet source lies. */
@@ -209,7 +232,9 @@ export class IpJudgement {
     const all = this.#evidenceByType;
     if (all === null) return [];
     this.#evidenceByType = null;
-    return [...all].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail(), at: e.at }));
+    const out = [...all].map(([type, e]) => ({ type, macs: [...e.macs].sort(), detail: e.detail(), at: e.at }));
+    this.#latestMulti = null;
+    return out;
   }
 
   /**
@@ -272,41 +297,44 @@ export class IpJudgement {
 
   /** #final takes one final request: who answered it decides who owns the IP, and whether it moved. */
   #final(r: JoinedRequest, lens: Lens): Handover | null {
-    const seen = r.points();
+    // The capture points that saw it, listed only when a lens must be asked.
+    let seen: string[] | null = null;
     // Who would have been seen answering and was not: their answers for this IP are older than this request.
-    for (const [mac, m] of this.macs)
-      if (r.replyAt(mac) === undefined && m.lastReply > 0 && lens.watches(mac, seen)) m.lastMissed = Math.max(m.lastMissed, r.t);
-    const macs = r.answerers();
-    if (macs.length === 0) {
+    for (const m of this.macs.values())
+      if (m.lastReply > 0 && r.replyAt(m.mac) === undefined && lens.watches(m.mac, (seen ??= r.points())))
+        m.lastMissed = Math.max(m.lastMissed, r.t);
+    const answers = r.replyCount;
+    if (answers === 0) {
       // Unanswered, as far as the capture points can tell: the owner's node saw the request (else it is blind).
-      if (this.owner === null || lens.watches(this.owner.mac, seen)) {
+      if (this.owner === null || lens.watches(this.owner.mac, (seen ??= r.points()))) {
         this.#unanswered++;
         this.unansweredSince ??= r.t;
       }
       return null;
     }
     this.unansweredSince = null;
-    const at = (mac: string) => r.replyAt(mac) ?? r.t;
-    if (macs.length >= 2) {
-      if (this.owner !== null && r.replyAt(this.owner.mac) !== undefined) {
-        this.owner.lastReply = at(this.owner.mac);
+    if (answers >= 2) {
+      const ownerReply = this.owner === null ? undefined : r.replyAt(this.owner.mac);
+      if (this.owner !== null && ownerReply !== undefined) {
+        this.owner.lastReply = ownerReply;
         this.#coAnswered ??= new Set();
-        for (const m of macs) if (m !== this.owner.mac) this.#coAnswered.add(m);
+        for (let i = 0; i < answers; i++) if (r.answerer(i) !== this.owner.mac) this.#coAnswered.add(r.answerer(i));
       }
       this.#unanswered = 0;
       return null;
     }
-    const mac = macs[0] ?? "";
+    const mac = r.answerer(0);
+    const firstReply = r.replyAt(mac) ?? r.t;
     if (this.owner === null || this.owner.mac === mac) {
-      this.owner = { mac, lastReply: at(mac) };
+      if (this.owner === null) this.owner = { mac, lastReply: firstReply };
+      else this.owner.lastReply = firstReply;
       this.#unanswered = 0;
       return null;
     }
     const old = this.owner;
-    const clean = lens.watches(old.mac, seen) && this.#coAnswered?.has(mac) !== true;
-    this.owner = { mac, lastReply: at(mac) };
+    const clean = lens.watches(old.mac, (seen ??= r.points())) && this.#coAnswered?.has(mac) !== true;
+    this.owner = { mac, lastReply: firstReply };
     this.#coAnswered = null;
-    const firstReply = at(mac);
     this.#move({ from: old.mac, to: mac, at: firstReply });
     const unanswered = this.#unanswered;
     this.#unanswered = 0;

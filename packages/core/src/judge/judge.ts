@@ -156,13 +156,8 @@ export class Judge {
       touched.add(r.ip);
       const j = this.#judgement(r.ip);
       const point = this.#point(node, r.iface);
-      for (let i = 0; i < r.times.length; i++) {
-        const t = r.times[i] ?? 0;
-        // Replies are few (one per MAC that answered): gathered per request without an index.
-        const replies: [string, number][] = [];
-        for (const [k, mac, delay] of r.replies) if (k === i) replies.push([mac, t + delay]);
-        j.sighting(point, r.asker, t, replies, now, lens);
-      }
+      // Replies are few (one per MAC that answered): each sighting picks its own from the report's list.
+      for (let i = 0; i < r.times.length; i++) j.sighting(point, r.asker, r.times[i] ?? 0, r.replies, i, now, lens);
       j.settleEarly(now, lens);
     }
     const urgent = new Set<string>();

@@ -1,6 +1,13 @@
 import { FINAL_MS, JOIN_MS } from "./findings.js";
 
 /**
+ * ReportReplies are the replies of one capture point's report as the wire carries them: [index into the report's
+ * request times, MAC, milliseconds after that request]. A sighting takes those of its own index: read in place, so
+ * that joining a request allocates nothing for its replies.
+ */
+export type ReportReplies = readonly (readonly [number, string, number])[];
+
+/**
  * A JoinedRequest is one request of one asker for one IP as every capture point saw it: who saw it, and the union of
  * the replies they saw. A node sees every broadcast request and only its own replies; a client's capture sees every
  * reply to its own requests: either way, two MACs among its replies means one request answered twice. Thousands
@@ -25,7 +32,7 @@ export class JoinedRequest {
   /** Handed out as final (or late): no longer waiting. */
   final = false;
 
-  /** A request as the first capture point to report it saw it: `point` at `t`, and the replies it saw. */
+  /** A request as the first capture point to report it saw it: `point` at `t`, and the replies of `index` it saw. */
   constructor(
     readonly asker: string,
     /** When the first capture point to report it saw it (its clock). */
@@ -33,7 +40,8 @@ export class JoinedRequest {
     ambiguous: boolean,
     late: boolean,
     point: string,
-    replies: readonly (readonly [string, number])[],
+    replies: ReportReplies,
+    index: number,
   ) {
     this.ambiguous = ambiguous;
     this.late = late;
@@ -41,7 +49,9 @@ export class JoinedRequest {
     // Sized for the distinct MACs among the replies (a MAC may come twice: its earliest reply counts).
     let n = 1;
     distinct: for (let k = 0; k < replies.length; k++) {
-      for (let j = 0; j < k; j++) if (replies[j]?.[0] === replies[k]?.[0]) continue distinct;
+      const r = replies[k];
+      if (r?.[0] !== index) continue;
+      for (let j = 0; j < k; j++) if (replies[j]?.[0] === index && replies[j]?.[1] === r[1]) continue distinct;
       n++;
     }
     this.#keys = new Array<string>(n);
@@ -49,7 +59,10 @@ export class JoinedRequest {
     this.#keys[0] = point;
     this.#times[0] = t;
     n = 1;
-    for (const [mac, at] of replies) {
+    for (const r of replies) {
+      if (r[0] !== index) continue;
+      const mac = r[1];
+      const at = t + r[2];
       const i = this.#find(mac, 1, n);
       if (i < 0) {
         this.#keys[n] = mac;
@@ -97,6 +110,11 @@ export class JoinedRequest {
     return this.#keys.length - this.#firstReply;
   }
 
+  /** answerer is the `i`th MAC to answer it (0 <= i < replyCount): a loop over them without a list. */
+  answerer(i: number): string {
+    return this.#keys[this.#firstReply + i] ?? "";
+  }
+
   /** reply records `mac`'s answer at `at` (the earliest wins); true when `mac` is new to it. */
   reply(mac: string, at: number): boolean {
     const i = this.#find(mac, this.#firstReply, this.#keys.length);
@@ -110,13 +128,9 @@ export class JoinedRequest {
   }
 }
 
-/** What adding a sighting did: the request it joined, and the MACs it added to it. */
-export interface Joined {
-  readonly request: JoinedRequest;
-  readonly added: readonly string[];
-}
-
 const NONE: readonly JoinedRequest[] = [];
+/** The requests near a sighting, reused by every add (one at a time: the judge is single-threaded). */
+const NEAR: JoinedRequest[] = [];
 const EMPTY: JoinedRequest[] = [];
 
 /**
@@ -144,6 +158,7 @@ export class RequestJoin {
   #list: JoinedRequest[] = EMPTY;
   #open = 0;
   #dropped = 0;
+  #added = 0;
 
   /** pending tells whether requests wait to be final. */
   get pending(): boolean {
@@ -155,13 +170,21 @@ export class RequestJoin {
     return this.#dropped;
   }
 
+  /** added is how many MACs the last add() brought to its request: a MAC new to it is news, a repeat is not. */
+  get added(): number {
+    return this.#added;
+  }
+
   /**
-   * add joins one capture point's sighting of a request (`replies`: MAC and reply time). `now` decides whether it is
-   * already past final (late). Returns null when refused at the bound.
+   * add joins one capture point's sighting of a request at `t`, with the replies of `index` among `replies`. `now`
+   * decides whether it is already past final (late). Returns the request it joined, null when refused at the bound.
    */
-  add(point: string, asker: string, t: number, replies: readonly (readonly [string, number])[], now: number): Joined | null {
+  add(point: string, asker: string, t: number, replies: ReportReplies, index: number, now: number): JoinedRequest | null {
     const late = now - t >= FINAL_MS;
-    const near: JoinedRequest[] = [];
+    this.#added = 0;
+    // One list reused: most sightings find one request near or none.
+    const near = NEAR;
+    near.length = 0;
     nearby(this.#list, asker, t, near);
     // The same point telling more of a request it reported before (a reply seen after its first report).
     let r = near.find((j) => j.seenAt(point) === t);
@@ -173,18 +196,18 @@ export class RequestJoin {
           this.#dropped++;
           return null;
         }
-        const fresh = new JoinedRequest(asker, t, near.length > 0, late, point, replies);
+        const fresh = new JoinedRequest(asker, t, near.length > 0, late, point, replies, index);
         fresh.final = late;
         if (!late) this.#open++;
         for (const j of near) j.ambiguous = true;
         this.#insert(fresh);
-        return { request: fresh, added: fresh.answerers() };
+        this.#added = fresh.replyCount;
+        return fresh;
       }
       r.see(point, t);
     }
-    const added: string[] = [];
-    for (const [mac, at] of replies) if (r.reply(mac, at)) added.push(mac);
-    return { request: r, added };
+    for (const reply of replies) if (reply[0] === index && r.reply(reply[1], t + reply[2])) this.#added++;
+    return r;
   }
 
   /**
