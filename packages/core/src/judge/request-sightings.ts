@@ -1,0 +1,281 @@
+import { macToNumber, parseMac } from "../packet/addr.js";
+import type { RequestReport } from "../wire.js";
+import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
+import { CACHE_SIZE, IDLE_MS, TimeQueue, cacheIndex, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
+
+/**
+ * A Sighting is one request this capture point saw, and the replies it saw to it (flat: mac, delay, mac, delay...).
+ * `sent` counts the replies already drained: a sighting is drained once it has a reply (so a second responder is
+ * known at once) and again for replies that come later, or once when its window passes unanswered.
+ */
+interface Sighting {
+  t: number;
+  /** Shared NO_REPLIES until the first reply (most requests get one or none). */
+  replies: number[];
+  sent: number;
+  drained: boolean;
+}
+
+const NO_REPLIES: number[] = [];
+
+/** reported: a request drained with all its replies, whose window is over: nothing more can come of it. */
+const reported = (s: Sighting, now: number): boolean => s.drained && s.replies.length === s.sent && now - s.t > REPLY_WINDOW_MS;
+
+/** Asked is what one capture point holds of one asker's requests for one IP on one link. */
+interface Asked {
+  /** The link: the interface, or "NAME/VLAN" for a VLAN on it. */
+  readonly link: string;
+  readonly ip: IpKey;
+  readonly asker: IpKey;
+  /** In time order; drained ones stay until their window is over, to time late replies. */
+  readonly list: Sighting[];
+  /** The latest request: an asker silent for IDLE_MS is forgotten (most ask again every second: they are kept). */
+  last: number;
+  /** In the due queue (something to report); forgotten: no longer in the maps. */
+  due: boolean;
+  gone: boolean;
+}
+
+/** SWEEP_MS: how often requests reported and over leave memory (a drain only looks at what has something new). */
+const SWEEP_MS = 1000;
+
+/** Where a link is: its interface, and its VLAN (null when untagged). */
+export type LinkWhere = (link: string) => { readonly iface: string; readonly vlan: number | null };
+
+/**
+ * RequestSightings is the request side of a capture point: the requests it saw, per link, IP and asker, with the
+ * replies it saw to each within REPLY_WINDOW_MS; drained as RequestReports, which tell the judge who answered what.
+ * Bounded: past `maxHeld` requests a new one is dropped and counted.
+ */
+export class RequestSightings {
+  /** Per link, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
+  readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Asked>>>();
+  readonly #cache = new Array<Asked | undefined>(CACHE_SIZE);
+  /**
+   * The Asked with something to report (a request or a reply not drained yet), in the order they became due. A drain
+   * walks these, not every asker of every IP (most have nothing new at any one drain).
+   */
+  #due: Asked[] = [];
+  /**
+   * The sweep's work, in time order: each request's asker once its window may have passed (#recent, with the
+   * request's time), and askers left with no request (#emptied, with when they emptied). The sweep pops what is due
+   * from their heads instead of visiting every asker of every IP.
+   */
+  readonly #recent = new TimeQueue<Asked>();
+  readonly #emptied = new TimeQueue<Asked>();
+  #swept = -Infinity;
+  #held = 0;
+  #dropped = 0;
+
+  constructor(
+    readonly maxHeld: number,
+    readonly where: LinkWhere,
+  ) {}
+
+  /**
+   * held is the number of requests held: waiting for replies or for the next drain, and reported ones until the
+   * sweep after their window (at most SWEEP_MS later).
+   */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** takeDropped returns the requests dropped at the bound since the last call. */
+  takeDropped(): number {
+    const n = this.#dropped;
+    this.#dropped = 0;
+    return n;
+  }
+
+  /** #find is what is held of `asker`'s requests for `ip` on `link`, if anything. */
+  #find(link: string, ip: IpKey, asker: IpKey): Asked | undefined {
+    if (typeof ip === "number" && typeof asker === "number") {
+      const i = cacheIndex(ip, asker, 0);
+      const c = this.#cache[i];
+      if (c?.ip === ip && c.asker === asker && c.link === link && !c.gone) return c;
+      const a = this.#asked.get(link)?.get(ip)?.get(asker);
+      if (a !== undefined) this.#cache[i] = a;
+      return a;
+    }
+    return this.#asked.get(link)?.get(ip)?.get(asker);
+  }
+
+  #askedOf(link: string, ip: IpKey, asker: IpKey): Asked {
+    const found = this.#find(link, ip, asker);
+    if (found !== undefined) return found;
+    let ips = this.#asked.get(link);
+    if (ips === undefined) this.#asked.set(link, (ips = new Map<IpKey, Map<IpKey, Asked>>()));
+    let askers = ips.get(ip);
+    if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Asked>()));
+    let a = askers.get(asker);
+    if (a === undefined) askers.set(asker, (a = { link, ip, asker, list: [], last: -Infinity, due: false, gone: false }));
+    return a;
+  }
+
+  /** #markDue queues `a` for the next drain (once: a flag, not a hash, on the path of every frame). */
+  #markDue(a: Asked): void {
+    if (a.due) return;
+    a.due = true;
+    this.#due.push(a);
+  }
+
+  /** ask notes a request: a new sighting for its asker (the latest one is what replies answer). */
+  ask(link: string, ip: IpKey, asker: IpKey, now: number): void {
+    if (this.#held >= this.maxHeld) {
+      this.#dropped++;
+      return;
+    }
+    const a = this.#askedOf(link, ip, asker);
+    a.list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
+    if (now > a.last) a.last = now;
+    this.#held++;
+    this.#markDue(a);
+    this.#recent.push(a, now);
+  }
+
+  /** answer attaches a reply to the asker's latest request within REPLY_WINDOW_MS (once per MAC). */
+  answer(link: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
+    const a = this.#find(link, ip, asker);
+    if (a === undefined) return;
+    const list = a.list;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const s = list[i];
+      if (s === undefined || s.t > now) continue;
+      if (now - s.t > REPLY_WINDOW_MS) return;
+      for (let k = 0; k < s.replies.length; k += 2) if (s.replies[k] === mac) return;
+      // An array literal has its exact size; one grown by push keeps room for sixteen.
+      if (s.replies === NO_REPLIES) s.replies = [mac, now - s.t];
+      else s.replies.push(mac, now - s.t);
+      this.#markDue(a);
+      return;
+    }
+  }
+
+  /** putBack takes back a report that could not be sent (on `link`), so that nothing is lost or counted twice. */
+  putBack(r: RequestReport, link: string): void {
+    const replies = new Map<number, number[]>();
+    for (const [i, mac, delay] of r.replies) replies.set(i, [...(replies.get(i) ?? []), macToNumber(parseMac(mac), 0), delay]);
+    const a = this.#askedOf(link, ipKey(r.ip), ipKey(r.asker));
+    const list = a.list;
+    for (const [i, t] of r.times.entries()) {
+      list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
+      this.#held++;
+      this.#recent.push(a, t);
+    }
+    this.#markDue(a);
+    list.sort((a, b) => a.t - b.t);
+  }
+
+  /**
+   * drain returns up to `max` reports: requests with replies not drained yet, and those whose window is over at
+   * `now` even unanswered (every node's report of a request no one answered is how the hub counts requests left
+   * unanswered); `final` reports every request (the end of a capture file).
+   */
+  drain(max: number, now: number, final: boolean): RequestReport[] {
+    const out: RequestReport[] = [];
+    const due = this.#due;
+    this.#due = [];
+    for (let n = 0; n < due.length; n++) {
+      const a = due[n];
+      if (a === undefined || a.gone) continue;
+      if (out.length === max) {
+        // The rest waits for the next drain, in order.
+        for (const b of due.slice(n)) if (!b.gone) this.#due.push(b);
+        break;
+      }
+      const list = a.list;
+      // Most lists have nothing due at a drain: their arrays are made only when something is.
+      let times: number[] | null = null;
+      let replies: [number, string, number][] | null = null;
+      let waiting = false;
+      for (const s of list) {
+        const over = final || now - s.t > REPLY_WINDOW_MS;
+        const fresh = s.replies.length > s.sent;
+        if (!fresh && (s.drained || !over)) {
+          if (!s.drained) waiting = true;
+          continue;
+        }
+        if (times?.length === MAX_REQUEST_TIMES) {
+          waiting = true;
+          break;
+        }
+        times ??= [];
+        replies ??= [];
+        const i = times.length;
+        times.push(Math.round(s.t));
+        for (let k = s.sent; k < s.replies.length; k += 2)
+          replies.push([i, macText(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
+        s.sent = s.replies.length;
+        s.drained = true;
+      }
+      if (times !== null) {
+        const { iface, vlan } = this.where(a.link);
+        out.push({ ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies: replies ?? [] });
+      }
+      // Nothing left to report until a request or a reply comes (ask and answer queue it again).
+      if (waiting) this.#due.push(a);
+      else a.due = false;
+    }
+    if (final || now - this.#swept >= SWEEP_MS) this.#sweep(now, final);
+    return out;
+  }
+
+  /**
+   * #sweep forgets requests whose window is over and that were reported (the latest ones stay to time replies), and
+   * the askers left with none for IDLE_MS; at the end of a capture (`final`), every reported request and every
+   * asker left with none.
+   */
+  #sweep(now: number, final: boolean): void {
+    this.#swept = now;
+    if (final) {
+      // forEach, not for-of over entries: an entry is an array made per key, and this visits every asker.
+      this.#asked.forEach((ips) => ips.forEach((askers) => askers.forEach((a) => this.#trim(a, now, true))));
+      return;
+    }
+    const recent = this.#recent;
+    while (recent.dueBy(now - REPLY_WINDOW_MS)) {
+      const a = recent.pop();
+      // A request not reported yet (a drain was full) is looked at again after the next window.
+      if (!a.gone && this.#trim(a, now, false)) recent.push(a, now);
+    }
+    const emptied = this.#emptied;
+    while (emptied.dueBy(now - IDLE_MS)) {
+      const a = emptied.pop();
+      // An asker that asked again since is queued again from #recent when it empties.
+      if (!a.gone && a.list.length === 0 && now - a.last > IDLE_MS) this.#forget(a);
+    }
+  }
+
+  /**
+   * #trim drops the reported requests of `a` whose window is over (every reported one when `final`); returns whether
+   * one over its window is still to report. An asker left with none is queued to be forgotten (at once when `final`).
+   */
+  #trim(a: Asked, now: number, final: boolean): boolean {
+    const list = a.list;
+    let keep = 0;
+    let unreported = false;
+    for (const s of list) {
+      if (final ? s.drained && s.replies.length === s.sent : reported(s, now)) continue;
+      if (now - s.t > REPLY_WINDOW_MS) unreported = true;
+      list[keep++] = s;
+    }
+    if (keep < list.length) {
+      this.#held -= list.length - keep;
+      list.length = keep;
+      if (keep === 0 && !final) this.#emptied.push(a, now);
+    }
+    if (keep === 0 && final) this.#forget(a);
+    return unreported;
+  }
+
+  #forget(a: Asked): void {
+    a.gone = true;
+    const ips = this.#asked.get(a.link);
+    const askers = ips?.get(a.ip);
+    if (ips === undefined || askers === undefined) return;
+    askers.delete(a.asker);
+    if (askers.size > 0) return;
+    ips.delete(a.ip);
+    if (ips.size === 0) this.#asked.delete(a.link);
+  }
+}
