@@ -7,7 +7,8 @@ import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
-import { tokenMatches, type AgentGateway } from "../gateway/agent-gateway.js";
+import type { AgentGateway } from "../gateway/agent-gateway.js";
+import { tokenMatches } from "../gateway/credentials.js";
 import { TokenBucket } from "../limits.js";
 
 const gatewayOf = (r: Running | undefined): AgentGateway => {

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
@@ -6,7 +5,8 @@ import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, ty
 import type { Hub } from "../hub/hub.js";
 import { limitKey, peerAddress, type ClientAddresses } from "../client-address.js";
 import { AttemptLimiter, TokenBucket } from "../limits.js";
-import { FactsPacer, NewIpBudget } from "./pacing.js";
+import { tokenMatches, type AgentIdentity, type Review } from "./credentials.js";
+import { DEFAULT_AGENT_LIMITS, FactsPacer, NewIpBudget, type AgentLimits } from "./pacing.js";
 import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
@@ -53,30 +53,6 @@ export const CLOSE_NODE_TAKEN = 4409;
 /** CLOSE_REPLACED: a newer connection of the same node (proved by its ServiceAccount token) took this one's place. */
 export const CLOSE_REPLACED = 4000;
 
-/**
- * An AgentIdentity is what an agent's credential proves: the shared token proves only that it is one of ours; a
- * ServiceAccount token bound to a Pod proves which node it runs on.
- */
-export type AgentIdentity = { readonly via: "shared-token" } | { readonly via: "service-account"; readonly node: string };
-
-/** A Review is what a TokenReview said of a token that is not the shared one. */
-export type Review = { readonly ok: true; readonly node: string } | { readonly ok: false; readonly why: string };
-
-/** AgentLimits bound what agents can make the hub hold (config `limits`). */
-export interface AgentLimits {
-  /** Distinct nodes the hub registers at most; a hello for one more is refused. */
-  readonly maxAgents: number;
-  /**
-   * IPs the hub did not know that one node's agent may bring in a minute (across its reconnects); the rest of its
-   * entries for new IPs are dropped.
-   */
-  readonly newIpsPerAgentPerMinute: number;
-  /** The same, for all agents together. */
-  readonly newIpsPerMinute: number;
-}
-
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000, newIpsPerMinute: 10_000 };
-
 export interface AgentGatewayOptions {
   readonly hub: Hub;
   /** The shared token; null when agents sign in with ServiceAccount tokens only. */
@@ -104,15 +80,6 @@ interface Refusal {
   readonly code: number;
   readonly reason: string;
   readonly message: string;
-}
-
-/** tokenMatches compares bearer tokens in constant time. */
-export function tokenMatches(header: string | undefined, token: string): boolean {
-  const m = /^Bearer (.+)$/.exec(header ?? "");
-  if (m?.[1] === undefined) return false;
-  const a = Buffer.from(m[1]);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /**

@@ -3,6 +3,21 @@ import { TokenBucket } from "../limits.js";
 
 type Observations = Extract<AgentMessage, { type: "observations" }>;
 
+/** AgentLimits bound what agents can make the hub hold (config `limits`). */
+export interface AgentLimits {
+  /** Distinct nodes the hub registers at most; a hello for one more is refused. */
+  readonly maxAgents: number;
+  /**
+   * IPs the hub did not know that one node's agent may bring in a minute (across its reconnects); the rest of its
+   * entries for new IPs are dropped.
+   */
+  readonly newIpsPerAgentPerMinute: number;
+  /** The same, for all agents together. */
+  readonly newIpsPerMinute: number;
+}
+
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000, newIpsPerMinute: 10_000 };
+
 /**
  * NewIpBudget bounds the IPs agents bring that the hub did not track: each node has an allowance per minute that
  * survives its reconnects (a node cannot reset it by reconnecting), and all agents together have one more. An entry

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { AuthenticationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import type { Review } from "../gateway/agent-gateway.js";
+import type { Review } from "../gateway/credentials.js";
 
 /** AUDIENCE: agents' projected ServiceAccount tokens are issued for this audience (deploy/: serviceAccountToken). */
 export const AUDIENCE = "whohas";

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
 import { daemonSetRollout, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { Hub } from "../hub/hub.js";
+import { RemediationRefused, kubeMessage } from "./refusals.js";
 import { verifyNodes, verifyProbes } from "./verify.js";
 
 const NS = "kube-system";
@@ -12,16 +13,6 @@ const CONFIG_KEY = "config.conf";
 /** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */
 const BACKUPS_KEY = "remediation.backups";
 const MAX_BACKUPS = 20;
-
-/** A RemediationRefused is a step that cannot go on, with what to do about it; nothing after it ran. */
-export class RemediationRefused extends Error {
-  constructor(
-    message: string,
-    readonly code: "CONFLICT" | "FORBIDDEN" | "PRECONDITION_FAILED",
-  ) {
-    super(message);
-  }
-}
 
 /** A Preview is core's plan of the fix with what Apply needs: the ConfigMap's text and version, and the backups. */
 export type Preview = Omit<Extract<FixPlan, { ok: true }>, "ok"> & {
@@ -68,31 +59,6 @@ interface StoredBackup {
   readonly name: string;
   readonly createdAt: number;
   readonly text: string;
-}
-
-/** kubeMessage turns an API error into what a person can act on. */
-function kubeMessage(e: unknown, what: string): RemediationRefused | Error {
-  if (e instanceof ApiException) {
-    let msg = "";
-    try {
-      msg = (JSON.parse(String(e.body)) as { message?: string }).message ?? "";
-    } catch {
-      msg = String(e.body).slice(0, 200);
-    }
-    if (e.code === 403)
-      return new RemediationRefused(
-        `${what}: forbidden (${msg}). Grant whohas's ServiceAccount this permission (deploy/ RBAC), then try again.`,
-        "FORBIDDEN",
-      );
-    if (e.code === 409)
-      return new RemediationRefused(
-        `${what}: kube-proxy's ConfigMap changed since the preview (${msg}). Nothing was overwritten: preview again.`,
-        "CONFLICT",
-      );
-    if (e.code === 404) return new RemediationRefused(`${what}: not found (${msg}).`, "PRECONDITION_FAILED");
-    return new Error(`${what}: HTTP ${e.code} ${msg}`);
-  }
-  return new Error(`${what}: ${(e as Error).message}`);
 }
 
 /**

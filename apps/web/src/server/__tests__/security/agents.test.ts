@@ -3,7 +3,7 @@ import { once } from "node:events";
 import WebSocket from "ws";
 import type { AgentMessage } from "@whohas/core";
 import { Hub } from "../../hub/hub.js";
-import type { Review } from "../../gateway/agent-gateway.js";
+import type { Review } from "../../gateway/credentials.js";
 import { AGENT_TOKEN, startHub } from "./harness.js";
 
 const mac = (n: number) => `02:00:5e:00:00:${n.toString(16).padStart(2, "0")}`;

@@ -1,6 +1,7 @@
 import { TRPCError, tracked, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { RemediationRefused, type Remediation } from "../../remediation/remediation.js";
+import type { Remediation } from "../../remediation/remediation.js";
+import { RemediationRefused } from "../../remediation/refusals.js";
 import { operatorProcedure, viewerProcedure, type Context } from "../trpc.js";
 
 function remediationOf(ctx: Context): Remediation {
