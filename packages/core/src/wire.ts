@@ -2,6 +2,7 @@
 // and the agent every frame it gets back. Bump WIRE_VERSION on any incompatible change.
 import { z } from "zod";
 import { isIP, isMac } from "./packet/addr.js";
+import { OBSERVATION_KINDS } from "./packet/frame.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./judge/findings.js";
 
 /**
@@ -48,18 +49,8 @@ export const MAX_FACT_INTERFACES = 1024;
 export const MAX_ADDRESSES_PER_LINK = 64;
 const millis = z.number().int().nonnegative();
 
-/** ObservationKindSchema lists the frame kinds an agent reports (see packet/frame.ts). */
-export const ObservationKindSchema = z.enum([
-  "request",
-  "reply",
-  "gratuitous-request",
-  "gratuitous-reply",
-  "probe",
-  "ns",
-  "ns-dad",
-  "na-solicited",
-  "na-unsolicited",
-]);
+/** ObservationKindSchema: the frame kinds an agent reports, the very list the decoder and capture point use. */
+export const ObservationKindSchema = z.enum(OBSERVATION_KINDS);
 
 /** An ObservationAggregate sums the frames one agent saw for one (ip, mac, kind, interface, VLAN) since its last send. */
 export const ObservationAggregateSchema = z.object({

@@ -1,22 +1,12 @@
 import { macToNumber, parseMac } from "../packet/addr.js";
-import type { FrameFields, ObservationKind } from "../packet/frame.js";
+import { OBSERVATION_KINDS, type FrameFields, type ObservationKind } from "../packet/frame.js";
 import { NO_MAC } from "../packet/link.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { CACHE_SIZE, IDLE_MS, TimeQueue, cacheIndex, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
 import { RequestSightings } from "./request-sightings.js";
 
-const KINDS: readonly ObservationKind[] = [
-  "request",
-  "reply",
-  "gratuitous-request",
-  "gratuitous-reply",
-  "probe",
-  "ns",
-  "ns-dad",
-  "na-solicited",
-  "na-unsolicited",
-];
-const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(KINDS.map((k, i) => [k, i])) as Record<
+/** KIND_INDEX: a kind's index in OBSERVATION_KINDS, the number a Slot keeps for its kind. */
+const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(OBSERVATION_KINDS.map((k, i) => [k, i])) as Record<
   ObservationKind,
   number
 >;
@@ -245,7 +235,7 @@ export class CapturePoint {
       entries[i] = {
         ip: ipText(s.ip),
         mac: macText(s.mac),
-        kind: KINDS[s.kind] ?? "request",
+        kind: OBSERVATION_KINDS[s.kind] ?? "request",
         iface,
         vlan,
         count: s.count,

@@ -11,9 +11,21 @@ import { macToNumber, parseMac } from "./addr.js";
  *   (SPA = TPA; Linux accepts it only when THA = SHA, Junos ignores it by default), `probe` (SPA 0.0.0.0).
  * - NDP (RFC 4861): `ns` (a solicitation), `ns-dad` (duplicate address detection: source ::), `na-solicited` (S=1, an
  *   answer), `na-unsolicited` (S=0, an announcement).
+ * OBSERVATION_KINDS lists them once, for the capture point and the wire schema alike, so a new kind cannot reach one
+ * and miss the other.
  */
-export type ObservationKind =
-  "request" | "reply" | "gratuitous-request" | "gratuitous-reply" | "probe" | "ns" | "ns-dad" | "na-solicited" | "na-unsolicited";
+export const OBSERVATION_KINDS = [
+  "request",
+  "reply",
+  "gratuitous-request",
+  "gratuitous-reply",
+  "probe",
+  "ns",
+  "ns-dad",
+  "na-solicited",
+  "na-unsolicited",
+] as const;
+export type ObservationKind = (typeof OBSERVATION_KINDS)[number];
 
 /** ObservationRole groups kinds by what they say about who owns the IP. */
 export type ObservationRole = "ask" | "answer" | "announce";
