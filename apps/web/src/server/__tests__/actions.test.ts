@@ -2,16 +2,9 @@ import { describe, expect, it } from "vitest";
 import { silentLogger, type AgentMessage, type HubMessage } from "@whohas/core";
 import { ActionRefused, Actions, type CommandSender } from "../actions/actions.js";
 import { Hub } from "../hub/hub.js";
-import { ASKER, aggregate, observations } from "./helpers.js";
+import { ASKER, aggregate, hello, observations } from "./helpers.js";
 
 type Result = Extract<AgentMessage, { type: "probe-result" | "command-done" }>;
-const hello = (node: string, mac: string) => ({
-  v: 2 as const,
-  type: "hello" as const,
-  node,
-  agentVersion: "t",
-  interfaces: [{ name: "eth0", mac, up: true }],
-});
 
 /** Agents records what each node was sent and lets the test answer as that node's agent would. */
 class Agents implements CommandSender {

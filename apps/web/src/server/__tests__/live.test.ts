@@ -2,15 +2,8 @@ import { describe, expect, it } from "vitest";
 import { Hub } from "../hub/hub.js";
 import { appRouter } from "../api/root.js";
 import { createCallerFactory } from "../api/trpc.js";
-import { callerContext, observations, aggregate } from "./helpers.js";
+import { aggregate, callerContext, hello, observations } from "./helpers.js";
 
-const hello = (node: string) => ({
-  v: 2 as const,
-  type: "hello" as const,
-  node,
-  agentVersion: "t",
-  interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
-});
 interface Tracked<T> {
   id: string;
   data: T;
@@ -50,7 +43,7 @@ describe("live subscriptions", () => {
     const pending = next<{ node: string }[]>(itb, 1500);
     // The resumed subscription waits on the feed before the change comes: it is told live, not by catching up.
     await subscribed(hub);
-    hub.connect(hello("node-a"));
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     const resumed = await pending;
     // Nothing was resent for the value the client already had: its first event is the change.
     expect(resumed).toMatchObject({ data: [{ node: "node-a" }] });
@@ -63,7 +56,7 @@ describe("live subscriptions", () => {
     const hub = new Hub();
     const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
     const reply = (ip: string) => hub.observe("node-a", observations([aggregate(ip, "reply", "02:00:5e:00:00:0a", Date.now())]));
-    hub.connect(hello("node-a"));
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     reply("192.0.2.1");
     reply("192.0.2.2");
     const snap = await caller.ips.snapshot();

@@ -4,20 +4,13 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
-import { answered, testAuth } from "./helpers.js";
+import { answered, hello, testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
 import WebSocket from "ws";
 
 const AGENT = "agent-token-0123456789";
 const VIEWER = "viewer-token-0123456789";
 const VIP = "192.0.2.200";
-const hello = (node: string, mac: string) => ({
-  v: 2 as const,
-  type: "hello" as const,
-  node,
-  agentVersion: "t",
-  interfaces: [{ name: "eth0", mac, up: true }],
-});
 
 const servers: Server[] = [];
 afterEach(async () => {
