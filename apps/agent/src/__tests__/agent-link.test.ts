@@ -53,6 +53,24 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** ETH0 is the interface the agents under test find on their node. */
+const ETH0 = { name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null };
+
+/** startAgent starts an agent capturing `src` on eth0, with room for 100 aggregates, and stops it after the test. */
+async function startAgent(node: string, link: HubLink, src: FakeSource): Promise<Agent> {
+  const agent = new Agent({
+    node,
+    logger: quiet,
+    link,
+    scan: () => Promise.resolve([ETH0]),
+    openSource: () => src,
+    maxBufferBytes: 100 * 256,
+  });
+  cleanups.push(() => agent.stop());
+  await agent.start();
+  return agent;
+}
+
 describe("Agent with HubLink", () => {
   it("sends its facts on welcome and runs commands, refusing beyond its limit", async () => {
     const hub = await startHub();
@@ -81,7 +99,7 @@ describe("Agent with HubLink", () => {
         hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
         onMessage: (m) => agent.onHubMessage(m),
       }),
-      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
+      scan: () => Promise.resolve([ETH0]),
       facts: (captured, capture) =>
         Promise.resolve({
           node: "node-a",
@@ -132,16 +150,7 @@ describe("Agent with HubLink", () => {
         interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
       }),
     });
-    const agent = new Agent({
-      node: "node-a",
-      logger: quiet,
-      link,
-      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
-      openSource: () => src,
-      maxBufferBytes: 100 * 256,
-    });
-    cleanups.push(() => agent.stop());
-    await agent.start();
+    const agent = await startAgent("node-a", link, src);
     await until(() => hub.messages.length >= 1);
     expect(hub.auth[0]).toBe("Bearer s3cret");
     expect(hub.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
@@ -170,8 +179,7 @@ describe("Agent with HubLink", () => {
         logger: quiet,
         hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
       }),
-      scan: () =>
-        Promise.resolve(names.map((name) => ({ name, mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }))),
+      scan: () => Promise.resolve(names.map((name) => ({ ...ETH0, name }))),
       openSource: (name) => {
         const src = new FakeSource(name);
         sources.set(name, src);
@@ -229,16 +237,7 @@ describe("Agent with HubLink", () => {
       logger: quiet,
       hello: () => ({ v: 2, type: "hello", node: "n", agentVersion: "t", interfaces: [] }),
     });
-    const agent = new Agent({
-      node: "n",
-      logger: quiet,
-      link,
-      scan: () => Promise.resolve([{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null }]),
-      openSource: () => src,
-      maxBufferBytes: 100 * 256,
-    });
-    cleanups.push(() => agent.stop());
-    await agent.start();
+    await startAgent("n", link, src);
     await until(() => hub.messages.length >= 1);
     await closeHub(hub);
     await until(() => !link.connected);
