@@ -40,6 +40,16 @@ function kubectl(args: string[], config = kubeconfig, input?: string): Promise<{
   });
 }
 
+/** patchKubeProxy runs kubectl patch on kube-proxy's ConfigMap: a merge or JSON patch, then any further arguments. */
+function patchKubeProxy(type: "merge" | "json", patch: string, more: string[] = [], config = kubeconfig) {
+  return kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", type, "-p", patch, ...more], config);
+}
+
+/** note reads back, with kubectl get, the `note` the patches below write into kube-proxy's ConfigMap. */
+async function note(): Promise<string> {
+  return (await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout;
+}
+
 beforeAll(async () => {
   api = await startTestApiServer({
     tokens: new Map([
@@ -89,44 +99,15 @@ describe("the test API server, driven by kubectl", () => {
   });
 
   it("applies merge and JSON patches", async () => {
-    expect(
-      (await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"a"}}'])).status,
-    ).toBe(0);
-    expect(
-      (
-        await kubectl([
-          "patch",
-          "cm",
-          "kube-proxy",
-          "-n",
-          "kube-system",
-          "--type",
-          "json",
-          "-p",
-          '[{"op":"replace","path":"/data/note","value":"b"}]',
-        ])
-      ).status,
-    ).toBe(0);
-    expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
+    expect((await patchKubeProxy("merge", '{"data":{"note":"a"}}')).status).toBe(0);
+    expect((await patchKubeProxy("json", '[{"op":"replace","path":"/data/note","value":"b"}]')).status).toBe(0);
+    expect(await note()).toBe("b");
   });
 
   it("keeps the object unchanged on a server-side dry run", async () => {
-    const r = await kubectl([
-      "patch",
-      "cm",
-      "kube-proxy",
-      "-n",
-      "kube-system",
-      "--type",
-      "merge",
-      "-p",
-      '{"data":{"note":"dry"}}',
-      "--dry-run=server",
-      "-o",
-      "jsonpath={.data.note}",
-    ]);
+    const r = await patchKubeProxy("merge", '{"data":{"note":"dry"}}', ["--dry-run=server", "-o", "jsonpath={.data.note}"]);
     expect(r.stdout).toBe("dry");
-    expect((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "jsonpath={.data.note}"])).stdout).toBe("b");
+    expect(await note()).toBe("b");
   });
 
   it("rolls a DaemonSet: rollout restart bumps generation, rollout status waits for the controller", async () => {
@@ -150,7 +131,7 @@ describe("the test API server, driven by kubectl", () => {
     const cm = JSON.parse((await kubectl(["get", "cm", "kube-proxy", "-n", "kube-system", "-o", "json"])).stdout) as {
       metadata: { resourceVersion: string };
     };
-    await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"note":"c"}}']);
+    await patchKubeProxy("merge", '{"data":{"note":"c"}}');
     const stale = JSON.stringify({ ...cm, data: { "config.conf": "changed" } });
     const r = await kubectl(["replace", "--validate=false", "-f", "-"], kubeconfig, stale);
     expect(r.status).not.toBe(0);
@@ -160,7 +141,7 @@ describe("the test API server, driven by kubectl", () => {
   it("answers 403 Forbidden for an identity without the permission, with the missing permission named", async () => {
     const viewer = kubeconfigFor(api.url, VIEWER, "viewer");
     expect((await kubectl(["get", "cm", "-n", "kube-system", "-o", "name"], viewer)).stdout).toContain("configmap/kube-proxy");
-    const r = await kubectl(["patch", "cm", "kube-proxy", "-n", "kube-system", "--type", "merge", "-p", '{"data":{"x":"y"}}'], viewer);
+    const r = await patchKubeProxy("merge", '{"data":{"x":"y"}}', [], viewer);
     expect(r.stderr).toMatch(/Forbidden.*User "viewer" cannot patch resource "configmaps" in API group "" in the namespace "kube-system"/);
   });
 
