@@ -1,4 +1,5 @@
 import { defineConfig } from "@playwright/test";
+import { CHROMIUM, CHROMIUM_ARGS } from "@whohas/lab";
 
 /**
  * E2E runs in Debian's Chromium (never a downloaded browser) against the real stack: global-setup starts the lab,
@@ -19,17 +20,8 @@ export default defineConfig({
     trace: "retain-on-failure",
     screenshot: "only-on-failure",
     launchOptions: {
-      executablePath: "/usr/bin/chromium",
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-        "--disable-quic",
-      ],
+      executablePath: CHROMIUM,
+      args: [...CHROMIUM_ARGS, "--disable-quic"],
     },
   },
 });

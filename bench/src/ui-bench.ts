@@ -9,19 +9,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
+import { CHROMIUM, CHROMIUM_ARGS } from "@whohas/lab";
 import { SimAgent, VIEWER, sleep, startHub } from "./sim.js";
 
 /** VISITS: how many first-time visitors open the IPs page, one after the other. */
 const VISITS = 5;
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync",
-];
 
 interface Frames {
   frames: number;
@@ -67,7 +59,7 @@ async function main(): Promise<void> {
   const updatesPerSecond = Number(process.argv[3] ?? 50);
   const dir = mkdtempSync(join(tmpdir(), "whohas-ui-bench-"));
   let hub: Awaited<ReturnType<typeof startHub>> | null = null;
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: [...CHROMIUM_ARGS] });
   let streaming = true;
   try {
     hub = await startHub(dir);

@@ -5,4 +5,5 @@ export { startLoneHub, type LoneHub } from "./lone-hub.js";
 export { parseVlanIp, vlanIpText, type VlanIp } from "./trunk.js";
 export { labNames, labIdOfNs, unixWsUrl, LAB_PREFIX } from "./naming.js";
 export { inNs, run } from "./sh.js";
+export { CHROMIUM, CHROMIUM_ARGS } from "./chromium.js";
 export { startTestApiServer, type TestApiServer, type TestApiServerOptions, type ForbiddenRule, type PendingWrite } from "./kube/server.js";
