@@ -8,6 +8,7 @@ import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
 import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
+import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { IpLink } from "./ui/ip-name";
 import { IncidentCapture } from "./capture-link";
@@ -23,18 +24,7 @@ function Subject({ s }: { s: string }) {
 function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
   return (
     <table data-testid={testId}>
-      <thead>
-        <tr>
-          <th scope="col">#</th>
-          <th scope="col">Subject</th>
-          <th scope="col">Finding</th>
-          <th scope="col">Detail</th>
-          <th scope="col">Opened</th>
-          <th scope="col">Last evidence</th>
-          <th scope="col">Resolved</th>
-          <th scope="col">Acknowledged</th>
-        </tr>
-      </thead>
+      <Head cols={["#", "Subject", "Finding", "Detail", "Opened", "Last evidence", "Resolved", "Acknowledged"]} />
       <tbody>
         {list.map((i) => (
           <tr key={i.id} data-incident={i.id} data-type={i.type}>

@@ -10,6 +10,7 @@ import { useTRPC } from "~/trpc/react";
 import { IpActions } from "./ip-actions";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
+import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { ANNOUNCER_NAMES, ownerSourceName } from "./ui/ips-view";
 import { IpName } from "./ui/ip-name";
@@ -130,17 +131,7 @@ export function IpDetail({ ip }: { ip: string }) {
         <Empty>Nobody has answered for this IP yet.</Empty>
       ) : (
         <table data-testid="responders">
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">MAC</th>
-              <th scope="col">Answering now</th>
-              <th scope="col">Replies</th>
-              <th scope="col">Mean reply delay</th>
-              <th scope="col">Announcements</th>
-              <th scope="col">Last seen</th>
-            </tr>
-          </thead>
+          <Head cols={["Node", "MAC", "Answering now", "Replies", "Mean reply delay", "Announcements", "Last seen"]} />
           <tbody>
             {v.responders.map((r) => (
               <tr

@@ -8,6 +8,7 @@ import { useTRPC } from "~/trpc/react";
 import { useLive } from "./ui/live";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
+import { Head } from "./ui/table";
 import { Ago, useNow } from "./ui/time";
 import { IpName, ipHref } from "./ui/ip-name";
 
@@ -167,15 +168,7 @@ export function Overview() {
         </Empty>
       ) : (
         <table data-testid="strictarp-nodes">
-          <thead>
-            <tr>
-              <th scope="col">Node</th>
-              <th scope="col">arp_ignore / arp_announce (effective)</th>
-              <th scope="col">Answers ARP</th>
-              <th scope="col">kube-ipvs0</th>
-              <th scope="col">Drift from the configuration</th>
-            </tr>
-          </thead>
+          <Head cols={["Node", "arp_ignore / arp_announce (effective)", "Answers ARP", "kube-ipvs0", "Drift from the configuration"]} />
           <tbody>
             {c.strictArp.nodes.map((n) => {
               const drift = c.strictArp.drift.find((d) => d.node === n.node);

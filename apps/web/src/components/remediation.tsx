@@ -7,6 +7,7 @@ import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
+import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 
 type Preview = RouterOutputs["remediation"]["preview"];
@@ -157,14 +158,7 @@ export function RemediationPage() {
           {run.checked.length === 0 ? null : (
             <table className="checked" data-testid="checked">
               <caption>What verification probed</caption>
-              <thead>
-                <tr>
-                  <th scope="col">IP</th>
-                  <th scope="col">Expected owner</th>
-                  <th scope="col">Requests</th>
-                  <th scope="col">Result</th>
-                </tr>
-              </thead>
+              <Head cols={["IP", "Expected owner", "Requests", "Result"]} />
               <tbody>
                 {run.checked.map((c) => (
                   <tr key={c.ip} data-ip={c.ip} data-ok={c.problem === null}>
