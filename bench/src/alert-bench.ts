@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { REQUESTER, collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
+import { REQUESTER, collectGarbage, inNs, listening, requireRoot, startStack, startTcpdump } from "@whohas/lab";
 
 const TRIALS = Number(process.argv[2] ?? 50);
 /** Trial IPs: on the lab's link, outside the stack's own VIPs (198.18.0.200+). */
@@ -59,28 +59,7 @@ async function main(): Promise<void> {
         stdio: "ignore",
       }),
     );
-    const dump = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        stack.lab.client.ns,
-        "tcpdump",
-        "-i",
-        "eth0",
-        "-nn",
-        "-tt",
-        "-l",
-        "-Q",
-        "in",
-        "arp",
-        "and",
-        "ether",
-        "src",
-        second.mac,
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
+    const dump = startTcpdump(stack.lab.client.ns, ["-i", "eth0", "-nn", "-tt", "-l", "-Q", "in", `arp and ether src ${second.mac}`]);
     children.push(dump);
     let buf = "";
     dump.stdout.on("data", (d: Buffer) => {
@@ -93,7 +72,7 @@ async function main(): Promise<void> {
         if (m?.[1] !== undefined && m[2] !== undefined && !wire.has(m[2])) wire.set(m[2], Number(m[1]) * 1000);
       }
     });
-    await new Promise<void>((resolve) => dump.stderr.on("data", (d: Buffer) => d.toString().includes("listening on") && resolve()));
+    await listening(dump);
     await sleep(3000); // the hub has seen every trial IP with its one responder
 
     const stateAt = new Map<string, number>();

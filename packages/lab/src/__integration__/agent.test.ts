@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { CaptureReader, GRATUITOUS_TICK_MS, gratuitousFrames } from "@whohas/core";
 import { AGENT_MAIN, startStack, type Stack } from "../stack.js";
 import { inNs, ip } from "../sh.js";
+import { listening, startTcpdump } from "../tcpdump.js";
 import { eventually, query } from "./hub-client.js";
 
 interface Facts {
@@ -114,33 +115,9 @@ describe("the agent in the lab", () => {
     const vip = stack.lab.vips[1] ?? "";
     if (node === undefined) throw new Error("no node");
     const file = join(dir, "announce.pcap");
-    const dump = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        stack.lab.client.ns,
-        "tcpdump",
-        "--immediate-mode",
-        "-i",
-        "eth0",
-        "-U",
-        "-w",
-        file,
-        `arp and ether src ${node.mac}`,
-      ],
-      { stdio: ["ignore", "ignore", "pipe"] },
-    );
+    const dump = startTcpdump(stack.lab.client.ns, ["--immediate-mode", "-i", "eth0", "-U", "-w", file, `arp and ether src ${node.mac}`]);
     // Start announcing only once tcpdump says it listens (a loaded machine can take seconds).
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, 10_000);
-      dump.stderr.on("data", (d: Buffer) => {
-        if (d.toString().includes("listening on")) {
-          clearTimeout(t);
-          resolve();
-        }
-      });
-    });
+    await listening(dump);
     const r = whohas(node.ns, ["announce", vip, "--force", "--duration", "1s"]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/: 5 bursts/);

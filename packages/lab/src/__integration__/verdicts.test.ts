@@ -2,7 +2,7 @@
 // forget to announce; the hub judges it live from its agents, and `whohas analyze` judges the client's own capture
 // of the same minutes. Both must say the same.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,6 +11,7 @@ import { ARP_OP_REPLY, CaptureReader, decodeArp, newGratuitousArp } from "@whoha
 import { AGENT_MAIN, INJECT } from "../hub-process.js";
 import { resourceNamed } from "../kube/resources.js";
 import { startStack, type Stack } from "../stack.js";
+import { listening, startTcpdump } from "../tcpdump.js";
 import { api, eventually, signIn } from "./hub-client.js";
 
 const exec = promisify(execFile);
@@ -152,13 +153,9 @@ describe("one judge: verdicts the same live and offline", () => {
    */
   const capture = async (name: string, ip: string) => {
     const file = `${stack.logDir}/${name}.pcap`;
-    const child: ChildProcess = spawn(
-      "ip",
-      ["netns", "exec", stack.lab.client.ns, "tcpdump", "--immediate-mode", "-i", "eth0", "-U", "-w", file, "arp"],
-      { stdio: ["ignore", "ignore", "pipe"] },
-    );
+    const child = startTcpdump(stack.lab.client.ns, ["--immediate-mode", "-i", "eth0", "-U", "-w", file, "arp"]);
     running.add(child);
-    await new Promise<void>((resolve) => child.stderr?.on("data", (d: Buffer) => d.toString().includes("listening on") && resolve()));
+    await listening(child);
     await captured(file, (f) => repliesFor(f, ip).length > 0);
     const stop = async (until: (frames: Captured[]) => boolean) => {
       await captured(file, until);
