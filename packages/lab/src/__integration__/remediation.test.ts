@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PendingWrite } from "../kube/server.js";
-import { startStack, type Stack } from "../stack.js";
+import { startStack, type Stack, type StackOptions } from "../stack.js";
 import { eventually, signIn } from "./hub-client.js";
 import { kubeProxyConfig, setKubeProxyConfig } from "./kube-client.js";
 import { record } from "./reliability.js";
@@ -15,36 +15,45 @@ interface Run {
   checked: { ip: string; owner: string | null; requests: number; problem: string | null }[];
 }
 
-/** operator signs in as the stack's operator, with a reader of the current run (the live subscription's first event). */
+/**
+ * operator signs in as the stack's operator, with a reader of the current run (the live subscription's first event)
+ * and a wait for that run to end.
+ */
 async function operator(stack: Stack, role: "operator" | "admin" = "operator") {
   const op = await signIn(stack, role);
+  const run = async (): Promise<Run | null> => {
+    const ac = new AbortController();
+    const res = await fetch(`${stack.url}/api/trpc/remediation.live`, {
+      headers: { ...op.headers, accept: "text/event-stream" },
+      signal: ac.signal,
+    });
+    const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
+    let text = "";
+    for (;;) {
+      const chunk = await reader?.read();
+      if (chunk === undefined || chunk.done) break;
+      text += new TextDecoder().decode(chunk.value);
+      // The first message event (the "connected" event comes before it) carries the run.
+      for (const block of text.split("\n\n").slice(0, -1)) {
+        if (/^event:/m.test(block)) continue;
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (data === undefined) continue;
+        ac.abort();
+        return JSON.parse(data) as Run | null;
+      }
+    }
+    return null;
+  };
   return {
     ...op,
-    run: async (): Promise<Run | null> => {
-      const ac = new AbortController();
-      const res = await fetch(`${stack.url}/api/trpc/remediation.live`, {
-        headers: { ...op.headers, accept: "text/event-stream" },
-        signal: ac.signal,
-      });
-      const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = res.body?.getReader();
-      let text = "";
-      for (;;) {
-        const chunk = await reader?.read();
-        if (chunk === undefined || chunk.done) break;
-        text += new TextDecoder().decode(chunk.value);
-        // The first message event (the "connected" event comes before it) carries the run.
-        for (const block of text.split("\n\n").slice(0, -1)) {
-          if (/^event:/m.test(block)) continue;
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (data === undefined) continue;
-          ac.abort();
-          return JSON.parse(data) as Run | null;
-        }
-      }
-      return null;
-    },
+    run,
+    /** ended waits for the current run to end (done or failed) and returns it. */
+    ended: (ms = 20_000) => eventually(run, (r) => r !== null && r.result !== "running", ms),
   };
 }
+
+/** startFixLab starts the lab every fix below runs against: two nodes, one VIP, the test API server with a cluster. */
+const startFixLab = (more: StackOptions) => startStack({ nodes: 2, vips: 1, kube: true, cluster: true, ...more });
 
 // The strictARP fix against the test API server, through the hub's API as an operator: what must stop it, and how.
 describe("remediation refuses to do harm", () => {
@@ -52,11 +61,7 @@ describe("remediation refuses to do harm", () => {
   // Runs once inside the API server, before the next write it names is applied.
   let interleave: { when: (w: PendingWrite) => boolean; run: () => Promise<void> } | null = null;
   beforeAll(async () => {
-    stack = await startStack({
-      nodes: 2,
-      vips: 1,
-      kube: true,
-      cluster: true,
+    stack = await startFixLab({
       beforeWrite: async (w) => {
         const next = interleave;
         if (!next?.when(w)) return;
@@ -85,11 +90,7 @@ describe("remediation refuses to do harm", () => {
     };
     const started = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     expect(started.status).toBe(200);
-    const run = await eventually(
-      () => op.run(),
-      (r) => r !== null && r.result !== "running",
-      20_000,
-    );
+    const run = await op.ended();
     expect(edits).toBe(1);
     expect(run?.result).toBe("failed");
     expect(run?.steps.find((s) => s.name === "backup")?.state).toBe("ok");
@@ -115,11 +116,7 @@ describe("remediation refuses to do harm", () => {
     await setKubeProxyConfig(stack, edited);
     const first = await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
     expect(first.status).toBe(200);
-    const run = await eventually(
-      () => op.run(),
-      (r) => r !== null && r.result !== "running",
-      20_000,
-    );
+    const run = await op.ended();
     expect(run?.result).toBe("failed");
     expect(run?.message).toMatch(/changed since the preview .*Nothing was written: preview again/);
     expect(await kubeProxyConfig(stack)).toBe(edited);
@@ -136,11 +133,7 @@ describe("remediation refuses to do harm", () => {
     expect([a, b].filter((x) => x.status === 200)).toHaveLength(1);
     expect(refused[0]?.body.error?.message).toMatch(/is already running the fix \(since/);
     // The dry run wrote nothing.
-    const dry = await eventually(
-      () => op.run(),
-      (r) => r !== null && r.result !== "running",
-      20_000,
-    );
+    const dry = await op.ended();
     expect(dry?.result).toBe("done");
     expect(await kubeProxyConfig(stack)).toBe(edited);
     record({
@@ -155,11 +148,7 @@ describe("remediation refuses to do harm", () => {
 describe("remediation without the permission to patch", () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({
-      nodes: 2,
-      vips: 1,
-      kube: true,
-      cluster: true,
+    stack = await startFixLab({
       forbidden: [{ user: "system:serviceaccount:whohas:hub", verb: "patch", resource: "configmaps", name: "kube-proxy" }],
     });
   });
@@ -172,11 +161,7 @@ describe("remediation without the permission to patch", () => {
     const before = await kubeProxyConfig(stack);
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
     await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion });
-    const run = await eventually(
-      () => op.run(),
-      (r) => r !== null && r.result !== "running",
-      20_000,
-    );
+    const run = await op.ended();
     expect(run?.result).toBe("failed");
     expect(run?.steps.find((s) => s.name === "patch")).toMatchObject({
       state: "failed",
@@ -192,11 +177,7 @@ describe("remediation without the permission to patch", () => {
 describe("remediation that cannot finish says where it stopped", () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({
-      nodes: 2,
-      vips: 1,
-      kube: true,
-      cluster: true,
+    stack = await startFixLab({
       hubConfig: { actions: { fixRolloutTimeout: "15s", fixNodesTimeout: "15s", probeDuration: "3s" } },
     });
   });
@@ -204,12 +185,7 @@ describe("remediation that cannot finish says where it stopped", () => {
     await stack.stop();
   });
 
-  const settle = (op: Awaited<ReturnType<typeof operator>>) =>
-    eventually(
-      () => op.run(),
-      (r) => r !== null && r.result !== "running",
-      90_000,
-    );
+  const settle = (op: Awaited<ReturnType<typeof operator>>) => op.ended(90_000);
   /** applyFix previews and applies the fix, and returns the run once it has ended. */
   const applyFix = async (op: Awaited<ReturnType<typeof operator>>) => {
     const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
