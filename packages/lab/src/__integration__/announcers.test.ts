@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resourceNamed } from "../kube/resources.js";
 import type { TestApiServer } from "../kube/server.js";
-import { startStack, type Stack } from "../stack.js";
+import { startStack, type Stack, type StackOptions } from "../stack.js";
 import { api as readApi, electedBy, eventually } from "./hub-client.js";
 
 interface IpRow {
@@ -17,6 +17,13 @@ interface Incident {
   type: string;
   ip: string;
 }
+
+/**
+ * startAnnouncerLab starts the lab both suites below judge: three nodes answering every one of three VIPs, the client
+ * asking twice a second, and the test API server, which `kubeSetup` fills with the announcers of the suite.
+ */
+const startAnnouncerLab = (o: Pick<StackOptions, "kubeSetup">) =>
+  startStack({ nodes: 3, vips: 3, kube: true, requestIntervalMs: 500, ...o });
 
 /** The lab's three VIPs are the Services demo/web-0 (Cluster), web-1 (Local, endpoint on node-3), web-2 (Cluster). */
 const row = (rows: IpRow[], ip: string | undefined) => rows.find((r) => r.ip === ip);
@@ -48,11 +55,7 @@ describe("the expected owner comes from the announcer: kube-vip, Cilium, MetalLB
   const open = (ip: string) => readApi<Incident[]>(stack.url, stack.viewerToken, `incidents?state=open&ip=${ip}`);
 
   beforeAll(async () => {
-    stack = await startStack({
-      nodes: 3,
-      vips: 3,
-      kube: true,
-      requestIntervalMs: 500,
+    stack = await startAnnouncerLab({
       kubeSetup: (api) => {
         const ipOf = (name: string) =>
           (api.store.get(resourceNamed("services"), "demo", name) as unknown as { status: { loadBalancer: { ingress: { ip: string }[] } } })
@@ -148,11 +151,7 @@ describe("MetalLB layer 2: the owner among the nodes its advertisements, speaker
   const nodes = ["node-1", "node-2", "node-3"];
 
   beforeAll(async () => {
-    stack = await startStack({
-      nodes: 3,
-      vips: 3,
-      kube: true,
-      requestIntervalMs: 500,
+    stack = await startAnnouncerLab({
       kubeSetup: (a) => {
         // MetalLB's speaker DaemonSet: a ready speaker Pod on every node (the manifests' labels).
         for (const n of nodes)
