@@ -1,13 +1,4 @@
-import {
-  capturedBytes,
-  evidenceFile,
-  isIpKey,
-  mergeFrames,
-  splitIpKey,
-  type Logger,
-  type MissingNode,
-  type NodeEvidence,
-} from "@whohas/core";
+import { capturedBytes, evidenceFile, isIpKey, mergeFrames, splitIpKey, type Logger, type MissingNode } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Incident } from "../store/incidents.js";
 import type { StoredEvidence } from "../store/evidence.js";
@@ -219,7 +210,7 @@ export class Evidence {
 
   /** #store keeps a gathered snapshot, unless it would push a stored one past the file's bound. */
   #store(inc: Incident, got: { evidence: StoredEvidence; old: StoredEvidence | null }): StoredEvidence {
-    const bytes = got.old === null ? 0 : bytesOf(got.evidence.nodes);
+    const bytes = got.old === null ? 0 : bytesOf(got.evidence);
     if (bytes > budgetOf(this.maxFileBytes)) {
       // The frames around the first evidence matter most: a refresh that would push them past the bound is dropped.
       this.o.logger.warn("evidence.refresh_too_large", {
@@ -321,8 +312,7 @@ export class Evidence {
         fromMs: e.fromMs,
         toMs: e.toMs,
       },
-      e.nodes,
-      e.missing,
+      e,
       `whohas-${fileIp(inc.ip)}-${stamp(inc.firstSeen)}-incident-${inc.id}.pcapng`,
     );
   }
@@ -341,16 +331,14 @@ export class Evidence {
       };
     return this.#file(
       { title: `frames about ${ipKey}, asked for`, lines: [], fromMs, toMs },
-      got.nodes,
-      got.missing,
+      got,
       `whohas-${fileIp(ipKey)}-${stamp(fromMs)}-${stamp(toMs)}.pcapng`,
     );
   }
 
   #file(
     subject: { title: string; lines: string[]; fromMs: number; toMs: number },
-    nodes: readonly NodeEvidence[],
-    missing: readonly MissingNode[],
+    { nodes, missing }: Pick<StoredEvidence, "nodes" | "missing">,
     filename: string,
   ): CaptureFile {
     const bytes = evidenceFile({ subject, nodes, missing, application: "whohas-hub 0.1.0" });
@@ -375,7 +363,7 @@ export class Evidence {
 /** listed names at most 20 items, then counts the rest (an audit entry stays readable with a thousand nodes). */
 const listed = (items: readonly string[]) => (items.length <= 20 ? [...items] : [...items.slice(0, 20), `and ${items.length - 20} more`]);
 
-const bytesOf = (nodes: readonly NodeEvidence[]) => nodes.reduce((a, n) => a + capturedBytes(n.frames), 0);
+const bytesOf = (e: StoredEvidence) => e.nodes.reduce((a, n) => a + capturedBytes(n.frames), 0);
 
 /** subjectLines are the incident's context as the hub saw it when it opened: the expected owner and who answered. */
 function subjectLines(inc: Incident): string[] {
