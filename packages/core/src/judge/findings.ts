@@ -38,6 +38,34 @@ export type FindingType =
   | "strictarp-drift";
 
 /**
+ * FINDING_ORDER ranks findings worst first: what an incident that holds several is named after. Clients sent to the
+ * wrong node come first (several answering, split brain, a node that drops them), then an IP nobody or the wrong
+ * owner answers, then how it moved, then what only suggests a problem, then what is about the watching itself.
+ */
+export const FINDING_ORDER: readonly FindingType[] = [
+  "split-brain",
+  "multi-responder",
+  "silent-drop",
+  "wrong-owner",
+  "no-responder",
+  "stale-announcer",
+  "flip-flop",
+  "changed",
+  "wrong-interface",
+  "ethernet-mismatch",
+  "agent-down",
+  "strictarp-drift",
+  "capture-lost",
+];
+
+/** worstFinding is the worst of `types` by FINDING_ORDER (undefined for none). */
+export function worstFinding(types: Iterable<FindingType>): FindingType | undefined {
+  let worst: FindingType | undefined;
+  for (const t of types) if (worst === undefined || FINDING_ORDER.indexOf(t) < FINDING_ORDER.indexOf(worst)) worst = t;
+  return worst;
+}
+
+/**
  * REPLY_WINDOW_MS: a reply answers its asker's latest request seen at most this long before it. Kernels answer ARP in
  * microseconds and MetalLB's speaker from user space in milliseconds; Linux asks again after retrans_time (1 s)
  * without an answer, so a reply later than that would answer the next request anyway.

@@ -91,7 +91,7 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?:
         samples: [Date.now() - 5000],
       },
       {},
-    );
+    ).id;
   return { hub, alerter, outcomes, open };
 }
 

@@ -161,7 +161,7 @@ describe("roles and CSRF", () => {
         samples: [1],
       },
       {},
-    );
+    ).id;
     const s = await login(origin, "olga");
     const without = await mutate(origin, "incidents.acknowledge", { id }, { cookie: s.cookie });
     expect(without.status).toBe(403);

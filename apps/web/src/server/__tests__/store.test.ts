@@ -123,7 +123,7 @@ describe("Store", () => {
       s.traffic.record("node-a", [{ ...entry("request", "02:00:5e:00:00:01", m * MIN), ip: `10.0.${m >> 8}.${m & 255}` }]);
     s.flush(0, true);
     const f = { ip: VIP, type: "multi-responder" as const, macs: [], detail: "d", firstSeen: 0, lastSeen: 0, count: 1, samples: [0] };
-    const resolved = s.incidents.open(f, {});
+    const resolved = s.incidents.open(f, {}).id;
     s.incidents.resolve(resolved, f, 1);
     s.incidents.open({ ...f, ip: "192.0.2.201" }, {});
     s.audit.append({ t: 5, actor: "alice", action: "announce", input: { ip: VIP }, outcome: "ok", detail: "" });
@@ -150,7 +150,7 @@ describe("Store", () => {
       count: 1,
       samples: [100],
     };
-    const id = s.incidents.open(f, { expectedOwner: { node: "node-a" } });
+    const id = s.incidents.open(f, { expectedOwner: { node: "node-a" } }).id;
     s.incidents.touch(id, { ...f, lastSeen: 200, count: 2 }, "now 2 MACs");
     expect(s.incidents.acknowledge(id, "alice", 250)).toBe(true);
     expect(s.incidents.acknowledge(999, "alice", 250)).toBe(false);
@@ -161,6 +161,103 @@ describe("Store", () => {
     s.settings.set("retention", { days: 7 }, 1);
     expect(s.settings.get("retention")).toEqual({ days: 7 });
     expect(s.settings.get("nothing")).toBeNull();
+  });
+});
+
+describe("incidents: one per subject, its findings as facets", () => {
+  const finding = (type: "multi-responder" | "wrong-owner" | "silent-drop", at: number, ip = VIP) => ({
+    ip,
+    type,
+    macs: [type === "wrong-owner" ? "02:00:5e:00:00:0b" : "02:00:5e:00:00:0a"],
+    detail: `${type} on ${ip}`,
+    firstSeen: at,
+    lastSeen: at,
+    count: 1,
+    samples: [at],
+  });
+
+  it("adds a second finding to the IP's open incident, names it after the worst, and resolves it with its last facet", () => {
+    const s = new Store(openSqlite(":memory:"), 0);
+    const first = s.incidents.open(finding("wrong-owner", 100), { evidence: "at the start" });
+    const second = s.incidents.open(finding("multi-responder", 200), null);
+    expect(first.incidentOpened).toBe(true);
+    expect(second).toEqual({ id: first.id, incidentOpened: false });
+    expect(s.incidents.open(finding("multi-responder", 250, "192.0.2.201"), null).id).not.toBe(first.id);
+    let i = s.incidents.get(first.id);
+    expect(i).toMatchObject({ type: "multi-responder", firstSeen: 100, lastSeen: 200, evidence: { evidence: "at the start" } });
+    expect(i?.facets.map((f) => [f.type, f.resolvedAt])).toEqual([
+      ["wrong-owner", null],
+      ["multi-responder", null],
+    ]);
+    expect(i?.macs).toEqual(["02:00:5e:00:00:0a", "02:00:5e:00:00:0b"]);
+    // The worst finding clears first: the incident stays open on the other, still named after its worst.
+    expect(s.incidents.resolve(first.id, finding("multi-responder", 200), 900)).toBe(false);
+    i = s.incidents.get(first.id);
+    expect(i).toMatchObject({
+      type: "multi-responder",
+      resolvedAt: null,
+      macs: ["02:00:5e:00:00:0b"],
+      detail: "wrong-owner on 192.0.2.200",
+    });
+    expect(i?.facets.find((f) => f.type === "multi-responder")?.resolvedAt).toBe(900);
+    expect(s.incidents.resolve(first.id, finding("wrong-owner", 300), 1000)).toBe(true);
+    i = s.incidents.get(first.id);
+    expect(i?.resolvedAt).toBe(1000);
+    expect(i?.events.map((e) => e.kind)).toEqual(["opened", "updated", "updated", "resolved"]);
+    // What opens after is a new incident.
+    expect(s.incidents.open(finding("silent-drop", 2000), null).incidentOpened).toBe(true);
+    expect(s.incidents.list({ ip: VIP }).map((x) => x.facets.length)).toEqual([1, 2]);
+  });
+
+  it("migrates one incident per finding into one per subject: open ones of an IP merge into its oldest", () => {
+    const db = openSqlite(":memory:");
+    db.exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
+    for (const m of MIGRATIONS.filter((m) => m.version <= 4)) {
+      db.exec(m.sql);
+      db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, 0]);
+    }
+    const put = (ip: string, type: string, first: number, resolved: number | null) => {
+      const id = Number(
+        db.run(
+          "INSERT INTO incidents (ip, type, macs, detail, evidence, first_seen, last_seen, count, samples, resolved_at) VALUES (?, ?, ?, ?, '{}', ?, ?, 1, ?, ?)",
+          [
+            ip,
+            type,
+            JSON.stringify([`02:00:5e:00:00:${type.length}`]),
+            `${type} detail`,
+            first,
+            first + 10,
+            JSON.stringify([first]),
+            resolved,
+          ],
+        ).lastInsertRowid,
+      );
+      db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, 'opened', ?)", [id, first, type]);
+      db.run(
+        "INSERT INTO incident_evidence (incident_id, node, collected_at, from_ms, to_ms, missing, truncated, held_from, frame_count, frames) VALUES (?, 'node-a', 0, 0, 0, NULL, 0, NULL, 0, '[]')",
+        [id],
+      );
+      return id;
+    };
+    const past = put(VIP, "multi-responder", 10, 20);
+    const oldest = put(VIP, "wrong-owner", 100, null);
+    const merged = put(VIP, "multi-responder", 200, null);
+    const other = put("192.0.2.201", "silent-drop", 150, null);
+    expect(migrate(db, 0)).toEqual([5]);
+    const s = new Store(db, 0);
+    expect(
+      s.incidents
+        .list()
+        .map((i) => i.id)
+        .sort(),
+    ).toEqual([past, oldest, other].sort());
+    const i = s.incidents.get(oldest);
+    expect(i).toMatchObject({ type: "multi-responder", firstSeen: 100, lastSeen: 210, resolvedAt: null });
+    expect(i?.facets.map((f) => f.type)).toEqual(["wrong-owner", "multi-responder"]);
+    expect(i?.events.map((e) => e.detail)).toEqual(["wrong-owner", "multi-responder"]);
+    expect(s.incidents.get(merged)).toBeNull();
+    expect(s.incidents.get(past)?.facets).toHaveLength(1);
+    expect(db.get<{ n: number }>("SELECT COUNT(*) AS n FROM incident_evidence")?.n).toBe(3);
   });
 });
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { subjectNode, type Logger, type Transition } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+import type { Facet, Incident } from "../store/incidents.js";
 import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
 import type { SettingsRepo } from "../store/settings.js";
 import { headers, render, type Alert, type Notice } from "./formats.js";
@@ -39,6 +40,14 @@ const NOTIFIED = new Set([
   "agent-down",
   "strictarp-drift",
 ]);
+
+/** paging lists the facets of an incident that page: those of NOTIFIED types (holding or cleared). */
+function paging(i: Incident): Facet[] {
+  return i.facets.filter((f) => NOTIFIED.has(f.type));
+}
+
+/** pages tells whether a finding that pages holds in an incident now. */
+const pages = (i: Incident): boolean => paging(i).some((f) => f.resolvedAt === null);
 
 export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
 
@@ -121,14 +130,18 @@ export class Alerter {
     return this.#gone();
   }
 
-  /** onTransition decides a notification for an IP whose finding opened or cleared. */
+  /**
+   * onTransition decides a notification for a subject whose finding opened or cleared: one stream per incident, so a
+   * finding that joins an open incident goes out with it (grouped per subject), and "resolved" once no finding that
+   * pages holds in it any more.
+   */
   onTransition(t: Transition): void {
     if (!NOTIFIED.has(t.finding.type)) return;
     if (t.kind === "opened") this.enqueue(t.finding.ip, "firing");
     else if (
       t.kind === "cleared" &&
       this.o.policy.sendResolved &&
-      this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).every((i) => !NOTIFIED.has(i.type))
+      !this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).some(pages)
     )
       this.enqueue(t.finding.ip, "resolved");
   }
@@ -181,7 +194,7 @@ export class Alerter {
     const ips = new Set(
       this.o.hub.judging
         .incidents({ open: true, limit: 5000 })
-        .filter((i) => NOTIFIED.has(i.type))
+        .filter(pages)
         .map((i) => i.ip),
     );
     for (const ip of ips) {
@@ -192,27 +205,31 @@ export class Alerter {
     }
   }
 
-  /** notice is what a notification says now: the IP's open incidents, and those cleared since the last one sent. */
+  /**
+   * notice is what a notification says now: one alert per finding that pages, of the subject's open incident and of
+   * those cleared since the last one sent (a finding of an incident is one alert, with the incident's id).
+   */
   notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Notice | null {
     const ip = row.groupKey;
     const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
-    const incidents = this.o.hub.judging
-      .incidents({ ip, limit: 200 })
-      .filter((i) => NOTIFIED.has(i.type) && (i.resolvedAt === null || i.resolvedAt >= since));
-    if (incidents.length === 0) return null;
+    const alerts: Alert[] = this.o.hub.judging.incidents({ ip, limit: 200 }).flatMap((i) =>
+      paging(i)
+        .filter((f) => f.resolvedAt === null || f.resolvedAt >= since)
+        .map((f) => ({
+          incidentId: i.id,
+          type: f.type,
+          status: f.resolvedAt === null ? ("firing" as const) : ("resolved" as const),
+          detail: f.detail,
+          macs: f.macs,
+          nodes: f.macs.map((m) => this.o.hub.nodeOfMac(m)),
+          firstSeen: f.firstSeen,
+          lastSeen: f.lastSeen,
+          resolvedAt: f.resolvedAt,
+          samples: f.samples,
+        })),
+    );
+    if (alerts.length === 0) return null;
     const view = subjectNode(ip) === null ? this.o.hub.ip(ip) : null;
-    const alerts: Alert[] = incidents.map((i) => ({
-      incidentId: i.id,
-      type: i.type,
-      status: i.resolvedAt === null ? "firing" : "resolved",
-      detail: i.detail,
-      macs: i.macs,
-      nodes: i.macs.map((m) => this.o.hub.nodeOfMac(m)),
-      firstSeen: i.firstSeen,
-      lastSeen: i.lastSeen,
-      resolvedAt: i.resolvedAt,
-      samples: i.samples,
-    }));
     return {
       id: row.id,
       receiver: row.receiver,

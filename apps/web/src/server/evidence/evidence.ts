@@ -119,7 +119,7 @@ export class Evidence {
     void (async () => {
       for await (const batch of this.o.hub.feed.changes(ac.signal))
         for (const c of batch)
-          if (c.kind === "incident" && c.transition?.kind === "opened" && isIpKey(c.subject)) {
+          if (c.kind === "incident" && c.opened && isIpKey(c.subject)) {
             const inc = this.o.hub.store.incidents.get(c.id);
             if (inc !== null) this.#queue?.add(c.id, inc.firstSeen + this.#after);
           }

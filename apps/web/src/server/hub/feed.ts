@@ -16,7 +16,16 @@ export type Change =
   | { readonly kind: "everything" }
   | { readonly kind: "agents" }
   | { readonly kind: "cluster" }
-  | { readonly kind: "incident"; readonly id: number; readonly subject: string; readonly transition: Transition | null }
+  | {
+      readonly kind: "incident";
+      readonly id: number;
+      readonly subject: string;
+      /** The finding that moved (null: the incident itself changed, as when acknowledged). */
+      readonly transition: Transition | null;
+      /** The incident opened with this finding, or resolved with it (its last facet cleared). */
+      readonly opened: boolean;
+      readonly resolved: boolean;
+    }
   | { readonly kind: "handover"; readonly ip: string; readonly handover: Handover };
 
 /** A Sequenced change carries its place in the feed. */

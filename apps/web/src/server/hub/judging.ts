@@ -32,8 +32,6 @@ const STEADY_SKIP_MS = 1900;
 /** CONTEXT_MS: the judgements' shared context (inventory, down nodes) is worked out again at most this often. */
 const CONTEXT_MS = 250;
 
-const incidentKey = (subject: string, type: string) => `${subject}|${type}`;
-
 /** Context is what every judgement depends on besides an IP's own traffic; `key` moves when any of it does. */
 interface Context {
   readonly now: number;
@@ -60,6 +58,7 @@ export interface JudgingOptions {
  * changes and every handover go on the feed. Nodes are judged once a round too (agent down, strictARP drift).
  */
 export class Judging {
+  /** The open incident of each subject (an IP key, or node/NAME). */
   readonly #ids = new Map<string, number>();
   readonly #nodeTracker = new FindingTracker();
   /**
@@ -78,19 +77,23 @@ export class Judging {
 
   constructor(readonly o: JudgingOptions) {
     const open = o.incidents.openAll();
-    for (const i of open) this.#ids.set(incidentKey(i.ip, i.type), i.id);
-    const asFinding = (i: Incident): OpenFinding => ({
-      ip: i.ip,
-      type: i.type,
-      macs: i.macs,
-      detail: i.detail,
-      firstSeen: i.firstSeen,
-      lastSeen: i.lastSeen,
-      count: i.count,
-      samples: i.samples,
-    });
-    o.traffic.judge.reopen(open.filter((i) => subjectNode(i.ip) === null).map(asFinding));
-    this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).map(asFinding));
+    for (const i of open) this.#ids.set(i.ip, i.id);
+    // The facets still holding are the findings the trackers hold open again.
+    const holding = (i: Incident): OpenFinding[] =>
+      i.facets
+        .filter((f) => f.resolvedAt === null)
+        .map((f) => ({
+          ip: i.ip,
+          type: f.type,
+          macs: f.macs,
+          detail: f.detail,
+          firstSeen: f.firstSeen,
+          lastSeen: f.lastSeen,
+          count: f.count,
+          samples: f.samples,
+        }));
+    o.traffic.judge.reopen(open.filter((i) => subjectNode(i.ip) === null).flatMap(holding));
+    this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).flatMap(holding));
   }
 
   /**
@@ -234,27 +237,36 @@ export class Judging {
     }
   }
 
+  /**
+   * #record keeps a finding's transition in its subject's incident: a finding that opens joins the open incident as a
+   * facet, or opens one; the incident resolves when its last facet clears.
+   */
   #record(t: Transition, subject: string, nodeEvidence?: unknown): void {
     const f = t.finding;
-    const key = incidentKey(subject, f.type);
-    let id = this.#ids.get(key) ?? 0;
+    let id = this.#ids.get(subject) ?? 0;
     const repo = this.o.incidents;
+    let opened = false;
+    let resolved = false;
     if (t.kind === "opened") {
-      id = repo.open(f, nodeEvidence ?? this.o.evidence(subject));
-      this.#ids.set(key, id);
+      // The subject's evidence is asked for only when its incident opens: a facet joining finds it recorded.
+      const o = repo.open(f, id === 0 ? (nodeEvidence ?? this.o.evidence(subject)) : null);
+      id = o.id;
+      opened = o.incidentOpened;
+      this.#ids.set(subject, id);
     } else if (t.kind === "updated") {
       repo.touch(id, f, `now ${f.macs.join(", ")}`);
     } else {
-      repo.resolve(id, f, t.at);
-      this.#ids.delete(key);
+      resolved = repo.resolve(id, f, t.at);
+      if (resolved) this.#ids.delete(subject);
     }
-    this.o.feed.publish({ kind: "incident", id, subject, transition: t });
+    this.o.feed.publish({ kind: "incident", id, subject, transition: t, opened, resolved });
     if (subjectNode(subject) === null) this.o.feed.publish({ kind: "ips", ips: [subject] });
   }
 
   /** open lists the open findings of an IP with their incident ids. */
   open(ip: string): (OpenFinding & { readonly incidentId: number })[] {
-    return this.o.traffic.judge.open(ip).map((f) => ({ ...f, incidentId: this.#ids.get(incidentKey(ip, f.type)) ?? 0 }));
+    const id = this.#ids.get(ip) ?? 0;
+    return this.o.traffic.judge.open(ip).map((f) => ({ ...f, incidentId: id }));
   }
 
   /** present counts the IPs holding each finding now (metrics). */
@@ -270,7 +282,7 @@ export class Judging {
     if (!force && now - this.#lastWrite < WRITE_EVERY_MS) return;
     this.#lastWrite = now;
     for (const f of [...this.o.traffic.judge.open(), ...this.#nodeTracker.open()]) {
-      const id = this.#ids.get(incidentKey(f.ip, f.type));
+      const id = this.#ids.get(f.ip);
       if (id !== undefined) this.o.incidents.touch(id, f, null);
     }
   }
@@ -295,7 +307,15 @@ export class Judging {
       outcome: ok ? "ok" : "refused",
       detail: ok ? "acknowledged" : "no such incident",
     });
-    if (ok) this.o.feed.publish({ kind: "incident", id, subject: this.o.incidents.get(id)?.ip ?? "", transition: null });
+    if (ok)
+      this.o.feed.publish({
+        kind: "incident",
+        id,
+        subject: this.o.incidents.get(id)?.ip ?? "",
+        transition: null,
+        opened: false,
+        resolved: false,
+      });
     return ok;
   }
 }

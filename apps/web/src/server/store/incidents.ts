@@ -1,10 +1,27 @@
-import type { FindingType, OpenFinding } from "@whohas/core";
+import { MAX_EVIDENCE_TIMES, worstFinding, type FindingType, type OpenFinding } from "@whohas/core";
 import type { Db, Param } from "./db.js";
 
 /** MAX_LIST bounds one list of incidents. */
 export const MAX_LIST = 5000;
 
-/** An Incident is a finding's stored life: opened, its evidence, resolved (or still open). */
+/** A Facet is one finding's life inside an incident: it opens, gathers evidence and clears on its own times. */
+export interface Facet {
+  readonly type: FindingType;
+  readonly macs: readonly string[];
+  readonly detail: string;
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+  readonly count: number;
+  readonly samples: readonly number[];
+  /** When it cleared; null while it holds. */
+  readonly resolvedAt: number | null;
+}
+
+/**
+ * An Incident is what went wrong with one subject (an IP on its VLAN, or a node) from its first finding until its
+ * last one cleared: its findings are facets. It is named after its worst facet (FINDING_ORDER); `macs`, `detail` and
+ * the times sum up its facets (those holding, while any does).
+ */
 export interface Incident {
   readonly id: number;
   readonly ip: string;
@@ -19,6 +36,8 @@ export interface Incident {
   readonly resolvedAt: number | null;
   readonly acknowledgedBy: string | null;
   readonly acknowledgedAt: number | null;
+  /** Oldest first. */
+  readonly facets: readonly Facet[];
 }
 
 export interface IncidentEvent {
@@ -43,7 +62,30 @@ interface IncidentRow {
   acknowledged_at: number | null;
 }
 
-const toIncident = (r: IncidentRow): Incident => ({
+interface FacetRow {
+  incident_id: number;
+  type: string;
+  macs: string;
+  detail: string;
+  first_seen: number;
+  last_seen: number;
+  count: number;
+  samples: string;
+  resolved_at: number | null;
+}
+
+const toFacet = (r: FacetRow): Facet => ({
+  type: r.type as FindingType,
+  macs: JSON.parse(r.macs) as string[],
+  detail: r.detail,
+  firstSeen: r.first_seen,
+  lastSeen: r.last_seen,
+  count: r.count,
+  samples: JSON.parse(r.samples) as number[],
+  resolvedAt: r.resolved_at,
+});
+
+const toIncident = (r: IncidentRow, facets: readonly Facet[]): Incident => ({
   id: r.id,
   ip: r.ip,
   type: r.type as FindingType,
@@ -57,66 +99,124 @@ const toIncident = (r: IncidentRow): Incident => ({
   resolvedAt: r.resolved_at,
   acknowledgedBy: r.acknowledged_by,
   acknowledgedAt: r.acknowledged_at,
+  facets,
 });
 
-/** The IncidentsRepo keeps incidents (a finding's stored life) and their events, written when they happen. */
+/** What opening a facet did: the subject's incident, and whether that incident opened with it. */
+export interface Opened {
+  readonly id: number;
+  readonly incidentOpened: boolean;
+}
+
+/**
+ * summarize writes an incident's summary from its facets: named after the worst it ever held; the MACs and text of
+ * those holding (of all, once none does); the times and counts of all. The store and its migration share it.
+ */
+export function summarize(db: Db, id: number): void {
+  const facets = db.all<FacetRow>("SELECT * FROM incident_facets WHERE incident_id = ? ORDER BY first_seen", [id]).map(toFacet);
+  if (facets.length === 0) return;
+  const holding = facets.filter((f) => f.resolvedAt === null);
+  const shown = holding.length > 0 ? holding : facets;
+  const worstOf = (list: readonly Facet[]) => {
+    const type = worstFinding(list.map((f) => f.type));
+    return list.filter((f) => f.type === type).at(-1) ?? list[0];
+  };
+  const worst = worstOf(facets);
+  const text = worstOf(shown);
+  const samples = [...new Set(facets.flatMap((f) => f.samples))].sort((a, b) => a - b).slice(-MAX_EVIDENCE_TIMES);
+  db.run("UPDATE incidents SET type = ?, macs = ?, detail = ?, first_seen = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [
+    worst?.type ?? "multi-responder",
+    JSON.stringify([...new Set(shown.flatMap((f) => f.macs))].sort()),
+    text?.detail ?? "",
+    Math.min(...facets.map((f) => f.firstSeen)),
+    Math.max(...facets.map((f) => f.lastSeen)),
+    facets.reduce((n, f) => n + f.count, 0),
+    JSON.stringify(samples),
+    id,
+  ]);
+}
+
+/**
+ * The IncidentsRepo keeps incidents, one per subject while it lasts, with their facets and events, written when they
+ * happen.
+ */
 export class IncidentsRepo {
   constructor(readonly db: Db) {}
 
-  /** openIncident stores a newly opened finding with its evidence and returns its id. */
-  open(f: OpenFinding, evidence: unknown): number {
+  #event(id: number, t: number, kind: IncidentEvent["kind"], detail: string): void {
+    this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, t, kind, detail]);
+  }
+
+  /**
+   * open adds a finding that opened as a facet of its subject's open incident, or opens an incident for it (with
+   * `evidence`, what it records of the subject when it opens).
+   */
+  open(f: OpenFinding, evidence: unknown): Opened {
     return this.db.tx(() => {
-      const row = this.db.get<{ id: number }>(
-        `INSERT INTO incidents (ip, type, macs, detail, evidence, first_seen, last_seen, count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-        [
-          f.ip,
-          f.type,
-          JSON.stringify(f.macs),
-          f.detail,
-          JSON.stringify(evidence),
-          f.firstSeen,
-          f.lastSeen,
-          f.count,
-          JSON.stringify(f.samples),
-        ],
+      const open = this.db.get<{ id: number }>("SELECT id FROM incidents WHERE ip = ? AND resolved_at IS NULL ORDER BY id LIMIT 1", [f.ip]);
+      let id = open?.id;
+      if (id === undefined) {
+        const row = this.db.get<{ id: number }>(
+          `INSERT INTO incidents (ip, type, macs, detail, evidence, first_seen, last_seen, count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          [
+            f.ip,
+            f.type,
+            JSON.stringify(f.macs),
+            f.detail,
+            JSON.stringify(evidence),
+            f.firstSeen,
+            f.lastSeen,
+            f.count,
+            JSON.stringify(f.samples),
+          ],
+        );
+        id = row?.id ?? 0;
+        this.#event(id, f.firstSeen, "opened", `${f.type}: ${f.detail}`);
+      } else {
+        this.#event(id, f.firstSeen, "updated", `${f.type} too: ${f.detail}`);
+      }
+      // A finding that clears and comes back inside one incident is a new facet: each life keeps its own times.
+      this.db.run(
+        "INSERT OR REPLACE INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        [id, f.type, JSON.stringify(f.macs), f.detail, f.firstSeen, f.lastSeen, f.count, JSON.stringify(f.samples)],
       );
-      const id = row?.id ?? 0;
-      this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, f.firstSeen, "opened", f.detail]);
-      return id;
+      summarize(this.db, id);
+      return { id, incidentOpened: open === undefined };
     });
   }
 
-  /** touchIncident updates an open incident's evidence; `event` also records a timeline entry (new MACs). */
+  /** touch updates the facet of `f` in incident `id` with its latest evidence; `event` also records a timeline entry. */
   touch(id: number, f: OpenFinding, event: string | null): void {
     this.db.tx(() => {
-      this.db.run("UPDATE incidents SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [
-        JSON.stringify(f.macs),
-        f.detail,
-        f.lastSeen,
-        f.count,
-        JSON.stringify(f.samples),
-        id,
-      ]);
-      if (event !== null)
-        this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, f.lastSeen, "updated", event]);
+      this.db.run(
+        "UPDATE incident_facets SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
+        [JSON.stringify(f.macs), f.detail, f.lastSeen, f.count, JSON.stringify(f.samples), id, f.type],
+      );
+      summarize(this.db, id);
+      if (event !== null) this.#event(id, f.lastSeen, "updated", `${f.type}: ${event}`);
     });
   }
 
-  resolve(id: number, f: OpenFinding, at: number): void {
-    this.db.tx(() => {
-      this.db.run("UPDATE incidents SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE id = ?", [
-        f.lastSeen,
-        f.count,
-        JSON.stringify(f.samples),
-        at,
-        id,
-      ]);
-      this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [
-        id,
-        at,
-        "resolved",
-        `cleared after ${Math.round((at - f.lastSeen) / 1000)} s without evidence`,
-      ]);
+  /** resolve clears the facet of `f` at `at`; the incident resolves with its last facet. Returns whether it did. */
+  resolve(id: number, f: OpenFinding, at: number): boolean {
+    return this.db.tx(() => {
+      this.db.run(
+        "UPDATE incident_facets SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
+        [f.lastSeen, f.count, JSON.stringify(f.samples), at, id, f.type],
+      );
+      const why = `cleared after ${Math.round((at - f.lastSeen) / 1000)} s without evidence`;
+      const holding = this.db.get<{ n: number }>(
+        "SELECT COUNT(*) AS n FROM incident_facets WHERE incident_id = ? AND resolved_at IS NULL",
+        [id],
+      );
+      summarize(this.db, id);
+      if ((holding?.n ?? 0) > 0) {
+        this.#event(id, at, "updated", `${f.type} ${why}`);
+        return false;
+      }
+      this.db.run("UPDATE incidents SET resolved_at = ? WHERE id = ?", [at, id]);
+      this.#event(id, at, "resolved", `${f.type} ${why}, the last of its findings`);
+      return true;
     });
   }
 
@@ -135,12 +235,27 @@ export class IncidentsRepo {
     });
   }
 
-  /** openAll lists every open incident (a restarting hub holds them all open again). */
-  openAll(): Incident[] {
-    return this.db.all<IncidentRow>("SELECT * FROM incidents WHERE resolved_at IS NULL ORDER BY id").map(toIncident);
+  /** #withFacets reads the facets of `rows` in one query. */
+  #withFacets(rows: readonly IncidentRow[]): Incident[] {
+    if (rows.length === 0) return [];
+    const byId = new Map<number, Facet[]>(rows.map((r) => [r.id, []]));
+    for (let i = 0; i < rows.length; i += 500) {
+      const ids = rows.slice(i, i + 500).map((r) => r.id);
+      const facets = this.db.all<FacetRow>(
+        `SELECT * FROM incident_facets WHERE incident_id IN (${ids.map(() => "?").join(",")}) ORDER BY first_seen, type`,
+        ids,
+      );
+      for (const f of facets) byId.get(f.incident_id)?.push(toFacet(f));
+    }
+    return rows.map((r) => toIncident(r, byId.get(r.id) ?? []));
   }
 
-  /** openByType counts the open incidents of each finding type. */
+  /** openAll lists every open incident (a restarting hub holds them all open again). */
+  openAll(): Incident[] {
+    return this.#withFacets(this.db.all<IncidentRow>("SELECT * FROM incidents WHERE resolved_at IS NULL ORDER BY id"));
+  }
+
+  /** openByType counts the open incidents by the finding each is named after (its worst). */
   openByType(): Map<string, number> {
     return new Map(
       this.db
@@ -161,14 +276,15 @@ export class IncidentsRepo {
     }
     params.push(Math.max(1, Math.min(Math.trunc(q.limit ?? 500) || 500, MAX_LIST)));
     const sql = `SELECT * FROM incidents ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY first_seen DESC, id DESC LIMIT ?`;
-    return this.db.all<IncidentRow>(sql, params).map(toIncident);
+    return this.#withFacets(this.db.all<IncidentRow>(sql, params));
   }
 
   get(id: number): (Incident & { readonly events: readonly IncidentEvent[] }) | null {
     const r = this.db.get<IncidentRow>("SELECT * FROM incidents WHERE id = ?", [id]);
     if (r === undefined) return null;
     const events = this.db.all<IncidentEvent>("SELECT t, kind, detail FROM incident_events WHERE incident_id = ? ORDER BY t, id", [id]);
-    return { ...toIncident(r), events };
+    const [incident] = this.#withFacets([r]);
+    return incident === undefined ? null : { ...incident, events };
   }
 
   /** prune deletes at most `limit` incidents resolved before `cut`; returns how many. */

@@ -1,10 +1,13 @@
 import type { Db } from "./db.js";
+import { summarize } from "./incidents.js";
 
 /** A Migration moves the schema one version up. Never edit a released one: add the next. */
 interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** Runs after `sql`, in its transaction: data moved by the same code the store runs. */
+  readonly then?: (db: Db) => void;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -166,6 +169,52 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 5,
+    name: "one incident per subject",
+    sql: `
+      -- An incident is one subject's (an IP on its VLAN, or a node's) from its first finding until its last clears;
+      -- each finding's life in it is a facet with its own times.
+      CREATE TABLE incident_facets (
+        incident_id INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
+        type        TEXT    NOT NULL,
+        macs        TEXT    NOT NULL, -- JSON array
+        detail      TEXT    NOT NULL,
+        first_seen  INTEGER NOT NULL,
+        last_seen   INTEGER NOT NULL,
+        count       INTEGER NOT NULL,
+        samples     TEXT    NOT NULL, -- JSON array of times
+        resolved_at INTEGER,
+        PRIMARY KEY (incident_id, type, first_seen)
+      ) WITHOUT ROWID;
+      CREATE INDEX incident_facets_holding ON incident_facets (incident_id, resolved_at);
+
+      -- Each incident so far held one finding: it becomes its one facet.
+      INSERT INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at)
+        SELECT id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at FROM incidents;
+
+      -- The open incidents of one subject merge into its oldest: the others' facets and events move there, and their
+      -- evidence too unless the oldest already holds that node's.
+      CREATE TEMP TABLE merged AS
+        SELECT i.id AS id, k.id AS into_id FROM incidents i
+        JOIN (SELECT ip, MIN(id) AS id FROM incidents WHERE resolved_at IS NULL GROUP BY ip) k ON k.ip = i.ip
+        WHERE i.resolved_at IS NULL AND i.id <> k.id;
+      UPDATE incident_facets SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_facets.incident_id)
+        WHERE incident_id IN (SELECT id FROM merged);
+      UPDATE incident_events SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_events.incident_id)
+        WHERE incident_id IN (SELECT id FROM merged);
+      UPDATE OR IGNORE incident_evidence SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_evidence.incident_id)
+        WHERE incident_id IN (SELECT id FROM merged);
+      DELETE FROM incidents WHERE id IN (SELECT id FROM merged);
+      CREATE TEMP TABLE summarize AS SELECT DISTINCT into_id AS id FROM merged;
+      DROP TABLE merged;
+    `,
+    // The merged incidents' summaries (named after their worst facet) are written by the store's own code.
+    then: (db) => {
+      for (const { id } of db.all<{ id: number }>("SELECT id FROM temp.summarize")) summarize(db, id);
+      db.exec("DROP TABLE temp.summarize");
+    },
+  },
 ];
 
 /**
@@ -185,6 +234,7 @@ export function migrate(db: Db, now: number): number[] {
     if (m.version <= current) continue;
     db.tx(() => {
       db.exec(m.sql);
+      m.then?.(db);
       db.run("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", [m.version, m.name, now]);
     });
     applied.push(m.version);
