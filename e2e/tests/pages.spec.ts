@@ -146,9 +146,17 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await page.goto(`${url}/incidents`);
   const open = page.getByTestId("incidents-open");
   await expect(open.locator('tr[data-type="multi-responder"]')).toHaveCount(2);
+  // One incident per subject: a VIP's other findings (the nodes that are not its owner) are tags of its row.
+  const subjects = await open.locator("tr[data-incident] td:nth-child(2)").allTextContents();
+  expect(new Set(subjects).size).toBe(subjects.length);
+  await expect(
+    open.locator('tr[data-type="multi-responder"][data-findings~="wrong-owner"] [data-finding="wrong-owner"]').first(),
+  ).toBeVisible();
   await shot(page, "incidents");
-  await open.locator('tr[data-type="multi-responder"] a').first().click();
+  await open.locator('tr[data-type="multi-responder"][data-findings~="wrong-owner"] a').first().click();
   await expect(page.getByTestId("incident-state")).toHaveText("open");
+  await expect(page.locator('[data-testid="incident-facets"] tr[data-finding="multi-responder"][data-holding="true"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="incident-facets"] tr[data-finding="wrong-owner"]')).toHaveCount(1);
   await expect(page.getByTestId("evidence")).toContainText("Responders:");
   await expect(page.locator('[data-testid="incident-events"] li[data-kind="opened"]')).toHaveCount(1);
   await shot(page, "incident");

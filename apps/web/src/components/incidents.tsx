@@ -21,20 +21,51 @@ function Subject({ s }: { s: string }) {
   return <IpLink ipKey={s} className="mono" />;
 }
 
+type Facet = Incident["facets"][number];
+
+/**
+ * Findings names an incident's worst finding, then its other findings as tags (one per type; a tag is dimmed once
+ * that finding cleared and holds no more).
+ */
+function Findings({ incident }: { incident: Incident }) {
+  const others = new Map<string, Facet[]>();
+  for (const f of incident.facets) if (f.type !== incident.type) others.set(f.type, [...(others.get(f.type) ?? []), f]);
+  return (
+    <>
+      <strong>{incident.type}</strong>{" "}
+      {[...others].map(([type, lives]) => {
+        const holding = lives.some((f) => f.resolvedAt === null);
+        return (
+          <span
+            key={type}
+            className={holding ? "chip" : "chip muted"}
+            data-finding={type}
+            title={holding ? lives.at(-1)?.detail : "cleared"}
+          >
+            {type}
+          </span>
+        );
+      })}
+    </>
+  );
+}
+
 function IncidentRows({ list, testId }: { list: Incident[]; testId: string }) {
   return (
     <table data-testid={testId}>
-      <Head cols={["#", "Subject", "Finding", "Detail", "Opened", "Last evidence", "Resolved", "Acknowledged"]} />
+      <Head cols={["#", "Subject", "Findings", "Detail", "Opened", "Last evidence", "Resolved", "Acknowledged"]} />
       <tbody>
         {list.map((i) => (
-          <tr key={i.id} data-incident={i.id} data-type={i.type}>
+          <tr key={i.id} data-incident={i.id} data-type={i.type} data-findings={[...new Set(i.facets.map((f) => f.type))].join(" ")}>
             <td>
               <Link href={`/incidents/${i.id}`}>#{i.id}</Link>
             </td>
             <td>
               <Subject s={i.ip} />
             </td>
-            <td>{i.type}</td>
+            <td>
+              <Findings incident={i} />
+            </td>
             <td>{i.detail}</td>
             <td>
               <Ago t={i.firstSeen} />
@@ -106,7 +137,7 @@ export function IncidentsList() {
   );
 }
 
-/** IncidentDetail shows one incident: its evidence as recorded when it opened, and its timeline. */
+/** IncidentDetail shows one incident: its findings with their own times, its evidence as recorded when it opened, and its timeline. */
 export function IncidentDetail({ id }: { id: number }) {
   const trpc = useTRPC();
   const q = useQuery({ ...trpc.incidents.byId.queryOptions({ id }), refetchInterval: 5000 });
@@ -140,6 +171,35 @@ export function IncidentDetail({ id }: { id: number }) {
         First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs:{" "}
         <span className="mono">{i.macs.join(", ") || "-"}</span>
       </p>
+      <h2>Findings</h2>
+      <table data-testid="incident-facets">
+        <Head cols={["Finding", "State", "First seen", "Last evidence", "Seen", "MACs", "Detail"]} />
+        <tbody>
+          {i.facets.map((f) => (
+            <tr key={`${f.type}@${f.firstSeen}`} data-finding={f.type} data-holding={f.resolvedAt === null}>
+              <td>{f.type}</td>
+              <td>
+                {f.resolvedAt === null ? (
+                  <strong className="state-multi-responder">holds</strong>
+                ) : (
+                  <>
+                    cleared <Ago t={f.resolvedAt} />
+                  </>
+                )}
+              </td>
+              <td>
+                <Ago t={f.firstSeen} />
+              </td>
+              <td>
+                <Ago t={f.lastSeen} />
+              </td>
+              <td>{f.count}×</td>
+              <td className="mono">{f.macs.join(", ") || "-"}</td>
+              <td>{f.detail}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
       <h2>Evidence when it opened</h2>
       {i.ip.startsWith("node/") ? (
         <pre data-testid="evidence">{JSON.stringify(i.evidence, null, 2)}</pre>

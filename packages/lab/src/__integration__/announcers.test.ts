@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resourceNamed } from "../kube/resources.js";
 import type { TestApiServer } from "../kube/server.js";
 import { startStack, type Stack, type StackOptions } from "../stack.js";
-import { api as readApi, electedBy, eventually } from "./hub-client.js";
+import { api as readApi, electedBy, eventually, findingsIn, type IncidentView as Incident } from "./hub-client.js";
 
 interface IpRow {
   ip: string;
@@ -12,10 +12,6 @@ interface IpRow {
   ownerUnknown: string | null;
   interfaces: { names: string[]; patterns: boolean } | null;
   findings: { type: string }[];
-}
-interface Incident {
-  type: string;
-  ip: string;
 }
 
 /**
@@ -93,7 +89,7 @@ describe("the expected owner comes from the announcer: kube-vip, Cilium, MetalLB
     const vip0 = stack.lab.vips[0] ?? "";
     const rows = await eventually(ips, (r) => row(r, vip0)?.findings.some((f) => f.type === "wrong-owner") === true, 30_000);
     expect(row(rows, vip0)).toMatchObject({ announcer: "kube-vip", expectedOwner: { node: "node-1", source: "kube-vip-lease" } });
-    const types = (await open(vip0)).map((i) => i.type);
+    const types = findingsIn(await open(vip0)).map((f) => f.type);
     expect(types).toEqual(expect.arrayContaining(["wrong-owner", "multi-responder"]));
   });
 
@@ -112,7 +108,7 @@ describe("the expected owner comes from the announcer: kube-vip, Cilium, MetalLB
     const r = row(await ips(), vip2);
     expect(r).toMatchObject({ announcer: null, expectedOwner: null });
     expect(r?.ownerUnknown).toMatch(/loadBalancerClass example\.com\/other-lb/);
-    const types = (await open(vip2)).map((i) => i.type);
+    const types = findingsIn(await open(vip2)).map((f) => f.type);
     expect(types).toContain("multi-responder");
     expect(types).not.toContain("wrong-owner");
   });

@@ -7,17 +7,10 @@ import { writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import { AGENT_MAIN } from "../hub-process.js";
 import { startStack, type Stack } from "../stack.js";
-import { api, eventually, signIn } from "./hub-client.js";
+import { api, eventually, signIn, type IncidentView as Incident } from "./hub-client.js";
 
 const exec = promisify(execFile);
 
-interface Incident {
-  id: number;
-  ip: string;
-  type: string;
-  macs: string[];
-  resolvedAt: number | null;
-}
 interface Audit {
   actor: string;
   action: string;
@@ -76,11 +69,12 @@ describe("evidence: an incident's frames from every node, as one pcapng", () => 
         };
       });
   };
+  /** multi is the VIP's incident once its multi-responder finding names all three nodes' MACs. */
+  const multiMacs = (i: Incident | undefined) => i?.facets.find((f) => f.type === "multi-responder" && f.resolvedAt === null)?.macs;
   const multi = () =>
     eventually(
-      async () =>
-        (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?state=open&ip=${vip()}`)).find((i) => i.type === "multi-responder"),
-      (i) => i?.macs.length === 3,
+      async () => (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?state=open&ip=${vip()}`))[0],
+      (i) => multiMacs(i)?.length === 3,
       30_000,
     );
 
@@ -140,7 +134,7 @@ describe("evidence: an incident's frames from every node, as one pcapng", () => 
     const judged = (JSON.parse(analyzed.stdout) as { ips: { ip: string; findings: { type: string; macs: string[] }[] }[] }).ips.find(
       (x) => x.ip === vip(),
     );
-    expect(judged?.findings.find((f) => f.type === "multi-responder")?.macs).toEqual(inc?.macs);
+    expect(judged?.findings.find((f) => f.type === "multi-responder")?.macs).toEqual(multiMacs(inc));
 
     // The download is in the audit log, with who and what.
     const admin = await signIn(stack, "admin");

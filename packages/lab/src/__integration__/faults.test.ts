@@ -9,7 +9,7 @@ import { SILENCE_MS } from "@whohas/core";
 import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
 import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
-import { api as readApi, eventually, passed, signIn } from "./hub-client.js";
+import { api as readApi, eventually, findingsIn, passed, signIn, type IncidentView as Incident } from "./hub-client.js";
 import { record } from "./reliability.js";
 
 const exec = promisify(execFile);
@@ -21,13 +21,6 @@ interface ApiIp {
   services: { name: string }[];
   responders: { mac: string; node: string | null; replies: number; answering: boolean }[];
   timeline?: { minute: number; mac: string; kind: string; count: number }[];
-}
-interface Incident {
-  id: number;
-  ip: string;
-  type: string;
-  resolvedAt: number | null;
-  acknowledgedBy?: string | null;
 }
 interface NodeRow {
   node: string;
@@ -182,7 +175,10 @@ describe("faults: nothing is lost", () => {
     const lostRows = (before.ip.timeline ?? []).filter((p) => (later.get(key(p)) ?? 0) < p.count);
     expect(before.ip.timeline?.length ?? 0).toBeGreaterThan(0);
     expect(lostRows).toEqual([]);
-    for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip && x.type === i.type)?.id).toBe(i.id);
+    // Each subject's incident goes on, with the findings it held.
+    for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip)?.id).toBe(i.id);
+    for (const f of findingsIn(before.open).filter((f) => f.resolvedAt === null))
+      expect(findingsIn(after.open).find((x) => x.incidentId === f.incidentId && x.type === f.type)?.firstSeen).toBe(f.firstSeen);
     expect(after.open.find((x) => x.id === open[0]?.id)?.acknowledgedBy).toBe(stack.users.operator.name);
     const auditKey = (a: Audit) => `${a.t}|${a.actor}|${a.action}|${a.outcome}`;
     expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
@@ -229,7 +225,7 @@ describe("faults: nothing is lost", () => {
       // The incident opens after 30 s of silence (AGENT_SILENCE_MS), not at the first missed heartbeat.
       downIncident = await eventually(
         () => api<Incident[]>("incidents?state=open"),
-        (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"),
+        (i) => findingsIn(i).some((x) => x.ip === `node/${node}` && x.type === "agent-down" && x.resolvedAt === null),
         45_000,
       );
       incidentAfter = Date.now() - t0;
@@ -237,7 +233,7 @@ describe("faults: nothing is lost", () => {
       stack.startAgent(node);
       throw e;
     }
-    const incident = downIncident.find((x) => x.ip === `node/${node}` && x.type === "agent-down");
+    const incident = downIncident.find((x) => x.ip === `node/${node}`);
     const replies = async () => (await ip(vip)).responders.find((r) => r.node === node)?.replies ?? 0;
     const r0 = await replies();
     const t1 = Date.now();
@@ -266,7 +262,7 @@ describe("faults: nothing is lost", () => {
       expect(downAfter).toBeLessThanOrEqual(SILENCE_MS);
       await eventually(
         () => api<Incident[]>("incidents?state=open"),
-        (i) => i.some((x) => x.ip === `node/${node}` && x.type === "agent-down"),
+        (i) => findingsIn(i).some((x) => x.ip === `node/${node}` && x.type === "agent-down" && x.resolvedAt === null),
         45_000,
       );
     } finally {
@@ -339,7 +335,8 @@ describe("faults: nothing is lost", () => {
     await passed(stack, "judge");
     const openAfter = await openOf();
     expect(openAfter.map((i) => i.id).sort()).toEqual(openBefore.map((i) => i.id).sort());
-    expect(new Set(openAfter.map((i) => `${i.ip}|${i.type}`)).size).toBe(openAfter.length);
+    // One incident per subject.
+    expect(new Set(openAfter.map((i) => i.ip)).size).toBe(openAfter.length);
     expect((await allOf()).length).toBe(allBefore.length);
     record({
       fault: "Test API server down for a minute",

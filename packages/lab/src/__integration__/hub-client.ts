@@ -24,6 +24,35 @@ export interface IpView {
   requests: number;
   responders: ResponderView[];
 }
+/** A finding's life inside an incident, as the read API shows it. */
+export interface FacetView {
+  type: string;
+  macs: string[];
+  detail: string;
+  firstSeen: number;
+  lastSeen: number;
+  resolvedAt: number | null;
+}
+/** An incident as the read API shows it: one per subject (an IP, or node/NAME), named after its worst finding. */
+export interface IncidentView {
+  id: number;
+  ip: string;
+  vlan?: number | null;
+  type: string;
+  macs: string[];
+  detail: string;
+  firstSeen: number;
+  lastSeen: number;
+  resolvedAt: number | null;
+  acknowledgedBy?: string | null;
+  facets: FacetView[];
+}
+
+/** findingsIn lists the findings of incidents (their facets), each with its incident's id and subject. */
+export function findingsIn(list: readonly IncidentView[]): (FacetView & { incidentId: number; ip: string })[] {
+  return list.flatMap((i) => i.facets.map((f) => ({ ...f, incidentId: i.id, ip: i.ip })));
+}
+
 export interface AgentView {
   node: string;
   up: boolean;

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { GRATUITOUS_TICK_MS, GRATUITOUS_WINDOW_MS } from "@whohas/core";
 import { AGENT_MAIN, startStack, type Stack } from "../stack.js";
 import type { LabNode } from "../lab.js";
-import { api, eventually, signIn } from "./hub-client.js";
+import { api, eventually, signIn, type IncidentView } from "./hub-client.js";
 import { watchWire, type WireFrame, type WireWatch } from "./wire-watch.js";
 
 // IPv6 and VLANs through the whole product: agents capture NDP and tagged frames, the hub judges each (VLAN,
@@ -129,21 +129,12 @@ describe("IPv6 and VLANs from the wire to the read API", () => {
     expect(tagged[1]?.responders.map((r) => r.node).sort()).toEqual(["node-1", "node-2"]);
     // No untagged row for it: nobody asked for it outside the VLANs.
     expect(rows.some((x) => x.key === "198.18.0.230")).toBe(false);
-    const incidents = await api<{ ip: string; vlan: number | null; key: string; type: string }[]>(
-      stack.url,
-      stack.viewerToken,
-      "incidents?state=open",
-    );
-    // VLAN 40's two speakers both took it over (each announced it): several responders and a split brain; VLAN 30 none.
-    expect(
-      incidents
-        .filter((i) => i.ip === "198.18.0.230")
-        .map((i) => [i.vlan, i.type])
-        .sort(),
-    ).toEqual([
-      [40, "multi-responder"],
-      [40, "split-brain"],
-    ]);
+    const incidents = await api<IncidentView[]>(stack.url, stack.viewerToken, "incidents?state=open");
+    // VLAN 40's two speakers both took it over (each announced it): one incident, named split brain, with several
+    // responders too; VLAN 30 none.
+    const onVlans = incidents.filter((i) => i.ip === "198.18.0.230");
+    expect(onVlans.map((i) => [i.vlan, i.type])).toEqual([[40, "split-brain"]]);
+    expect(onVlans[0]?.facets.map((f) => f.type).sort()).toEqual(["multi-responder", "split-brain"]);
   });
 
   it("hands over the frames of an address on a VLAN, tagged, and of the IPv6 IP, as NDP, each as tshark reads them", async () => {

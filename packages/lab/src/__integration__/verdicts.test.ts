@@ -12,7 +12,7 @@ import { AGENT_MAIN, INJECT } from "../hub-process.js";
 import { resourceNamed } from "../kube/resources.js";
 import { startStack, type Stack } from "../stack.js";
 import { listening, startTcpdump } from "../tcpdump.js";
-import { api, eventually, signIn } from "./hub-client.js";
+import { api, eventually, findingsIn, signIn, type IncidentView as Incident } from "./hub-client.js";
 
 const exec = promisify(execFile);
 
@@ -33,13 +33,6 @@ interface IpJson {
   handovers: Handover[];
   findings: { type: string; macs: string[] }[];
   responders: { mac: string; node: string | null; answering: boolean; lastAnnouncement: { kind: string } | null }[];
-}
-interface Incident {
-  id: number;
-  ip: string;
-  type: string;
-  macs: string[];
-  firstSeen: number;
 }
 interface AnalyzedIp {
   ip: string;
@@ -191,8 +184,9 @@ describe("one judge: verdicts the same live and offline", () => {
     }
     return { asked: NaN, second: NaN, next: NaN };
   };
-  const incidentsSince = async (ip: string, t: number) =>
-    (await api<Incident[]>(stack.url, stack.viewerToken, `incidents?ip=${ip}`)).filter((i) => i.firstSeen >= t);
+  /** findingsSince lists the findings of the IP's incidents that started at `t` or later. */
+  const findingsSince = async (ip: string, t: number) =>
+    findingsIn(await api<Incident[]>(stack.url, stack.viewerToken, `incidents?ip=${ip}`)).filter((f) => f.firstSeen >= t);
   /** Scenario time: how long a speaker holds or leaves an IP (never used to wait for the system under test). */
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -230,7 +224,7 @@ describe("one judge: verdicts the same live and offline", () => {
       expect(h.gapMs).toBeLessThan(1000);
       expect(h.unanswered).toBeGreaterThanOrEqual(1);
     }
-    expect(await incidentsSince(ip, t0)).toEqual([]);
+    expect(await findingsSince(ip, t0)).toEqual([]);
     expect(webhooks.filter((w) => w.ip === ip)).toEqual([]);
     // The client's capture of the same minutes, judged offline: the same handovers (no nodes offline), no findings.
     const offline = (await analyze(file)).find((x) => x.ip === ip);
@@ -252,13 +246,13 @@ describe("one judge: verdicts the same live and offline", () => {
     await sleep(300);
     give(ip, owner);
     give(ip, other, { keep: true });
-    const types = async () => [...new Set((await incidentsSince(ip, t0)).map((i) => i.type))].sort();
+    const types = async () => [...new Set((await findingsSince(ip, t0)).map((i) => i.type))].sort();
     await eventually(types, (t) => t.includes("split-brain") && t.includes("multi-responder"), 15_000);
     const file = await stop(pastBy(Date.now()));
     give(ip, owner);
     const offline = (await analyze(file)).find((x) => x.ip === ip);
     expect([...new Set(offline?.findings.map((f) => f.type))].sort()).toEqual(expect.arrayContaining(["multi-responder", "split-brain"]));
-    const liveMacs = (await incidentsSince(ip, t0)).find((i) => i.type === "multi-responder")?.macs;
+    const liveMacs = (await findingsSince(ip, t0)).find((i) => i.type === "multi-responder")?.macs;
     expect(offline?.findings.find((f) => f.type === "multi-responder")?.macs).toEqual(liveMacs);
   });
 
@@ -278,10 +272,10 @@ describe("one judge: verdicts the same live and offline", () => {
     await sleep(300);
     give(ip, to, { quiet: true });
     status(4, to);
-    const types = async () => [...new Set((await incidentsSince(ip, t0)).map((i) => i.type))].sort();
+    const types = async () => [...new Set((await findingsSince(ip, t0)).map((i) => i.type))].sort();
     expect(await eventually(types, (t) => t.includes("stale-announcer"), 25_000)).toEqual(["changed", "stale-announcer"]);
     const shown = Date.now();
-    const stale = (await incidentsSince(ip, t0)).find((i) => i.type === "stale-announcer");
+    const stale = (await findingsSince(ip, t0)).find((i) => i.type === "stale-announcer");
     // Both sides: the node clients were told about and the owner (an incident keeps its MACs sorted).
     expect(stale?.macs).toEqual([macOf(from), macOf(to)].sort());
     // The operator acts once the capture holds two seconds past the moment the hub showed it, so `whohas analyze` has
@@ -309,7 +303,7 @@ describe("one judge: verdicts the same live and offline", () => {
     frame.set([0x02, 0x00, 0x5e, 0x00, 0x99, 0x02], 6); // the Ethernet source lies (Microsoft NLB's way)
     await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, INJECT, "eth0", Buffer.from(frame).toString("hex")]);
     const found = await eventually(
-      () => incidentsSince(ip, t0),
+      () => findingsSince(ip, t0),
       (list) => list.some((i) => i.type === "ethernet-mismatch"),
       10_000,
     );
@@ -331,7 +325,7 @@ describe("one judge: verdicts the same live and offline", () => {
     // The nodes turn loose one after the other: the first request answered twice may have two of the three, and
     // the incident gains the third with the next requests.
     const seen = await eventually(
-      () => incidentsSince(ip, t0),
+      () => findingsSince(ip, t0),
       (list) => list.some((i) => i.type === "multi-responder" && i.macs.length === stack.lab.nodes.length),
       10_000,
     );
