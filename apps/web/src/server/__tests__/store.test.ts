@@ -204,6 +204,13 @@ describe("incidents: one per subject, its findings as facets", () => {
     i = s.incidents.get(first.id);
     expect(i?.resolvedAt).toBe(1000);
     expect(i?.events.map((e) => e.kind)).toEqual(["opened", "updated", "updated", "resolved"]);
+    // A finding dated before the incident opened joins it after, in its timeline.
+    const late = s.incidents.open(finding("wrong-owner", 2500, "192.0.2.202"), null);
+    s.incidents.open(finding("multi-responder", 2400, "192.0.2.202"), null);
+    expect(s.incidents.get(late.id)?.events.map((e) => [e.kind, e.t])).toEqual([
+      ["opened", 2500],
+      ["updated", 2500],
+    ]);
     // What opens after is a new incident.
     expect(s.incidents.open(finding("silent-drop", 2000), null).incidentOpened).toBe(true);
     expect(s.incidents.list({ ip: VIP }).map((x) => x.facets.length)).toEqual([1, 2]);

@@ -173,7 +173,12 @@ export class IncidentsRepo {
         id = row?.id ?? 0;
         this.#event(id, f.firstSeen, "opened", `${f.type}: ${f.detail}`);
       } else {
-        this.#event(id, f.firstSeen, "updated", `${f.type} too: ${f.detail}`);
+        // Dated when it joined, not before the incident opened: a finding's evidence may predate the one that opened
+        // it (it is dated by the request it is about, and judged a moment later).
+        const opened = this.db.get<{ t: number }>("SELECT MIN(t) AS t FROM incident_events WHERE incident_id = ? AND kind = 'opened'", [
+          id,
+        ]);
+        this.#event(id, Math.max(f.firstSeen, opened?.t ?? 0), "updated", `${f.type} too: ${f.detail}`);
       }
       // A finding that clears and comes back inside one incident is a new facet: each life keeps its own times.
       this.db.run(
