@@ -10,6 +10,8 @@ export const LAB_SUBNET = "198.18.0";
 export const CLIENT_IP = `${LAB_SUBNET}.2`;
 /** HUB_IP is the hub's address on the lab link, when it runs there (LabOptions.hubOnLink). */
 export const HUB_IP = `${LAB_SUBNET}.3`;
+/** STRANGER_IP is the address of a host on the lab link that is no node of the cluster (Lab.addStranger). */
+export const STRANGER_IP = `${LAB_SUBNET}.4`;
 export const nodeIp = (i: number): string => `${LAB_SUBNET}.${10 + i}`;
 /**
  * vipAt is the i-th VIP: 198.18.0.200 to .255 for the first 56, then 198.19.0.1 onwards, 250 to a /24 (still the
@@ -74,6 +76,11 @@ export interface Lab {
    */
   holdOnLink(node: LabNode, ip: string): Promise<void>;
   releaseFromLink(node: LabNode, ip: string): Promise<void>;
+  /**
+   * addStranger plugs a host that is no node into the lab link, with its own MAC (one of a registered vendor, to be
+   * named) and `held` addresses on its interface, which its kernel answers ARP for: an address conflict.
+   */
+  addStranger(mac: string, held: readonly string[]): Promise<{ readonly ns: string; readonly mac: string; readonly ip: string }>;
   destroy(): Promise<void>;
 }
 
@@ -214,6 +221,17 @@ export async function createLab(opts: LabOptions): Promise<Lab> {
       },
       async releaseFromLink(node, addr) {
         await ip("-n", node.ns, "addr", "del", hostPrefix(addr), "dev", "eth0");
+      },
+      async addStranger(mac, held) {
+        const ns = names.strangerNs;
+        await addNs(ns);
+        await ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", "stranger", "netns", names.switchNs);
+        await ip("-n", names.switchNs, "link", "set", "stranger", "master", "br0", "up");
+        await ip("-n", ns, "link", "set", "eth0", "address", mac);
+        await ip("-n", ns, "addr", "add", `${STRANGER_IP}/24`, "dev", "eth0");
+        for (const a of held) await ip("-n", ns, "addr", "add", hostPrefix(a), "dev", "eth0");
+        await ip("-n", ns, "link", "set", "eth0", "up");
+        return { ns, mac, ip: STRANGER_IP };
       },
       destroy,
     };

@@ -17,6 +17,8 @@ export interface LabNames {
   readonly clientNs: string;
   /** The hub's own namespace on the lab link, when the hub runs as a Pod on the cluster network would. */
   readonly hubNs: string;
+  /** A host that is no node (a router, a VM, a forgotten keepalived), when a test adds one. */
+  readonly strangerNs: string;
   nodeNs(i: number): string;
   readonly stateDir: string;
   readonly hubSocket: string;
@@ -30,6 +32,7 @@ export function labNames(id: string): LabNames {
     switchNs: `${LAB_PREFIX}${id}-sw`,
     clientNs: `${LAB_PREFIX}${id}-client`,
     hubNs: `${LAB_PREFIX}${id}-hub`,
+    strangerNs: `${LAB_PREFIX}${id}-stranger`,
     nodeNs: (i) => `${LAB_PREFIX}${id}-n${i}`,
     stateDir,
     hubSocket: `${stateDir}/hub.sock`,

@@ -143,8 +143,16 @@ export function IpDetail({ ip }: { ip: string }) {
                 className={owner !== null && r.answering && r.node !== owner ? "wrong" : undefined}
               >
                 <td>
-                  {r.node ?? <span className="muted">unknown node</span>}
+                  {r.node ?? (
+                    <strong className="bad-text" data-testid="stranger" title="no whohas agent reports this MAC as its node's">
+                      not a cluster node
+                    </strong>
+                  )}
                   {r.node === owner ? " (owner)" : null}
+                  <span className="muted" data-testid="vendor">
+                    {" "}
+                    {r.vendor ?? (r.node === null ? "vendor not registered" : "")}
+                  </span>
                   {v.fastest === r.mac && answering.length > 1 ? (
                     <span className="chip" data-testid="fastest">
                       usually first

@@ -199,9 +199,9 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
             data-testid="responder"
             data-node={r.node ?? ""}
             data-mac={r.mac}
-            title={r.mac}
+            title={r.node === null ? `${r.mac}: not a cluster node (${r.vendor ?? "vendor not registered"})` : r.mac}
           >
-            {r.node ?? r.mac}
+            {r.node ?? `${r.vendor ?? r.mac} (not a node)`}
           </span>
         ))}
       </div>

@@ -4,6 +4,7 @@ import { FINDING_ORDER, worstFinding, type FindingType } from "./findings.js";
 /** Every finding type, checked by the compiler: a new type must be added here and ranked. */
 const ALL: Record<FindingType, true> = {
   "multi-responder": true,
+  "address-conflict": true,
   "no-responder": true,
   changed: true,
   "flip-flop": true,

@@ -24,6 +24,7 @@
  */
 export type FindingType =
   | "multi-responder"
+  | "address-conflict"
   | "no-responder"
   | "changed"
   | "flip-flop"
@@ -45,6 +46,7 @@ export type FindingType =
 export const FINDING_ORDER: readonly FindingType[] = [
   "split-brain",
   "multi-responder",
+  "address-conflict",
   "silent-drop",
   "wrong-owner",
   "no-responder",

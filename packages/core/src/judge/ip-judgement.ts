@@ -20,6 +20,8 @@ import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.
 export interface Lens {
   nodeOf(mac: string): string | null;
   watches(mac: string, points: Iterable<string>): boolean;
+  /** The organisation the IEEE registered a MAC's prefix to (null: not registered, or locally administered). */
+  vendorOf?(mac: string): string | null;
 }
 
 /** An Announcement episode: gratuitous frames of one MAC with gaps under EPISODE_GAP_MS. */

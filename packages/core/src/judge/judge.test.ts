@@ -210,6 +210,30 @@ describe("the judge, per request", () => {
     expect(unknown.opened()).toEqual([]);
   });
 
+  it("raises address-conflict when a host that is no node answers for a cluster IP, only when every node is watched", () => {
+    const STRANGER = "00:1b:21:00:00:01";
+    const named: Lens = { ...lens, vendorOf: (m) => (m === STRANGER ? "Intel Corporate" : null) };
+    const run = (strangers: boolean) => {
+      const judge = new Judge();
+      let now = 1_000_000;
+      const opened: Transition[] = [];
+      for (let k = 0; k < 20; k++) {
+        // node-a asks for the VIP (a probe from the node) and sees the stranger's answer, which is addressed to it.
+        const reply = { ...agg("reply", "node-a", now + 0.4), mac: STRANGER };
+        const request: RequestReport = { ip: VIP, asker: "198.51.100.10", iface: "eth0", times: [now], replies: [[0, STRANGER, 0.4]] };
+        judge.ingest("node-a", { entries: [agg("request", "node-a", now), reply], requests: [request] }, now, named);
+        now += 100;
+        opened.push(...judge.judge(VIP, now, { ...NO_CONTEXT, strangers }, named).transitions.filter((t) => t.kind === "opened"));
+      }
+      return opened.map((t) => t.finding);
+    };
+    const found = run(true);
+    expect(found.map((f) => [f.type, f.macs])).toEqual([["address-conflict", [STRANGER]]]);
+    expect(found[0]?.detail).toContain(`${STRANGER} (Intel Corporate), not a node of the cluster`);
+    // A node whose agent is missing would look the same: without every node watched, nothing is said.
+    expect(run(false)).toEqual([]);
+  });
+
   it("raises wrong-interface when the owner answers from an interface its announcer does not name", () => {
     const ETH1 = "02:00:5e:00:01:0a";
     const c = new Cluster();

@@ -37,6 +37,12 @@ export interface IpContext {
    * one is wrong-interface.
    */
   readonly ownerOtherMacs?: readonly string[];
+  /**
+   * True when a MAC no agent reports belongs to no node: the IP is one of the cluster's and every node of the
+   * cluster has a live agent that reported its interfaces. A node whose agent is missing would otherwise look like a
+   * stranger; absent or false, no address conflict is judged.
+   */
+  readonly strangers?: boolean;
 }
 
 /** The part of an IP's view the rules read. */
@@ -94,6 +100,16 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
         detail: `${split.map((m) => lens.nodeOf(m) ?? m).join(" and ")} both announced ${ip} within ${SPLIT_BRAIN_MS / 1000} s and kept claiming it: two speakers think they own it`,
       });
     }
+  }
+  // A host that is no node of the cluster answering for one of its IPs: an address conflict, whoever else answers.
+  const strangers = ctx.strangers === true ? answering.filter((r) => r.node === null).map((r) => r.mac) : [];
+  if (strangers.length > 0) {
+    const named = strangers.map((m) => `${m} (${lens.vendorOf?.(m) ?? "vendor not registered"})`).join(" and ");
+    out.push({
+      type: "address-conflict",
+      macs: [...strangers].sort(),
+      detail: `${named}, not a node of the cluster, answer${strangers.length === 1 ? "s" : ""} for ${ip}: another host holds this LoadBalancer address and clients that cache its MAC never reach the cluster. Find it by its MAC in the switch's MAC address table`,
+    });
   }
   const owner = ctx.owner;
   // The owner answering from an interface its announcer does not name (it may name none the owner has).

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import WebSocket from "ws";
 import { startStack, type Stack } from "../stack.js";
-import { eventually, findingsIn, passed, query, type IncidentView as Incident } from "./hub-client.js";
+import { eventually, findingsIn, passed, query, signIn, type IncidentView as Incident } from "./hub-client.js";
 
 interface Finding {
   type: string;
@@ -14,7 +14,7 @@ interface ApiIp {
   state: string;
   services: { name: string; externalTrafficPolicy: string }[];
   expectedOwner: { node: string; source: string } | null;
-  responders: { mac: string; node: string | null; answering: boolean; meanLatencyMs: number | null }[];
+  responders: { mac: string; node: string | null; vendor: string | null; answering: boolean; meanLatencyMs: number | null }[];
   fastest: string | null;
   findings: Finding[];
   requests: number;
@@ -175,5 +175,30 @@ describe("the hub: findings, the read API, storage and liveness", () => {
       10_000,
     );
     expect((await agents()).every((a) => a.up)).toBe(true);
+  });
+  it("names a host that is no node answering for a LoadBalancer IP by its vendor, as an address conflict", async () => {
+    const vip1 = stack.lab.vips[1] ?? "";
+    const STRANGER = "00:1b:21:00:00:2a";
+    await eventually(agents, (a) => a.filter((x) => x.up).length === 3, 30_000);
+    await stack.lab.addStranger(STRANGER, [vip1]);
+    // Its answers to the client are unicast, past every agent: a node asking for the IP hears it.
+    const op = await signIn(stack, "operator");
+    expect((await op.mutate("actions.probe", { ip: vip1 })).status).toBe(200);
+    const rows = await eventually(ips, (r) => r.find((x) => x.ip === vip1)?.responders.some((x) => x.mac === STRANGER) === true, 30_000);
+    expect(rows.find((x) => x.ip === vip1)?.responders.find((x) => x.mac === STRANGER)).toMatchObject({
+      node: null,
+      vendor: "Intel Corporate",
+    });
+    // The node MACs are locally administered (the lab's veths): no vendor stands behind them.
+    expect(rows.find((x) => x.ip === vip1)?.responders.filter((x) => x.node !== null && x.vendor !== null)).toEqual([]);
+    const open = await eventually(
+      async () => (await api<Incident[]>(`/incidents?state=open&ip=${vip1}`)).body,
+      (list) => findingsIn(list).some((f) => f.type === "address-conflict"),
+      30_000,
+    );
+    expect(open).toHaveLength(1);
+    const conflict = findingsIn(open).find((f) => f.type === "address-conflict");
+    expect(conflict?.macs).toEqual([STRANGER]);
+    expect(conflict?.detail).toContain(`${STRANGER} (Intel Corporate), not a node of the cluster`);
   });
 });

@@ -221,6 +221,38 @@ describe("webhook formats", () => {
     expect(body.text).toBe(`FIRING: ${IP}: 2 nodes answer for ${IP} (node-a, node-b)`);
     expect(body.blocks.map((b) => b.type)).toEqual(["section", "section", "context"]);
   });
+
+  it("names a host that is no node by its vendor in every format: an address conflict pages", async () => {
+    const gen = await receiver();
+    const chat = await receiver();
+    const { hub, alerter } = setup([
+      { name: "gen", url: gen.url, format: "generic", secret: null, source: "config" },
+      { name: "chat", url: chat.url, format: "slack", secret: null, source: "config" },
+    ]);
+    const STRANGER = "00:1b:21:00:00:2a";
+    hub.store.incidents.open(
+      {
+        ip: IP,
+        type: "address-conflict",
+        macs: [STRANGER],
+        detail: `${STRANGER} (Intel Corporate), not a node of the cluster, answers for ${IP}`,
+        firstSeen: Date.now(),
+        lastSeen: Date.now(),
+        count: 1,
+        samples: [],
+      },
+      {},
+    );
+    alerter.onTransition({
+      kind: "opened",
+      finding: { ip: IP, type: "address-conflict", macs: [STRANGER], detail: "", firstSeen: 0, lastSeen: 0, count: 1, samples: [] },
+    });
+    await until(() => gen.got.length === 1 && chat.got.length === 1);
+    expect(JSON.parse(gen.got[0]?.body ?? "{}")).toMatchObject({
+      alerts: [{ type: "address-conflict", responders: [{ mac: STRANGER, node: null, vendor: "Intel Corporate" }] }],
+    });
+    expect(chat.got[0]?.body).toContain(`not a cluster node, Intel Corporate (${STRANGER})`);
+  });
 });
 
 describe("node incidents", () => {

@@ -8,6 +8,7 @@ import { headers, render, type Alert, type Notice } from "./formats.js";
 import type { AlertPolicy, Receiver } from "./receivers.js";
 import { Egress, type Attempt } from "./egress.js";
 import { TokenBucket } from "../limits.js";
+import { vendorOf } from "../vendors.js";
 import { LogThrottle } from "../log-throttle.js";
 
 /** GIVE_UP_MS: a notification still failing this long after it was decided is given up (and shown). */
@@ -31,6 +32,7 @@ const REPEAT_SWEEP_MS = 60_000;
  */
 const NOTIFIED = new Set([
   "multi-responder",
+  "address-conflict",
   "wrong-owner",
   "wrong-interface",
   "silent-drop",
@@ -222,6 +224,7 @@ export class Alerter {
           detail: f.detail,
           macs: f.macs,
           nodes: f.macs.map((m) => this.o.hub.nodeOfMac(m)),
+          vendors: f.macs.map(vendorOf),
           firstSeen: f.firstSeen,
           lastSeen: f.lastSeen,
           resolvedAt: f.resolvedAt,
@@ -367,6 +370,7 @@ export class Alerter {
           detail: "test: 2 nodes answer for 192.0.2.1 (node-a, node-b)",
           macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
           nodes: ["node-a", "node-b"],
+          vendors: [null, null],
           firstSeen: now,
           lastSeen: now,
           resolvedAt: null,

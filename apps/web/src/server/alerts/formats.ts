@@ -9,8 +9,10 @@ export interface Alert {
   readonly status: "firing" | "resolved";
   readonly detail: string;
   readonly macs: readonly string[];
-  /** The node of each MAC (null when no agent has it), in the same order. */
+  /** The node of each MAC (null when no agent has it: not a cluster node), in the same order. */
   readonly nodes: readonly (string | null)[];
+  /** The vendor each MAC's prefix is registered to (null: none), in the same order. */
+  readonly vendors: readonly (string | null)[];
   readonly firstSeen: number;
   readonly lastSeen: number;
   readonly resolvedAt: number | null;
@@ -39,6 +41,7 @@ const ZERO_TIME = "0001-01-01T00:00:00Z";
 
 const SEVERITY: Record<string, "critical" | "warning"> = {
   "multi-responder": "critical",
+  "address-conflict": "critical",
   "wrong-owner": "critical",
   "wrong-interface": "warning",
   "split-brain": "critical",
@@ -78,7 +81,7 @@ function shown(n: Notice): string {
 }
 
 function who(a: Alert): string {
-  return a.macs.map((m, i) => `${a.nodes[i] ?? "unknown node"} (${m})`).join(", ");
+  return a.macs.map((m, i) => `${a.nodes[i] ?? `not a cluster node, ${a.vendors[i] ?? "vendor not registered"}`} (${m})`).join(", ");
 }
 
 /** summary is the one line a person reads first. */
@@ -110,7 +113,7 @@ export function genericBody(n: Notice): unknown {
       type: a.type,
       status: a.status,
       detail: a.detail,
-      responders: a.macs.map((mac, i) => ({ mac, node: a.nodes[i] ?? null })),
+      responders: a.macs.map((mac, i) => ({ mac, node: a.nodes[i] ?? null, vendor: a.vendors[i] ?? null })),
       captureUrl: captureUrl(n, a),
       firstSeen: iso(a.firstSeen),
       lastSeen: iso(a.lastSeen),

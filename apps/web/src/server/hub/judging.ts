@@ -37,6 +37,8 @@ interface Context {
   readonly now: number;
   readonly inventory: Map<string, IpInventory>;
   readonly down: ReadonlySet<string>;
+  /** Every Node of the cluster has a live agent that reported its interfaces: a MAC none reports is no node's. */
+  readonly watchedAll: boolean;
   readonly key: string;
 }
 
@@ -107,26 +109,33 @@ export class Judging {
     if (c !== null && now - c.at < CONTEXT_MS && c.version === version) return { ...c.ctx, now };
     const inventory = this.o.cluster.inventory();
     const down = this.o.agents.downNodes(now);
-    const ctx = { now, inventory, down, key: `${version}|${[...down].sort().join(",")}` };
+    const nodes = this.o.cluster.nodeNames();
+    const watched = (n: string) => this.o.agents.has(n) && !down.has(n) && this.o.agents.interfacesOf(n).length > 0;
+    const watchedAll = nodes?.every(watched) === true;
+    const ctx = { now, inventory, down, watchedAll, key: `${version}|${[...down].sort().join(",")}|${watchedAll}` };
     this.#ctx = { at: now, version, ctx };
     return ctx;
   }
 
-  /** ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind nodes. */
-  ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>): IpContext {
+  /**
+   * ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind
+   * nodes, and whether a MAC no agent reports is a stranger (one of the cluster's IPs, every node watched).
+   */
+  ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>, watchedAll = false): IpContext {
     // A Service's address holds on whichever VLAN it is seen: the cluster does not say which.
     const inv = inventory.get(splitIpKey(ip).ip);
+    const strangers = inv !== undefined && watchedAll;
     const ownerNode = inv?.expectedOwner?.node ?? null;
     const local = inv?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: inv.endpointNodes } : null;
     // MetalLB BGP only: not announced over ARP, not judged.
     if (inv?.announcer === "metallb-bgp") return { owner: null, local: null, downNodes: down, layer2: false };
-    if (ownerNode === null) return { owner: null, local, downNodes: down };
+    if (ownerNode === null) return { owner: null, local, downNodes: down, strangers };
     // The owner answers from the interfaces its announcer names; its other MACs answering is wrong-interface.
     const ifaces = this.o.agents.interfacesOf(ownerNode);
     const allowed = (name: string) => allowsInterface(inv?.interfaces ?? null, name);
     const macs = [...new Set(ifaces.filter((i) => allowed(i.name)).map((i) => i.mac))];
     const other = [...new Set(ifaces.filter((i) => !allowed(i.name)).map((i) => i.mac))].filter((m) => !macs.includes(m));
-    return { owner: { node: ownerNode, macs }, local, downNodes: down, ...(other.length > 0 ? { ownerOtherMacs: other } : {}) };
+    return { owner: { node: ownerNode, macs }, local, downNodes: down, strangers, ...(other.length > 0 ? { ownerOtherMacs: other } : {}) };
   }
 
   /** onHandover calls `fn` for every handover (the metrics' histogram). */
@@ -201,7 +210,7 @@ export class Judging {
   #judge(ip: string, ctx: Context): void {
     const t = this.o.traffic;
     if (!t.tracks(ip)) return;
-    const v = t.judge.judge(ip, ctx.now, this.ipContext(ip, ctx.inventory, ctx.down), t.lens);
+    const v = t.judge.judge(ip, ctx.now, this.ipContext(ip, ctx.inventory, ctx.down, ctx.watchedAll), t.lens);
     for (const h of v.handovers) {
       this.o.feed.publish({ kind: "handover", ip, handover: h });
       for (const fn of this.#handoverListeners) fn(ip, h);

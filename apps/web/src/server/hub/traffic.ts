@@ -1,4 +1,5 @@
 import { DEFAULT_MAX_MACS_PER_IP, Judge, nodeOfPoint, type Batch, type Lens } from "@whohas/core";
+import { vendorOf } from "../vendors.js";
 import type { TrafficRepo } from "../store/traffic.js";
 import type { Feed } from "./feed.js";
 
@@ -70,6 +71,7 @@ export class Traffic {
         for (const p of points) if (nodeOfPoint(p) === node) return true;
         return false;
       },
+      vendorOf,
     };
   }
 

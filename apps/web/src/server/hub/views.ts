@@ -8,6 +8,7 @@ import {
   type IpView,
   type OpenFinding,
 } from "@whohas/core";
+import { vendorOf } from "../vendors.js";
 import type { ClusterState } from "./cluster.js";
 import type { Judging } from "./judging.js";
 import type { Traffic } from "./traffic.js";
@@ -16,7 +17,7 @@ import type { Traffic } from "./traffic.js";
 export type HubIpState = IpView["state"] | "not-layer2";
 
 /** A HubIpView is an IP as the dashboard shows it: the judge's view joined with what the cluster says. */
-export interface HubIpView extends Omit<IpView, "state"> {
+export interface HubIpView extends Omit<IpView, "state" | "responders"> {
   /** The IP key the judge knows it by (the address, with "@VLAN" when seen tagged): what links and actions name. */
   readonly ip: string;
   /** The address alone, its VLAN (null: untagged) and family. */
@@ -24,6 +25,11 @@ export interface HubIpView extends Omit<IpView, "state"> {
   readonly vlan: number | null;
   readonly family: 4 | 6;
   readonly state: HubIpState;
+  /**
+   * Who answered or announced, with the organisation its MAC's prefix is registered to; `node` null: no agent
+   * reports the MAC, not a node of the cluster (a router, a VM, a forgotten keepalived).
+   */
+  readonly responders: readonly (IpView["responders"][number] & { readonly vendor: string | null })[];
   readonly services: IpInventory["services"];
   /** What announces it (MetalLB layer 2 or BGP, kube-vip, Cilium); null when none is recognised. */
   readonly announcer: IpInventory["announcer"];
@@ -59,6 +65,7 @@ export interface IpRow {
   readonly responders: readonly {
     readonly mac: string;
     readonly node: string | null;
+    readonly vendor: string | null;
     readonly answering: boolean;
     readonly lastGratuitous: number | null;
   }[];
@@ -81,7 +88,13 @@ export function rowOf(v: HubIpView): IpRow {
     services: v.services.map((x) => ({ namespace: x.namespace, name: x.name, externalTrafficPolicy: x.externalTrafficPolicy })),
     announcer: v.announcer,
     expectedOwner: v.expectedOwner,
-    responders: v.responders.map((r) => ({ mac: r.mac, node: r.node, answering: r.answering, lastGratuitous: r.lastGratuitous })),
+    responders: v.responders.map((r) => ({
+      mac: r.mac,
+      node: r.node,
+      vendor: r.vendor,
+      answering: r.answering,
+      lastGratuitous: r.lastGratuitous,
+    })),
     fastest: v.fastest,
     findings: v.findings.map((f) => ({ type: f.type, detail: f.detail, firstSeen: f.firstSeen })),
     requests: v.requests,
@@ -116,6 +129,7 @@ export function ipJson(v: HubIpView) {
     responders: v.responders.map((r) => ({
       mac: r.mac,
       node: r.node,
+      vendor: r.vendor,
       answering: r.answering,
       replies: r.replies,
       gratuitous: r.gratuitous,
@@ -159,6 +173,7 @@ export function evidenceOf(v: HubIpView | null): unknown {
     responders: (v?.responders ?? []).map((r) => ({
       mac: r.mac,
       node: r.node,
+      vendor: r.vendor,
       answering: r.answering,
       replies: r.replies,
       gratuitous: r.gratuitous,
@@ -193,6 +208,7 @@ export class Views {
     const local = i?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: i.endpointNodes } : null;
     return {
       ...v,
+      responders: v.responders.map((r) => ({ ...r, vendor: vendorOf(r.mac) })),
       address: parts.ip,
       vlan: parts.vlan,
       family: parts.family,

@@ -196,6 +196,7 @@ describe("Slack messages", () => {
         detail,
         macs: ["02:00:5e:00:00:0a"],
         nodes: [node],
+        vendors: [null],
         firstSeen: 0,
         lastSeen: 0,
         resolvedAt: null,
