@@ -34,16 +34,10 @@ export interface FacetView {
   resolvedAt: number | null;
 }
 /** An incident as the read API shows it: one per subject (an IP, or node/NAME), named after its worst finding. */
-export interface IncidentView {
+export interface IncidentView extends FacetView {
   id: number;
   ip: string;
   vlan?: number | null;
-  type: string;
-  macs: string[];
-  detail: string;
-  firstSeen: number;
-  lastSeen: number;
-  resolvedAt: number | null;
   acknowledgedBy?: string | null;
   facets: FacetView[];
 }

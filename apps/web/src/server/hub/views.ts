@@ -104,6 +104,22 @@ export function rowOf(v: HubIpView): IpRow {
   };
 }
 
+/** responderJson is one responder as the read API, the webhooks and an incident's evidence show it. */
+function responderJson(r: HubIpView["responders"][number]) {
+  return {
+    mac: r.mac,
+    node: r.node,
+    vendor: r.vendor,
+    answering: r.answering,
+    replies: r.replies,
+    gratuitous: r.gratuitous,
+    lastSeen: r.lastSeen,
+    lastGratuitous: r.lastGratuitous,
+    meanLatencyMs: r.meanLatencyMs,
+    lastAnnouncement: r.lastAnnouncement,
+  };
+}
+
 /**
  * ipJson is one IP as the read API and the webhooks document it; times are milliseconds since the epoch. `ip` is the
  * address; `key` names it in the API's paths (the address, with "@VLAN" when seen inside an 802.1Q tag).
@@ -126,18 +142,7 @@ export function ipJson(v: HubIpView) {
     expectedOwner: v.expectedOwner === null ? null : { node: v.expectedOwner.node, source: v.expectedOwner.source },
     ownerUnknown: v.ownerUnknown,
     interfaces: v.interfaces,
-    responders: v.responders.map((r) => ({
-      mac: r.mac,
-      node: r.node,
-      vendor: r.vendor,
-      answering: r.answering,
-      replies: r.replies,
-      gratuitous: r.gratuitous,
-      lastSeen: r.lastSeen,
-      lastGratuitous: r.lastGratuitous,
-      meanLatencyMs: r.meanLatencyMs,
-      lastAnnouncement: r.lastAnnouncement,
-    })),
+    responders: v.responders.map(responderJson),
     fastest: v.fastest,
     findings: v.findings.map((f) => ({
       type: f.type,
@@ -170,15 +175,7 @@ export function evidenceOf(v: HubIpView | null): unknown {
     services: v?.services ?? [],
     announcer: v?.announcer ?? null,
     expectedOwner: v?.expectedOwner ?? null,
-    responders: (v?.responders ?? []).map((r) => ({
-      mac: r.mac,
-      node: r.node,
-      vendor: r.vendor,
-      answering: r.answering,
-      replies: r.replies,
-      gratuitous: r.gratuitous,
-      lastGratuitous: r.lastGratuitous,
-    })),
+    responders: (v?.responders ?? []).map(responderJson),
     capturedBy: v?.capturedBy ?? [],
     handovers: (v?.handovers ?? []).slice(0, 5).map(handoverJson),
   };

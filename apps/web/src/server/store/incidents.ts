@@ -5,14 +5,7 @@ import type { Db, Param } from "./db.js";
 export const MAX_LIST = 5000;
 
 /** A Facet is one finding's life inside an incident: it opens, gathers evidence and clears on its own times. */
-export interface Facet {
-  readonly type: FindingType;
-  readonly macs: readonly string[];
-  readonly detail: string;
-  readonly firstSeen: number;
-  readonly lastSeen: number;
-  readonly count: number;
-  readonly samples: readonly number[];
+export interface Facet extends Omit<OpenFinding, "ip"> {
   /** When it cleared; null while it holds. */
   readonly resolvedAt: number | null;
 }
