@@ -85,6 +85,40 @@ test("the IPs page lists the responders, filters and sorts with the state in the
   await expect(page.locator(`[data-ip="${vip0}"]`)).toHaveCount(0);
 });
 
+test("the IPs table keeps each IP, its state, who answers and what is wrong whole at 1280 px, and every column at 1920", async ({
+  page,
+}) => {
+  for (const width of [1280, 1920]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.goto(`${url}/ips`);
+    const row = page.locator(`[data-testid="ips"] [data-ip="${vip1}"]`);
+    // The ETP Local VIP holds the most: several responders, the nodes that are not its owner, the silent drop.
+    await expect(row.getByTestId("findings").locator(".chip")).toHaveCount(3);
+    await expect(row.getByTestId("responder")).toHaveCount(3);
+    const whole = [
+      row.locator('[role="cell"]').first(),
+      row.getByTestId("state"),
+      row.getByTestId("findings"),
+      row.getByTestId("requests"),
+    ];
+    const answering = row.getByTestId("responder").first().locator("xpath=..");
+    for (const cell of [...whole, answering]) {
+      const cut = await cell.evaluate((el) => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
+      expect(cut, `${await cell.innerText()} is cut at ${width} px`).toBe(false);
+    }
+    // The last column is in the window, not scrolled off its right edge, its header whole.
+    const last = await row.getByTestId("requests").boundingBox();
+    expect((last?.x ?? Infinity) + (last?.width ?? 0)).toBeLessThanOrEqual(width);
+    const header = page.locator('[data-testid="ips"] [role="columnheader"]', { hasText: "Requests" });
+    expect(await header.evaluate((el) => el.scrollWidth > el.clientWidth + 1)).toBe(false);
+    // The secondary columns fold under 1440 px (the IP page has them) and show above.
+    const secondary = page.locator('[data-testid="ips"] [role="columnheader"]', { hasText: "Usually first" });
+    if (width < 1440) await expect(secondary).toBeHidden();
+    else await expect(secondary).toBeVisible();
+    await shot(page, `ips-${width}`);
+  }
+});
+
 test("the IP detail shows the three responders, the timeline, the silent drop and the client-side fix", async ({ page }) => {
   await page.goto(`${url}/ips/${vip1}`);
   await expect(page.getByTestId("ip-state")).toHaveAttribute("data-state", "multi-responder");

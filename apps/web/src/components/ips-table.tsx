@@ -12,15 +12,16 @@ import { IpLink } from "./ui/ip-name";
 /** ROW_PX: every row has the same height, so only the rows in view are rendered (5,000 IPs stay smooth). */
 const ROW_PX = 56;
 const OVERSCAN = 8;
-const COLUMNS: { key: SortKey | null; label: string }[] = [
+/** The columns; `fold`: secondary, folded away on screens under 1440 px (the IP page shows them). */
+const COLUMNS: { key: SortKey | null; label: string; title?: string; fold?: boolean }[] = [
   { key: "ip", label: "IP" },
   { key: "service", label: "Service" },
-  { key: null, label: "ETP" },
+  { key: null, label: "ETP", title: "externalTrafficPolicy" },
   { key: "owner", label: "Expected owner" },
   { key: "state", label: "State" },
   { key: "responders", label: "Answering" },
-  { key: null, label: "Usually first" },
-  { key: null, label: "Announced" },
+  { key: null, label: "Usually first", fold: true },
+  { key: null, label: "Announced", fold: true },
   { key: null, label: "Findings" },
   { key: "requests", label: "Requests" },
 ];
@@ -124,6 +125,8 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
               <div
                 key={c.label}
                 role="columnheader"
+                className={c.fold === true ? "fold" : undefined}
+                title={c.title ?? c.label}
                 aria-sort={c.key !== null && c.key === sort ? (desc ? "descending" : "ascending") : undefined}
               >
                 {c.key === null ? (
@@ -162,6 +165,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
   const answering = ip.responders.filter((r) => r.answering);
   const fastest = ip.responders.find((r) => r.mac === ip.fastest);
   const lastGrat = Math.max(0, ...ip.responders.map((r) => r.lastGratuitous ?? 0));
+  const services = ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ");
   return (
     <div
       className="vrow"
@@ -174,11 +178,18 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
       <div role="cell" className="mono clip">
         <IpLink ipKey={ip.ip} />
       </div>
-      <div role="cell" data-testid="services">
-        {ip.services.length === 0 ? <span className="muted">-</span> : ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")}
+      <div role="cell" data-testid="services" title={services}>
+        {services === "" ? <span className="muted">-</span> : services}
       </div>
-      <div role="cell">{ip.services[0]?.externalTrafficPolicy ?? <span className="muted">-</span>}</div>
-      <div role="cell" data-testid="owner" data-owner={owner ?? ""}>
+      <div role="cell" title={ip.services[0]?.externalTrafficPolicy}>
+        {ip.services[0]?.externalTrafficPolicy ?? <span className="muted">-</span>}
+      </div>
+      <div
+        role="cell"
+        data-testid="owner"
+        data-owner={owner ?? ""}
+        title={owner === null ? undefined : `${owner} (${ownerSourceName(ip.expectedOwner?.source)})`}
+      >
         {owner === null ? (
           <span className="muted">unknown</span>
         ) : (
@@ -187,7 +198,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
           </>
         )}
       </div>
-      <div role="cell" className={`state state-${ip.state}`}>
+      <div role="cell" className={`state state-${ip.state}`} data-testid="state">
         {STATE_TEXT[ip.state]}
       </div>
       <div role="cell" className="clip">
@@ -205,10 +216,13 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
           </span>
         ))}
       </div>
-      <div role="cell" className={fastest !== undefined && owner !== null && fastest.node !== owner ? "state-multi-responder" : undefined}>
+      <div
+        role="cell"
+        className={`fold${fastest !== undefined && owner !== null && fastest.node !== owner ? " state-multi-responder" : ""}`}
+      >
         {ip.state === "multi-responder" && fastest !== undefined ? (fastest.node ?? fastest.mac) : <span className="muted">-</span>}
       </div>
-      <div role="cell">
+      <div role="cell" className="fold">
         <Ago t={lastGrat} />
       </div>
       <div role="cell" className="clip" data-testid="findings">
