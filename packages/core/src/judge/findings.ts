@@ -114,6 +114,11 @@ export const FLIP_FLOP_MOVES = 3;
  * later from its watch: a failover must not page for that moment.
  */
 export const OWNER_GRACE_MS = 5000;
+/**
+ * STRANGER_GRACE_MS: how long a MAC no agent reports must keep answering before it is called a stranger. Agents
+ * report a node's other interfaces with their facts every 10 s: a node's MAC that appears is known within that.
+ */
+export const STRANGER_GRACE_MS = 20_000;
 /** STALE_ANNOUNCER_MS: how long the expected owner has to announce after another node's announcement. */
 export const STALE_ANNOUNCER_MS = 10_000;
 /**

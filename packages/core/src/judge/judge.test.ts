@@ -6,6 +6,7 @@ import {
   NO_RESPONDER_MS,
   OWNER_GRACE_MS,
   STALE_ANNOUNCER_MS,
+  STRANGER_GRACE_MS,
   type FindingType,
   type Handover,
   type Transition,
@@ -213,11 +214,11 @@ describe("the judge, per request", () => {
   it("raises address-conflict when a host that is no node answers for a cluster IP, only when every node is watched", () => {
     const STRANGER = "00:1b:21:00:00:01";
     const named: Lens = { ...lens, vendorOf: (m) => (m === STRANGER ? "Intel Corporate" : null) };
-    const run = (strangers: boolean) => {
+    const run = (strangers: boolean, ms: number) => {
       const judge = new Judge();
       let now = 1_000_000;
       const opened: Transition[] = [];
-      for (let k = 0; k < 20; k++) {
+      for (let k = 0; k < ms / 100; k++) {
         // node-a asks for the VIP (a probe from the node) and sees the stranger's answer, which is addressed to it.
         const reply = { ...agg("reply", "node-a", now + 0.4), mac: STRANGER };
         const request: RequestReport = { ip: VIP, asker: "198.51.100.10", iface: "eth0", times: [now], replies: [[0, STRANGER, 0.4]] };
@@ -227,11 +228,13 @@ describe("the judge, per request", () => {
       }
       return opened.map((t) => t.finding);
     };
-    const found = run(true);
+    // A node's MAC that just appeared looks the same for a few seconds: only one that keeps answering is a stranger.
+    expect(run(true, STRANGER_GRACE_MS - 1000)).toEqual([]);
+    const found = run(true, STRANGER_GRACE_MS + 1000);
     expect(found.map((f) => [f.type, f.macs])).toEqual([["address-conflict", [STRANGER]]]);
     expect(found[0]?.detail).toContain(`${STRANGER} (Intel Corporate), not a node of the cluster`);
     // A node whose agent is missing would look the same: without every node watched, nothing is said.
-    expect(run(false)).toEqual([]);
+    expect(run(false, STRANGER_GRACE_MS + 1000)).toEqual([]);
   });
 
   it("raises wrong-interface when the owner answers from an interface its announcer does not name", () => {

@@ -6,6 +6,7 @@ import {
   OWNER_GRACE_MS,
   SPLIT_BRAIN_MS,
   STALE_ANNOUNCER_MS,
+  STRANGER_GRACE_MS,
   type LiveFinding,
 } from "./findings.js";
 import type { IpJudgement, Lens } from "./ip-judgement.js";
@@ -102,7 +103,12 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     }
   }
   // A host that is no node of the cluster answering for one of its IPs: an address conflict, whoever else answers.
-  const strangers = ctx.strangers === true ? answering.filter((r) => r.node === null).map((r) => r.mac) : [];
+  // Only once it has answered for STRANGER_GRACE_MS: a node's MAC that just appeared is not known at once.
+  const stranger = (r: { readonly mac: string; readonly node: string | null }) => {
+    const since = r.node === null ? (j?.answeringSince(r.mac, now) ?? null) : null;
+    return since !== null && now - since >= STRANGER_GRACE_MS;
+  };
+  const strangers = ctx.strangers === true ? answering.filter(stranger).map((r) => r.mac) : [];
   if (strangers.length > 0) {
     const named = strangers.map((m) => `${m} (${lens.vendorOf?.(m) ?? "vendor not registered"})`).join(" and ");
     out.push({

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import WebSocket from "ws";
+import { STRANGER_GRACE_MS } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { eventually, findingsIn, passed, query, signIn, type IncidentView as Incident } from "./hub-client.js";
 
@@ -181,7 +182,8 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     const STRANGER = "00:1b:21:00:00:2a";
     await eventually(agents, (a) => a.filter((x) => x.up).length === 3, 30_000);
     await stack.lab.addStranger(STRANGER, [vip1]);
-    // Its answers to the client are unicast, past every agent: a node asking for the IP hears it.
+    // Its answers to the client are unicast, past every agent: a node asking for the IP hears it (a probe asks for a
+    // minute); it is called a stranger once it has kept answering for STRANGER_GRACE_MS.
     const op = await signIn(stack, "operator");
     expect((await op.mutate("actions.probe", { ip: vip1 })).status).toBe(200);
     const rows = await eventually(ips, (r) => r.find((x) => x.ip === vip1)?.responders.some((x) => x.mac === STRANGER) === true, 30_000);
@@ -194,11 +196,11 @@ describe("the hub: findings, the read API, storage and liveness", () => {
     const open = await eventually(
       async () => (await api<Incident[]>(`/incidents?state=open&ip=${vip1}`)).body,
       (list) => findingsIn(list).some((f) => f.type === "address-conflict"),
-      30_000,
+      STRANGER_GRACE_MS + 30_000,
     );
     expect(open).toHaveLength(1);
     const conflict = findingsIn(open).find((f) => f.type === "address-conflict");
     expect(conflict?.macs).toEqual([STRANGER]);
     expect(conflict?.detail).toContain(`${STRANGER} (Intel Corporate), not a node of the cluster`);
-  });
+  }, 90_000);
 });

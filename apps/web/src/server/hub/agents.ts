@@ -96,6 +96,11 @@ export class AgentRegistry {
     return this.#agents.has(node);
   }
 
+  /** reported tells whether `node`'s agent sent its facts: every interface of the node, not only those it captures. */
+  reported(node: string): boolean {
+    return (this.#agents.get(node)?.facts ?? null) !== null;
+  }
+
   get size(): number {
     return this.#agents.size;
   }

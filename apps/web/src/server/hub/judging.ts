@@ -29,6 +29,9 @@ export const WRITE_EVERY_MS = 10_000;
 const ROUND_SKIP_MS = 900;
 const STEADY_SKIP_MS = 1900;
 
+/** ANNOUNCED_BY_NODES: the announcers whose addresses only the cluster's nodes answer for. */
+const ANNOUNCED_BY_NODES: ReadonlySet<string> = new Set(["metallb-l2", "kube-vip", "cilium"]);
+
 /** CONTEXT_MS: the judgements' shared context (inventory, down nodes) is worked out again at most this often. */
 const CONTEXT_MS = 250;
 
@@ -110,7 +113,8 @@ export class Judging {
     const inventory = this.o.cluster.inventory();
     const down = this.o.agents.downNodes(now);
     const nodes = this.o.cluster.nodeNames();
-    const watched = (n: string) => this.o.agents.has(n) && !down.has(n) && this.o.agents.interfacesOf(n).length > 0;
+    // Its facts name every interface of the node (the hello only those its agent captures on).
+    const watched = (n: string) => this.o.agents.has(n) && !down.has(n) && this.o.agents.reported(n);
     const watchedAll = nodes?.every(watched) === true;
     const ctx = { now, inventory, down, watchedAll, key: `${version}|${[...down].sort().join(",")}|${watchedAll}` };
     this.#ctx = { at: now, version, ctx };
@@ -123,8 +127,11 @@ export class Judging {
    */
   ipContext(ip: string, inventory: Map<string, IpInventory>, down: ReadonlySet<string>, watchedAll = false): IpContext {
     // A Service's address holds on whichever VLAN it is seen: the cluster does not say which.
-    const inv = inventory.get(splitIpKey(ip).ip);
-    const strangers = inv !== undefined && watchedAll;
+    const key = splitIpKey(ip);
+    const inv = inventory.get(key.ip);
+    // A stranger is one only where the cluster announces the address itself (not another load balancer's address
+    // that a Service reports, nor the same address reused inside a VLAN), and while every node is watched.
+    const strangers = watchedAll && key.vlan === null && inv !== undefined && ANNOUNCED_BY_NODES.has(inv.announcer ?? "");
     const ownerNode = inv?.expectedOwner?.node ?? null;
     const local = inv?.services.some((s) => s.externalTrafficPolicy === "Local") === true ? { endpointNodes: inv.endpointNodes } : null;
     // MetalLB BGP only: not announced over ARP, not judged.
