@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 /**
@@ -8,10 +9,17 @@ import { createRequire } from "node:module";
 let registry: Map<string, string> | null = null;
 
 function load(): Map<string, string> {
-  const raw = createRequire(import.meta.url)("oui-data") as Record<string, string>;
   const names = new Map<string, string>();
-  // Each entry is the organisation's name and its postal address, one per line: the name is what people know.
-  for (const [prefix, text] of Object.entries(raw)) names.set(prefix, text.split("\n", 1)[0]?.trim() ?? "");
+  try {
+    // Read and parsed here, not required: require's cache would keep the whole 5 MB object.
+    const file = createRequire(import.meta.url).resolve("oui-data");
+    const raw = JSON.parse(readFileSync(file, "utf8")) as Record<string, string>;
+    // Each entry is the organisation's name and its postal address, one per line: the name is what people know.
+    for (const [prefix, text] of Object.entries(raw)) names.set(prefix, text.split("\n", 1)[0]?.trim() ?? "");
+  } catch (e) {
+    // Without the registry every vendor is unknown (null), which is what the pages and the API say then.
+    process.emitWarning(`whohas: the IEEE OUI registry (oui-data) could not be read: ${(e as Error).message}`);
+  }
   return names;
 }
 

@@ -179,7 +179,10 @@ describe("incidents: one per subject, its findings as facets", () => {
   it("adds a second finding to the IP's open incident, names it after the worst, and resolves it with its last facet", () => {
     const s = new Store(openSqlite(":memory:"), 0);
     const first = s.incidents.open(finding("wrong-owner", 100), { evidence: "at the start" });
+    expect(s.incidents.acknowledge(first.id, "alice", 150)).toBe(true);
     const second = s.incidents.open(finding("multi-responder", 200), null);
+    // Something new is wrong: the acknowledgement was for what it held before.
+    expect(s.incidents.get(first.id)?.acknowledgedBy).toBeNull();
     expect(first.incidentOpened).toBe(true);
     expect(second).toEqual({ id: first.id, incidentOpened: false });
     expect(s.incidents.open(finding("multi-responder", 250, "192.0.2.201"), null).id).not.toBe(first.id);
@@ -203,7 +206,7 @@ describe("incidents: one per subject, its findings as facets", () => {
     expect(s.incidents.resolve(first.id, finding("wrong-owner", 300), 1000)).toBe(true);
     i = s.incidents.get(first.id);
     expect(i?.resolvedAt).toBe(1000);
-    expect(i?.events.map((e) => e.kind)).toEqual(["opened", "updated", "updated", "resolved"]);
+    expect(i?.events.map((e) => e.kind)).toEqual(["opened", "acknowledged", "updated", "updated", "resolved"]);
     // A finding dated before the incident opened joins it after, in its timeline.
     const late = s.incidents.open(finding("wrong-owner", 2500, "192.0.2.202"), null);
     s.incidents.open(finding("multi-responder", 2400, "192.0.2.202"), null);
@@ -250,21 +253,37 @@ describe("incidents: one per subject, its findings as facets", () => {
     const oldest = put(VIP, "wrong-owner", 100, null);
     const merged = put(VIP, "multi-responder", 200, null);
     const other = put("192.0.2.201", "silent-drop", 150, null);
+    db.run("UPDATE incidents SET acknowledged_by = 'alice', acknowledged_at = 205 WHERE id = ?", [merged]);
     expect(migrate(db, 0)).toEqual([5]);
     const s = new Store(db, 0);
     expect(
       s.incidents
-        .list()
+        .list({ open: true })
         .map((i) => i.id)
         .sort(),
-    ).toEqual([past, oldest, other].sort());
+    ).toEqual([oldest, other].sort());
     const i = s.incidents.get(oldest);
-    expect(i).toMatchObject({ type: "multi-responder", firstSeen: 100, lastSeen: 210, resolvedAt: null });
-    expect(i?.facets.map((f) => f.type)).toEqual(["wrong-owner", "multi-responder"]);
-    expect(i?.events.map((e) => e.detail)).toEqual(["wrong-owner", "multi-responder"]);
-    expect(s.incidents.get(merged)).toBeNull();
+    expect(i).toMatchObject({ type: "multi-responder", firstSeen: 100, lastSeen: 210, resolvedAt: null, acknowledgedBy: "alice" });
+    expect(i?.facets.map((f) => [f.type, f.resolvedAt])).toEqual([
+      ["wrong-owner", null],
+      ["multi-responder", null],
+    ]);
+    expect(i?.events.map((e) => e.detail)).toEqual([
+      "wrong-owner",
+      `multi-responder too (it was incident #${merged}): multi-responder detail`,
+    ]);
+    // The merged incident keeps its id, its evidence and its frames, resolved, naming the one that goes on.
+    const gone = s.incidents.get(merged);
+    expect(gone).toMatchObject({ resolvedAt: 210 });
+    expect(gone?.events.at(-1)?.detail).toBe(`merged into incident #${oldest}: one incident per IP or node`);
     expect(s.incidents.get(past)?.facets).toHaveLength(1);
-    expect(db.get<{ n: number }>("SELECT COUNT(*) AS n FROM incident_evidence")?.n).toBe(3);
+    expect(db.get<{ n: number }>("SELECT COUNT(*) AS n FROM incident_evidence")?.n).toBe(4);
+    // A new incident never takes a merged one's id.
+    const fresh = s.incidents.open(
+      { ip: "192.0.2.209", type: "silent-drop", macs: [], detail: "d", firstSeen: 5000, lastSeen: 5000, count: 1, samples: [] },
+      null,
+    );
+    expect(fresh.id).toBeGreaterThan(Math.max(past, oldest, merged, other));
   });
 });
 

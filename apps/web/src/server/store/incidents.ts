@@ -166,6 +166,8 @@ export class IncidentsRepo {
         id = row?.id ?? 0;
         this.#event(id, f.firstSeen, "opened", `${f.type}: ${f.detail}`);
       } else {
+        // Something new is wrong: an acknowledgement was for what the incident held then.
+        this.db.run("UPDATE incidents SET acknowledged_by = NULL, acknowledged_at = NULL WHERE id = ?", [id]);
         // Dated when it joined, not before the incident opened: a finding's evidence may predate the one that opened
         // it (it is dated by the request it is about, and judged a moment later).
         const opened = this.db.get<{ t: number }>("SELECT MIN(t) AS t FROM incident_events WHERE incident_id = ? AND kind = 'opened'", [
@@ -253,11 +255,13 @@ export class IncidentsRepo {
     return this.#withFacets(this.db.all<IncidentRow>("SELECT * FROM incidents WHERE resolved_at IS NULL ORDER BY id"));
   }
 
-  /** openByType counts the open incidents by the finding each is named after (its worst). */
+  /** openByType counts, per finding type, the open incidents in which a finding of that type holds now. */
   openByType(): Map<string, number> {
     return new Map(
       this.db
-        .all<{ type: string; n: number }>("SELECT type, COUNT(*) AS n FROM incidents WHERE resolved_at IS NULL GROUP BY type")
+        .all<{ type: string; n: number }>(
+          "SELECT type, COUNT(DISTINCT incident_id) AS n FROM incident_facets WHERE resolved_at IS NULL GROUP BY type",
+        )
         .map((r) => [r.type, r.n]),
     );
   }

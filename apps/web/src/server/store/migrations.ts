@@ -193,19 +193,31 @@ export const MIGRATIONS: readonly Migration[] = [
       INSERT INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at)
         SELECT id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at FROM incidents;
 
-      -- The open incidents of one subject merge into its oldest: the others' facets and events move there, and their
-      -- evidence too unless the oldest already holds that node's.
+      -- The open incidents of one subject merge into its oldest: their findings are copied there as facets, an
+      -- acknowledgement carries over, and each merged one ends with an event that names the incident that goes on.
+      -- They keep their ids, evidence and frames: links already sent in webhooks stay right.
       CREATE TEMP TABLE merged AS
         SELECT i.id AS id, k.id AS into_id FROM incidents i
         JOIN (SELECT ip, MIN(id) AS id FROM incidents WHERE resolved_at IS NULL GROUP BY ip) k ON k.ip = i.ip
         WHERE i.resolved_at IS NULL AND i.id <> k.id;
-      UPDATE incident_facets SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_facets.incident_id)
-        WHERE incident_id IN (SELECT id FROM merged);
-      UPDATE incident_events SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_events.incident_id)
-        WHERE incident_id IN (SELECT id FROM merged);
-      UPDATE OR IGNORE incident_evidence SET incident_id = (SELECT into_id FROM merged WHERE merged.id = incident_evidence.incident_id)
-        WHERE incident_id IN (SELECT id FROM merged);
-      DELETE FROM incidents WHERE id IN (SELECT id FROM merged);
+      INSERT OR IGNORE INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at)
+        SELECT m.into_id, f.type, f.macs, f.detail, f.first_seen, f.last_seen, f.count, f.samples, f.resolved_at
+        FROM incident_facets f JOIN merged m ON m.id = f.incident_id;
+      UPDATE incidents SET
+        acknowledged_by = (SELECT i.acknowledged_by FROM incidents i JOIN merged m ON m.id = i.id
+          WHERE m.into_id = incidents.id AND i.acknowledged_by IS NOT NULL ORDER BY i.acknowledged_at LIMIT 1),
+        acknowledged_at = (SELECT i.acknowledged_at FROM incidents i JOIN merged m ON m.id = i.id
+          WHERE m.into_id = incidents.id AND i.acknowledged_by IS NOT NULL ORDER BY i.acknowledged_at LIMIT 1)
+        WHERE acknowledged_by IS NULL AND id IN (SELECT into_id FROM merged);
+      INSERT INTO incident_events (incident_id, t, kind, detail)
+        SELECT m.into_id, i.first_seen, 'updated', i.type || ' too (it was incident #' || m.id || '): ' || i.detail
+        FROM merged m JOIN incidents i ON i.id = m.id;
+      INSERT INTO incident_events (incident_id, t, kind, detail)
+        SELECT m.id, i.last_seen, 'resolved', 'merged into incident #' || m.into_id || ': one incident per IP or node'
+        FROM merged m JOIN incidents i ON i.id = m.id;
+      UPDATE incident_facets SET resolved_at = (SELECT last_seen FROM incidents WHERE id = incident_facets.incident_id)
+        WHERE incident_id IN (SELECT id FROM merged) AND resolved_at IS NULL;
+      UPDATE incidents SET resolved_at = last_seen WHERE id IN (SELECT id FROM merged);
       CREATE TEMP TABLE summarize AS SELECT DISTINCT into_id AS id FROM merged;
       DROP TABLE merged;
     `,
