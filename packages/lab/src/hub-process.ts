@@ -14,16 +14,20 @@ export const TAP = `${REPO_ROOT}packages/lab/dist/tap.js`;
 export const FORWARD = `${REPO_ROOT}packages/lab/dist/forward.js`;
 export const AGENT_ATTEMPT = `${REPO_ROOT}packages/lab/dist/agent-attempt.js`;
 
-/** freePort asks the kernel for a free TCP port on loopback. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      s.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
+/** freePort asks the kernel for a free TCP port on loopback, other than `notThese` (ports handed out already). */
+export async function freePort(notThese: readonly number[] = []): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const s = createServer();
+      s.once("error", reject);
+      s.listen(0, "127.0.0.1", () => {
+        const addr = s.address();
+        s.close(() => resolve(typeof addr === "object" && addr !== null ? addr.port : 0));
+      });
     });
-  });
+    // A port handed out earlier is not bound until its user starts: the kernel may offer it again.
+    if (!notThese.includes(port)) return port;
+  }
 }
 
 /** waitHealthy waits for the hub's /healthz, failing early when the process exits. */

@@ -84,22 +84,26 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const viewerTokenFile = `${lab.names.stateDir}/viewer-token`;
     await writeFile(viewerTokenFile, viewerToken, { mode: 0o600 });
     const url = `http://localhost:${port}`;
-    const metricsPort = await freePort();
+    const metricsPort = await freePort([port]);
     const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     let kubeconfig: string | null = null;
     if (opts.kube === true) {
       const admin = randomBytes(24).toString("hex");
       const proxyToken = randomBytes(24).toString("hex");
-      api = await startTestApiServer({
-        tokens: new Map([
-          [admin, "system:serviceaccount:whohas:hub"],
-          [proxyToken, "system:serviceaccount:kube-system:kube-proxy"],
-        ]),
-        daemonSetPods: opts.cluster === true,
-        forbidden: opts.forbidden,
-        beforeWrite: opts.beforeWrite,
-        serviceAccountTokens: saTokens === null ? undefined : reviewable(saTokens),
-      });
+      api = await startTestApiServer(
+        {
+          tokens: new Map([
+            [admin, "system:serviceaccount:whohas:hub"],
+            [proxyToken, "system:serviceaccount:kube-system:kube-proxy"],
+          ]),
+          daemonSetPods: opts.cluster === true,
+          forbidden: opts.forbidden,
+          beforeWrite: opts.beforeWrite,
+          serviceAccountTokens: saTokens === null ? undefined : reviewable(saTokens),
+        },
+        // Not a port the kernel picks: it could pick the hub's, chosen above but not bound until the hub starts.
+        await freePort([port, metricsPort]),
+      );
       const service =
         (prefix: string) =>
         (ip: string, i: number): SeedService => ({
