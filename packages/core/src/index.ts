@@ -23,6 +23,7 @@ export * from "./judge/rules.js";
 export * from "./judge/tracker.js";
 export * from "./judge/judge.js";
 export * from "./judge/node-findings.js";
+export * from "./judge/own-requests.js";
 export * from "./judge/capture-analysis.js";
 export * from "./metallb/selector.js";
 export * from "./metallb/election.js";

@@ -119,6 +119,12 @@ export const OWNER_GRACE_MS = 5000;
  * report a node's other interfaces with their facts every 10 s: a node's MAC that appears is known within that.
  */
 export const STRANGER_GRACE_MS = 20_000;
+/**
+ * PROBE_ANSWER_MS: answers to whohas's own probes count as answering for this long, and a MAC that answered probes
+ * with no gap longer than this has answered them throughout. The hub probes each LoadBalancer IP every 60 s at the
+ * slowest: this spans two probes and the jitter between them.
+ */
+export const PROBE_ANSWER_MS = 150_000;
 /** STALE_ANNOUNCER_MS: how long the expected owner has to announce after another node's announcement. */
 export const STALE_ANNOUNCER_MS = 10_000;
 /**

@@ -7,6 +7,7 @@ import {
   FLIP_FLOP_MOVES,
   FLIP_FLOP_MS,
   MAX_HANDOVERS,
+  PROBE_ANSWER_MS,
   REPLY_WINDOW_MS,
   type Handover,
   type LiveFinding,
@@ -22,6 +23,11 @@ export interface Lens {
   watches(mac: string, points: Iterable<string>): boolean;
   /** The organisation the IEEE registered a MAC's prefix to (null: not registered, or locally administered). */
   vendorOf?(mac: string): string | null;
+  /**
+   * Whether the request of `asker` (an address, or the MAC of a request's aggregate) for `ip` at `t` is one whohas
+   * sent itself (a probe): its answers tell who answers, but it is no client's and counts in no client statistics.
+   */
+  ownRequest?(ip: string, asker: string, t: number): boolean;
 }
 
 /** An Announcement episode: gratuitous frames of one MAC with gaps under EPISODE_GAP_MS. */
@@ -52,6 +58,9 @@ export interface MacState {
   /** The kind and THA of its latest announcement (Linux takes a gratuitous reply only with THA = SHA). */
   lastAnnounceKind: string | null;
   lastAnnounceTha: string | null;
+  /** Since when it has answered every probe of whohas's own within PROBE_ANSWER_MS of the previous (0: never), and the latest. */
+  probedSince: number;
+  lastProbeReply: number;
 }
 
 /** A Move is the answers passing from one MAC to another. */
@@ -81,6 +90,8 @@ const newMac = (mac: string): MacState => ({
   episodes: null,
   lastAnnounceKind: null,
   lastAnnounceTha: null,
+  probedSince: 0,
+  lastProbeReply: 0,
 });
 
 /**
@@ -138,10 +149,14 @@ export class IpJudgement {
   sighting(point: string, asker: string, t: number, replies: ReportReplies, index: number, now: number, lens: Lens): void {
     const r = this.requests.add(point, asker, t, replies, index, now);
     if (r === null) return;
-    if (t > this.lastAsked) this.lastAsked = t;
+    // whohas's own probe: who answers it counts, but it is no client asking (no request, race or silence counted).
+    const own = r.own || lens.ownRequest?.(this.ip, asker, t) === true;
+    r.own = own;
+    if (!own && t > this.lastAsked) this.lastAsked = t;
     // Past its reply window a capture point has seen every reply it will see to this request: a MAC it would have
-    // seen answer and did not has stopped answering (known now, not only once the request is final).
-    if (now - t > REPLY_WINDOW_MS) {
+    // seen answer and did not has stopped answering (known now, not only once the request is final). Not so for a
+    // probe: the prober's own node never answers it, and only clients' requests tell who stopped.
+    if (!own && now - t > REPLY_WINDOW_MS) {
       for (const m of this.macs.values())
         if (m.lastReply > 0 && m.lastReply < t && r.replyAt(m.mac) === undefined && lens.watches(m.mac, [point]))
           m.lastMissed = Math.max(m.lastMissed, t);
@@ -154,6 +169,11 @@ export class IpJudgement {
       const m = this.#mac(mac);
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
       if (at > m.lastReply) m.lastReply = at;
+      if (own) {
+        if (m.probedSince === 0 || at - m.lastProbeReply > PROBE_ANSWER_MS) m.probedSince = at;
+        if (at > m.lastProbeReply) m.lastProbeReply = at;
+        continue;
+      }
       m.delayCount++;
       m.delaySum += reply[2];
     }
@@ -173,7 +193,8 @@ export class IpJudgement {
       this.#latestMulti = r;
       this.#evidence("multi-responder", r.answerers(), r.t, () => {
         const latest = this.#latestMulti ?? r;
-        return `one request from ${latest.asker} for ${this.ip} was answered by ${names(latest.answerers(), lens)}: clients cache whichever wins the race`;
+        const from = latest.own ? `whohas's probe from ${latest.asker}` : `one request from ${latest.asker}`;
+        return `${from} for ${this.ip} was answered by ${names(latest.answerers(), lens)}: clients cache whichever wins the race`;
       });
       return;
     }
@@ -299,6 +320,9 @@ export class IpJudgement {
 
   /** #final takes one final request: who answered it decides who owns the IP, and whether it moved. */
   #final(r: JoinedRequest, lens: Lens): Handover | null {
+    // A probe of whohas's own tells who answers, not who owns the IP: its prober's node does not answer itself, so
+    // another node's lone answer would look like a move, and its silence like a miss.
+    if (r.own) return null;
     // The capture points that saw it, listed only when a lens must be asked.
     let seen: string[] | null = null;
     // Who would have been seen answering and was not: their answers for this IP are older than this request.
@@ -391,6 +415,16 @@ export class IpJudgement {
     const lastAnnounce = m.episodes?.[m.episodes.length - 1]?.last ?? 0;
     const claim = Math.max(m.lastReply, this.lastAsked === -Infinity ? lastAnnounce : 0);
     return now - claim <= ANSWER_WINDOW_MS && claim >= m.lastMissed;
+  }
+
+  /**
+   * answersProbes tells whether `mac` has answered whohas's own probes for at least `forMs`, the latest within
+   * PROBE_ANSWER_MS: what a background probe learns of a host that answers no request the agents see (it answers
+   * off-cluster clients by unicast).
+   */
+  answersProbes(mac: string, now: number, forMs: number): boolean {
+    const m = this.macs.get(mac);
+    return m !== undefined && m.probedSince > 0 && now - m.lastProbeReply <= PROBE_ANSWER_MS && m.lastProbeReply - m.probedSince >= forMs;
   }
 
   /** idle: nothing left to settle or hand out (the judge may stop looking at it until it hears of it again). */

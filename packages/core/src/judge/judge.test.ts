@@ -14,6 +14,7 @@ import {
 import type { Lens } from "./ip-judgement.js";
 import { Judge, nodeOfPoint } from "./judge.js";
 import { NO_CONTEXT, type IpContext } from "./rules.js";
+import { OwnRequests } from "./own-requests.js";
 
 const VIP = "198.51.100.7";
 const CLIENT = "198.51.100.1";
@@ -235,6 +236,52 @@ describe("the judge, per request", () => {
     expect(found[0]?.detail).toContain(`${STRANGER} (Intel Corporate), not a node of the cluster`);
     // A node whose agent is missing would look the same: without every node watched, nothing is said.
     expect(run(false, STRANGER_GRACE_MS + 1000)).toEqual([]);
+  });
+
+  it("sees through whohas's own probes a host that answers no request the agents see, and calls it a conflict", () => {
+    const STRANGER = "00:1b:21:00:00:02";
+    const PROBER = "198.51.100.10";
+    const own = new OwnRequests();
+    const probing: Lens = { ...lens, vendorOf: () => "Intel Corporate", ownRequest: (ip, asker, t) => own.has(ip, asker, t) };
+    const judge = new Judge();
+    let now = 1_000_000;
+    const opened: Transition[] = [];
+    // Every 10 s node-a probes the VIP (the hub noted it first) and sees the stranger's unicast answer, and nothing else.
+    for (let k = 0; k < 50 * 10; k++) {
+      if (k % 100 === 0) {
+        own.expect(VIP, [PROBER, mac("node-a")], now, 1);
+        const request: RequestReport = { ip: VIP, asker: PROBER, iface: "eth0", times: [now], replies: [[0, STRANGER, 0.4]] };
+        const entries = [agg("request", "node-a", now), { ...agg("reply", "node-a", now + 0.4), mac: STRANGER }];
+        judge.ingest("node-a", { entries, requests: [request] }, now, probing);
+      }
+      now += 100;
+      opened.push(...judge.judge(VIP, now, { ...NO_CONTEXT, strangers: true }, probing).transitions.filter((t) => t.kind === "opened"));
+      // Between two probes the stranger is not answering anyone the agents see; the probes say it still holds the IP.
+      if (k === 150) expect(judge.view(VIP, now, probing)?.responders.map((r) => [r.mac, r.answering])).toEqual([[STRANGER, false]]);
+    }
+    // Its third answer, 20 s after its first, makes it a stranger; nobody else answers, so no several responders.
+    expect(opened.map((t) => [t.finding.type, t.finding.macs, t.finding.firstSeen])).toEqual([["address-conflict", [STRANGER], 1_020_100]]);
+    // The probes are no client's: no request counted, nobody left unanswered, no race timed.
+    expect(judge.view(VIP, now, probing)?.requests).toBe(0);
+  });
+
+  it("leaves whohas's own unanswered probes out of no-responder, and their answers out of who answers first", () => {
+    const c = new Cluster();
+    const own = new OwnRequests();
+    const probing: Lens = { ...lens, ownRequest: (ip, asker, t) => own.has(ip, asker, t) };
+    const PROBER = "198.51.100.10";
+    c.run(NO_RESPONDER_MS + FINAL_MS + 2000, (step) => {
+      if (step % 10 !== 0) return;
+      own.expect(VIP, [PROBER], c.now, 1);
+      for (const node of NODES) {
+        const r: RequestReport = { ip: VIP, asker: PROBER, iface: "eth0", times: [c.now], replies: [] };
+        c.judge.ingest(node, { entries: [], requests: [r] }, c.now, probing);
+      }
+    });
+    expect(c.opened()).toEqual([]);
+    // The same requests from a client are a client left without an answer.
+    c.run(NO_RESPONDER_MS + FINAL_MS + 2000, (step) => (step % 10 === 0 ? c.ask([]) : undefined));
+    expect(c.opened()).toEqual(["no-responder"]);
   });
 
   it("raises wrong-interface when the owner answers from an interface its announcer does not name", () => {

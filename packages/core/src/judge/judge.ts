@@ -3,6 +3,7 @@ import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
 import { IpJudgement, type Lens } from "./ip-judgement.js";
 import { IpTable, type CountsView, type ResponderCounts } from "./ip-table.js";
+import { clientEntries } from "./own-requests.js";
 import { findingsNow, type IpContext } from "./rules.js";
 import { FindingTracker } from "./tracker.js";
 
@@ -150,8 +151,12 @@ export class Judge {
    * announcement, evidence), to judge now; the others change only with time and are judged on the next round.
    */
   ingest(node: string, batch: Batch, now: number, lens: Lens): { touched: Set<string>; urgent: Set<string> } {
-    const touched = this.counts.apply(node, batch.entries);
-    for (const e of batch.entries) this.#judgement(e.ip).aggregate(e, lens);
+    const entries =
+      lens.ownRequest === undefined
+        ? batch.entries
+        : clientEntries(batch.entries, (ip, asker, t) => lens.ownRequest?.(ip, asker, t) === true);
+    const touched = this.counts.apply(node, entries);
+    for (const e of entries) this.#judgement(e.ip).aggregate(e, lens);
     for (const r of batch.requests) {
       touched.add(r.ip);
       const j = this.#judgement(r.ip);

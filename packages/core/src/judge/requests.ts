@@ -31,6 +31,8 @@ export class JoinedRequest {
   late: boolean;
   /** Handed out as final (or late): no longer waiting. */
   final = false;
+  /** Sent by whohas itself (a probe), not by a client. */
+  own = false;
 
   /** A request as the first capture point to report it saw it: `point` at `t`, and the replies of `index` it saw. */
   constructor(

@@ -103,12 +103,14 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     }
   }
   // A host that is no node of the cluster answering for one of its IPs: an address conflict, whoever else answers.
-  // Only once it has answered for STRANGER_GRACE_MS: a node's MAC that just appeared is not known at once.
-  const stranger = (r: { readonly mac: string; readonly node: string | null }) => {
-    const since = r.node === null ? (j?.answeringSince(r.mac, now) ?? null) : null;
-    return since !== null && now - since >= STRANGER_GRACE_MS;
+  // Only once it has answered for STRANGER_GRACE_MS: a node's MAC that just appeared is not known at once. A host
+  // that answers only off-cluster clients (by unicast, which no agent sees) is known by its answers to whohas's probes.
+  const stranger = (r: { readonly mac: string; readonly node: string | null; readonly answering: boolean }) => {
+    if (r.node !== null || j === undefined) return false;
+    const since = r.answering ? j.answeringSince(r.mac, now) : null;
+    return (since !== null && now - since >= STRANGER_GRACE_MS) || j.answersProbes(r.mac, now, STRANGER_GRACE_MS);
   };
-  const strangers = ctx.strangers === true ? answering.filter(stranger).map((r) => r.mac) : [];
+  const strangers = ctx.strangers === true ? v.responders.filter(stranger).map((r) => r.mac) : [];
   if (strangers.length > 0) {
     const named = strangers.map((m) => `${m} (${lens.vendorOf?.(m) ?? "vendor not registered"})`).join(" and ");
     out.push({
