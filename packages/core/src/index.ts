@@ -35,6 +35,7 @@ export * from "./kubeproxy/plan.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";
+export * from "./node/probe-schedule.js";
 export * from "./cluster/announcers.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";

@@ -1,0 +1,82 @@
+/** A ProbeTarget is one IP the background probe asks for, and the node expected to own it (null: unknown). */
+export interface ProbeTarget {
+  readonly ip: string;
+  readonly owner: string | null;
+}
+
+/** JITTER: each IP's next probe comes within ±10 % of the interval, so that IPs spread out instead of marching together. */
+const JITTER = 0.1;
+/** RETRY_MS: an IP no node could probe is tried again this soon. */
+export const RETRY_MS = 5000;
+/** REFUSED_MS: a node that could not probe an IP (no interface on its network) is not asked again for it this long. */
+export const REFUSED_MS = 10 * 60_000;
+
+/**
+ * A ProbeSchedule decides when the background probe asks for each IP and from which node: every IP once per
+ * interval, at a time of its own (the first within one interval of being seen, the next one interval later give or
+ * take JITTER), from the nodes in turn. Not from the expected owner while another node can: a node never hears its
+ * own answer to its own request, and the owner's answer is the one that must be heard beside a stranger's. Pure: time
+ * and chance are given.
+ */
+export class ProbeSchedule {
+  readonly #due = new Map<string, number>();
+  readonly #turn = new Map<string, number>();
+  readonly #refused = new Map<string, Map<string, number>>();
+
+  constructor(
+    readonly intervalMs: number,
+    readonly random: () => number = Math.random,
+  ) {}
+
+  /**
+   * due returns the probes to send at `now`: for each target whose time has come, the node to ask from, among
+   * `room` (the nodes with a live agent, and how many more probes each may run now). Targets no longer listed are
+   * forgotten.
+   */
+  due(now: number, targets: readonly ProbeTarget[], room: ReadonlyMap<string, number>): { ip: string; node: string }[] {
+    const left = new Map(room);
+    const listed = new Set<string>();
+    const out: { ip: string; node: string }[] = [];
+    for (const { ip, owner } of targets) {
+      listed.add(ip);
+      const at = this.#due.get(ip);
+      if (at === undefined) {
+        this.#due.set(ip, now + this.random() * this.intervalMs);
+        continue;
+      }
+      if (at > now) continue;
+      const free = [...left].filter(([n, k]) => k > 0 && !this.#isRefused(ip, n, now)).map(([n]) => n);
+      const others = free.filter((n) => n !== owner).sort();
+      const candidates = others.length > 0 ? others : free;
+      if (candidates.length === 0) {
+        this.#due.set(ip, now + RETRY_MS);
+        continue;
+      }
+      const turn = this.#turn.get(ip) ?? Math.floor(this.random() * candidates.length);
+      const node = candidates[turn % candidates.length] ?? "";
+      this.#turn.set(ip, turn + 1);
+      left.set(node, (left.get(node) ?? 1) - 1);
+      this.#due.set(ip, now + this.intervalMs * (1 - JITTER + 2 * JITTER * this.random()));
+      out.push({ ip, node });
+    }
+    for (const ip of this.#due.keys()) {
+      if (listed.has(ip)) continue;
+      this.#due.delete(ip);
+      this.#turn.delete(ip);
+      this.#refused.delete(ip);
+    }
+    return out;
+  }
+
+  /** refused notes that `node` could not probe `ip` (it has no interface on its network): others are asked instead. */
+  refused(ip: string, node: string, now: number): void {
+    let m = this.#refused.get(ip);
+    if (m === undefined) this.#refused.set(ip, (m = new Map<string, number>()));
+    m.set(node, now + REFUSED_MS);
+  }
+
+  #isRefused(ip: string, node: string, now: number): boolean {
+    const until = this.#refused.get(ip)?.get(node);
+    return until !== undefined && until > now;
+  }
+}
