@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
 import { Actions } from "./src/server/actions/actions.js";
+import { BackgroundProbe } from "./src/server/actions/background-probe.js";
 import { Alerter } from "./src/server/alerts/alerter.js";
 import type { Receiver } from "./src/server/alerts/receivers.js";
 import { Auth } from "./src/server/auth/auth.js";
@@ -189,6 +190,7 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     ...config.webhooks,
     ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const })),
   ];
+  const probeEvery = config.backgroundProbeMs;
   const server = createHubServer({
     hub,
     metricsToken: config.metricsToken,
@@ -201,6 +203,17 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     agentReviewer: kc !== null && config.agentServiceAccount !== null ? tokenReviewer(kc, config.agentServiceAccount) : undefined,
     auth,
     actions: (agents) => new Actions({ hub, agents, logger, probeMs: config.actions.probeMs, announceMs: config.actions.announceMs }),
+    backgroundProbe:
+      probeEvery === null
+        ? undefined
+        : (agents, metrics) =>
+            new BackgroundProbe({
+              hub,
+              agents,
+              intervalMs: probeEvery,
+              logger,
+              onOutcome: (outcome) => metrics.backgroundProbes.inc({ outcome }),
+            }),
     settings,
     remediation:
       kc === null
@@ -272,6 +285,14 @@ async function main(): Promise<void> {
   void logIncidents(hub, logger, feedLog.signal);
   server.alerter?.start();
   server.evidence.start();
+  server.backgroundProbe?.start();
+  logger.info("background_probe", {
+    intervalMs: config.backgroundProbeMs,
+    hint:
+      config.backgroundProbeMs === null
+        ? "off (backgroundProbe.interval: off): hosts that answer only off-cluster clients go unseen"
+        : undefined,
+  });
   const scheduler = new Scheduler({
     hub,
     logger,
@@ -308,6 +329,7 @@ async function main(): Promise<void> {
     feedLog.abort();
     server.alerter?.stop();
     server.evidence.stop();
+    server.backgroundProbe?.stop();
     server.gateway.close();
     for (const s of [tcp, metrics, unix]) {
       s?.close();

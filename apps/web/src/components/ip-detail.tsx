@@ -7,6 +7,7 @@ import { useSubscription } from "@trpc/tanstack-react-query";
 import { CartesianGrid, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
+import { BackgroundProbeLine } from "./background-probe";
 import { IpActions } from "./ip-actions";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
@@ -211,6 +212,7 @@ export function IpDetail({ ip }: { ip: string }) {
       <p className="muted" data-testid="endpoints">
         Endpoints run on: {v.endpointNodes.length === 0 ? "no node known" : v.endpointNodes.join(", ")}.
       </p>
+      {v.services.length > 0 ? <BackgroundProbeLine ip={ip} /> : null}
 
       <h2>Handovers</h2>
       {v.handovers.length === 0 ? (

@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import type { Actions, CommandSender } from "./actions/actions.js";
+import type { BackgroundProbe } from "./actions/background-probe.js";
 import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
 import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
@@ -79,6 +80,8 @@ export interface HubServerOptions {
   readonly settings?: Settings;
   /** Makes the alerter, which counts its deliveries in the hub's metrics. */
   readonly alerter?: (metrics: HubMetrics) => Alerter;
+  /** Makes the background probe of every LoadBalancer IP, on the gateway's agents (absent: off). */
+  readonly backgroundProbe?: (agents: CommandSender, metrics: HubMetrics) => BackgroundProbe;
   /** Makes the strictARP fix, which probes through the actions (absent without Kubernetes). */
   readonly remediation?: (actions: Actions | undefined) => Remediation;
   readonly logger: Logger;
@@ -127,6 +130,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export interface HubServer {
   readonly gateway: AgentGateway;
   readonly actions: Actions | undefined;
+  readonly backgroundProbe: BackgroundProbe | undefined;
   readonly alerter: Alerter | undefined;
   /** Incidents' frames: asked of the agents when an incident opens (start it), stored, served as capture files. */
   readonly evidence: Evidence;
@@ -172,6 +176,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     factsEveryMs: opts.agentFactsEveryMs,
   });
   const actions = opts.actions?.(gateway);
+  const backgroundProbe = opts.backgroundProbe?.(gateway, metrics);
   const evidence = new Evidence({
     hub: opts.hub,
     asker: gateway,
@@ -196,6 +201,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return {
         hub: opts.hub,
         actions,
+        backgroundProbe,
         settings: opts.settings,
         alerts,
         audit: opts.hub.store.audit,
@@ -309,6 +315,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   return {
     gateway,
     actions,
+    backgroundProbe,
     alerter,
     evidence,
     metrics,

@@ -50,6 +50,13 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly backgroundProbes = new Counter({
+    name: "whohas_background_probes_total",
+    help: "The hub's background probes of LoadBalancer IPs (one request each, from one node), by outcome: answered, unanswered, failed (the node could not reach the IP's network, or its agent did not answer).",
+    labelNames: ["outcome"],
+    registers: [this.registry],
+  });
+
   readonly handoverGaps = new Histogram({
     name: "whohas_handover_gap_seconds",
     help: "Handovers (the answers moving from one node to another with no request answered by both), by their gap: from the old owner's last reply to the new owner's first answer.",

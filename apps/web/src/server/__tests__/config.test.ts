@@ -48,6 +48,7 @@ describe("loadConfig", () => {
         `  sessionTtl: 8h`,
         `  trustedProxies: [192.168.0.0/16]`,
         `actions: { probeDuration: 5s, announceDuration: 2s, fixRolloutTimeout: 90s, fixNodesTimeout: 1m }`,
+        `backgroundProbe: { interval: 45s }`,
         `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 }`,
         `metrics: { listen: "127.0.0.1:9474", tokenFile: DIR/metrics }`,
         `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
@@ -89,6 +90,7 @@ describe("loadConfig", () => {
         trustedProxies: ["192.168.0.0/16"],
       },
       actions: { probeMs: 5000, announceMs: 2000, fixRolloutTimeoutMs: 90_000, fixNodesTimeoutMs: 60_000 },
+      backgroundProbeMs: 45_000,
       limits: {
         maxIps: 5000,
         maxMacsPerIp: 16,
@@ -183,6 +185,16 @@ describe("loadConfig", () => {
     expect(failure(null, { WHOHAS_AGENT_SERVICE_ACCOUNT: "whohas-agent" })).toMatch(
       /^WHOHAS_AGENT_SERVICE_ACCOUNT: the agents' ServiceAccount/,
     );
+    // The background probe: on at 30 s unless told, "off" turns it off, and an interval out of 5 s to 60 s is refused.
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN }).backgroundProbeMs).toBe(30_000);
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_BACKGROUND_PROBE: "off" }).backgroundProbeMs).toBeNull();
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_BACKGROUND_PROBE: "1s" })).toMatch(
+      /^WHOHAS_BACKGROUND_PROBE: "1s" must be a duration of at least 5000 ms/,
+    );
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_BACKGROUND_PROBE: "5m" })).toMatch(
+      /^WHOHAS_BACKGROUND_PROBE: "5m" is longer than 60s/,
+    );
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_BACKGROUND_PROBE: "sometimes" })).toMatch(/^WHOHAS_BACKGROUND_PROBE: /);
   });
 
   it("refuses bad users and proxies with the key and what to do", () => {

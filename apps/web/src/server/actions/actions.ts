@@ -230,6 +230,8 @@ export class Actions {
     };
     this.#runs.set(run.id, run);
     for (const [i, node] of probers.entries()) {
+      // Its requests are no client's: the judge counts who answers them, and nothing else.
+      this.o.hub.traffic.own.expect(ip, this.o.hub.agents.askersOf(node), run.startedAt, this.o.probeMs);
       const sent = this.o.agents.command(
         node,
         { v: WIRE_VERSION, type: "probe", id: `${run.id}#${i}`, ...onLink(ip), durationMs: this.o.probeMs, intervalMs: PROBE_INTERVAL_MS },

@@ -5,6 +5,7 @@
  */
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { Actions } from "../actions/actions.js";
+import type { BackgroundProbe } from "../actions/background-probe.js";
 import type { AlertAdmin } from "../alerts/admin.js";
 import type { Principal } from "../auth/auth.js";
 import { allows, type Role } from "../auth/roles.js";
@@ -18,6 +19,8 @@ export interface Context {
   readonly hub: Hub;
   /** Absent in tests and tools that only read. */
   readonly actions?: Actions;
+  /** The hub's probe of every LoadBalancer IP (absent: turned off). */
+  readonly backgroundProbe?: BackgroundProbe;
   readonly settings?: Settings;
   /** Alerting as Settings administers it (receivers, deliveries, test sends). */
   readonly alerts?: AlertAdmin;

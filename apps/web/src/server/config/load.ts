@@ -55,6 +55,11 @@ export interface HubConfig {
     readonly fixRolloutTimeoutMs: number;
     readonly fixNodesTimeoutMs: number;
   };
+  /**
+   * How often the hub asks for each LoadBalancer IP from one of the nodes (rotating, jittered), to hear hosts that
+   * answer only off-cluster clients; null: off.
+   */
+  readonly backgroundProbeMs: number | null;
   /** What the hub holds at most: IPs (least recently active let go), MACs per IP (oldest folded), agents, connections. */
   readonly limits: {
     readonly maxIps: number;
@@ -150,6 +155,18 @@ function durationMs(key: string, text: string, min: number): number {
   return ms;
 }
 
+/** BACKGROUND_PROBE_MIN_MS / MAX_MS: the background probe's interval, between a load no network notices and PROBE_ANSWER_MS's span. */
+const BACKGROUND_PROBE_MIN_MS = 5000;
+const BACKGROUND_PROBE_MAX_MS = 60_000;
+
+function backgroundProbe(key: string, text: string): number | null {
+  if (text === "off") return null;
+  const ms = durationMs(key, text, BACKGROUND_PROBE_MIN_MS);
+  if (ms > BACKGROUND_PROBE_MAX_MS)
+    throw new ConfigError(key, `"${text}" is longer than 60s: a host seen only by the probe would blink in and out; say "off" to stop it`);
+  return ms;
+}
+
 /**
  * loadConfig reads `--config FILE` (optional) and the environment, the environment winning, validates the merged
  * document against one schema and derives the hub's configuration (reading the files it names). Throws a
@@ -223,6 +240,7 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
       fixRolloutTimeoutMs: durationMs(key("actions.fixRolloutTimeout"), c.actions?.fixRolloutTimeout ?? DEFAULTS.fixRolloutTimeout, 1000),
       fixNodesTimeoutMs: durationMs(key("actions.fixNodesTimeout"), c.actions?.fixNodesTimeout ?? DEFAULTS.fixNodesTimeout, 1000),
     },
+    backgroundProbeMs: backgroundProbe(key("backgroundProbe.interval"), c.backgroundProbe?.interval ?? DEFAULTS.backgroundProbe),
     limits: {
       maxIps: c.limits?.maxIps ?? DEFAULTS.maxIps,
       maxMacsPerIp: c.limits?.maxMacsPerIp ?? DEFAULTS.maxMacsPerIp,

@@ -104,6 +104,8 @@ export const ConfigSchema = z.strictObject({
       fixNodesTimeout: duration.optional(),
     })
     .optional(),
+  /** The hub's own low-rate probe of every LoadBalancer IP, from one node at a time: an interval, or "off". */
+  backgroundProbe: z.strictObject({ interval: z.union([duration, z.literal("off")]).optional() }).optional(),
   limits: z
     .strictObject({
       maxIps: z.number().int().min(100, "at least 100").max(10_000_000).optional(),
@@ -164,6 +166,7 @@ export const ENV_KEYS: Readonly<Record<string, EnvKey>> = {
   WHOHAS_USERS_FILE: { key: "auth.usersFile", help: "auth.usersFile" },
   WHOHAS_TRUSTED_PROXIES: { key: "auth.trustedProxies", help: "auth.trustedProxies (comma-separated)", list: true },
   WHOHAS_PROBE_DURATION: { key: "actions.probeDuration", help: "actions.probeDuration" },
+  WHOHAS_BACKGROUND_PROBE: { key: "backgroundProbe.interval", help: 'backgroundProbe.interval ("off": no background probe)' },
   WHOHAS_TLS_CERT_FILE: { key: "tls.certFile", help: "tls.certFile" },
   WHOHAS_TLS_KEY_FILE: { key: "tls.keyFile", help: "tls.keyFile" },
   WHOHAS_WEBHOOK_URL: { key: "envWebhook.url", help: "webhooks (one more receiver, named env)" },
@@ -178,6 +181,7 @@ export const DEFAULTS = {
   retention: "7d",
   sessionTtl: "12h",
   probeDuration: "60s",
+  backgroundProbe: "30s",
   announceDuration: "5s",
   fixRolloutTimeout: "5m",
   fixNodesTimeout: "2m",

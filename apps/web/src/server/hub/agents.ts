@@ -92,6 +92,20 @@ export class AgentRegistry {
     return [...new Set([...r.interfaces, ...(r.facts?.interfaces ?? [])].map((i) => i.mac))];
   }
 
+  /**
+   * askersOf lists what names `node` as the asker of a request it sends: its interfaces' MACs, and their addresses as
+   * its facts last reported them.
+   */
+  askersOf(node: string): string[] {
+    const r = this.#agents.get(node);
+    if (r === undefined) return [];
+    // kube-ipvs0 holds the Service IPs themselves: never what the node asks from.
+    const addresses = (r.facts?.interfaces ?? [])
+      .filter((i) => i.name !== "kube-ipvs0")
+      .flatMap((i) => i.addresses.map((a) => a.split("/")[0] ?? a));
+    return [...new Set([...this.macsOf(node), ...addresses])];
+  }
+
   has(node: string): boolean {
     return this.#agents.has(node);
   }

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_MACS_PER_IP, Judge, nodeOfPoint, type Batch, type Lens } from "@whohas/core";
+import { DEFAULT_MAX_MACS_PER_IP, Judge, OwnRequests, clientEntries, nodeOfPoint, type Batch, type Lens } from "@whohas/core";
 import { vendorOf } from "../vendors.js";
 import type { TrafficRepo } from "../store/traffic.js";
 import type { Feed } from "./feed.js";
@@ -51,6 +51,8 @@ export class Traffic {
   readonly judge: Judge;
   /** The hub's lens: a node's capture points see that node's replies (and broadcasts), not the other nodes'. */
   readonly lens: Lens;
+  /** The requests whohas sends itself (background and operators' probes): judged for who answers, not counted. */
+  readonly own = new OwnRequests();
   readonly #limits: TrackingLimits;
   #evictedIps = 0;
   #foldedSeen = 0;
@@ -72,6 +74,7 @@ export class Traffic {
         return false;
       },
       vendorOf,
+      ownRequest: (ip, asker, t) => this.own.has(ip, asker, t),
     };
   }
 
@@ -84,8 +87,11 @@ export class Traffic {
   ingest(node: string, batch: Batch): { touched: Set<string>; urgent: Set<string> } {
     const now = this.o.clock();
     this.judge.intern(batch);
-    this.o.repo.record(node, batch.entries);
-    const r = this.judge.ingest(node, batch, now, this.lens);
+    // whohas's own requests are no client's: neither stored as traffic nor counted.
+    const entries = this.own.size === 0 ? batch.entries : clientEntries(batch.entries, (ip, mac, t) => this.own.has(ip, mac, t));
+    const clients = entries === batch.entries ? batch : { ...batch, entries };
+    this.o.repo.record(node, clients.entries);
+    const r = this.judge.ingest(node, clients, now, this.lens);
     if (r.touched.size === 0) return r;
     this.#enforceLimits(now);
     this.o.feed.publish({ kind: "ips", ips: [...r.touched] });

@@ -202,6 +202,7 @@ const NEEDS: Record<string, "viewer" | "operator" | "admin"> = {
   "ips.list": "viewer",
   "ips.snapshot": "viewer",
   "ips.byIp": "viewer",
+  "ips.backgroundProbe": "viewer",
   "ips.timeline": "viewer",
   "ips.live": "viewer",
   "ips.byIpLive": "viewer",

@@ -23,6 +23,21 @@ export const ipsRouter = {
   /** byIp returns one IP (with its handovers), or null when nothing was seen or known for it. */
   byIp: viewerProcedure.input(z.object({ ip })).query(({ ctx, input }) => ctx.hub.ip(input.ip)),
 
+  /**
+   * backgroundProbe: whether the hub probes LoadBalancer IPs in the background, how often, and its latest probe of
+   * `ip` (null: none yet, or not a LoadBalancer IP).
+   */
+  backgroundProbe: viewerProcedure.input(z.object({ ip })).query(({ ctx, input }) => {
+    const p = ctx.backgroundProbe;
+    if (p === undefined) return { enabled: false as const, intervalMs: null, last: null };
+    const last = p.last(input.ip);
+    return {
+      enabled: true as const,
+      intervalMs: p.o.intervalMs,
+      last: last === null ? null : { ...last, answeredBy: (last.macs ?? []).map((mac) => ({ mac, node: ctx.hub.nodeOfMac(mac) })) },
+    };
+  }),
+
   /** timeline: one IP's replies, announcements and requests per minute and MAC over the last 15 min, 1 h or 24 h. */
   timeline: viewerProcedure.input(z.object({ ip, range: z.enum(["15m", "1h", "24h"]).default("1h") })).query(({ ctx, input }) => {
     const now = ctx.hub.clock();
