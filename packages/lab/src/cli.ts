@@ -59,6 +59,7 @@ async function demo(argv: string[]): Promise<void> {
     cluster: true,
     ipv6: true,
     vlanVips: DEMO_VLAN_IPS,
+    backgroundProbe: "30s",
   });
   // One address on two VLANs of a trunk: one node answers for it on VLAN 30, two (a split brain) on VLAN 40.
   const [first, second] = stack.lab.nodes;

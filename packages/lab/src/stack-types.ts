@@ -19,6 +19,11 @@ export interface StackOptions {
   readonly kube?: boolean;
   /** How long the dashboard's Probe runs (actions.probeDuration; the product's default is 60 s). */
   readonly probeDuration?: string;
+  /**
+   * The hub's background probe of every LoadBalancer IP (backgroundProbe.interval): "off" unless given, so that a test
+   * counts only the frames it makes; the demo runs the product's 30 s.
+   */
+  readonly backgroundProbe?: string;
   /** More keys for the hub's config file (alerting, webhooks, ...), merged over the lab's. */
   readonly hubConfig?: Readonly<Record<string, unknown>>;
   /**

@@ -186,6 +186,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
         auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
         actions: { probeDuration: opts.probeDuration ?? "60s" },
+        backgroundProbe: { interval: opts.backgroundProbe ?? "off" },
         ...opts.hubConfig,
       }),
     );
