@@ -1,14 +1,12 @@
 "use client";
 
 import Link from "next/link";
-import { useMemo, useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { useSubscription } from "@trpc/tanstack-react-query";
-import { CartesianGrid, Legend, Line, LineChart, ReferenceLine, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { BackgroundProbeLine } from "./background-probe";
 import { IpActions } from "./ip-actions";
+import { IpTimeline } from "./ip-timeline";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Head } from "./ui/table";
@@ -16,52 +14,11 @@ import { Ago } from "./ui/time";
 import { ANNOUNCER_NAMES, ownerSourceName } from "./ui/ips-view";
 import { IpName } from "./ui/ip-name";
 
-type Range = "15m" | "1h" | "24h";
-type Timeline = RouterOutputs["ips"]["timeline"];
-const COLORS = ["#4e9af1", "#f5a524", "#e05d9c", "#3ecf8e", "#a78bfa", "#f97316", "#22d3ee", "#eab308"];
-const minuteLabel = (t: number) => new Date(t).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-
-/** series turns per-minute rows into one point per minute with a replies and an announcements value per MAC. */
-function series(points: Timeline, label: (mac: string) => string): { data: Record<string, number>[]; keys: string[] } {
-  const byMinute = new Map<number, Record<string, number>>();
-  const keys = new Set<string>();
-  for (const p of points) {
-    const role =
-      p.kind === "reply" || p.kind === "na-solicited"
-        ? "replies"
-        : p.kind.startsWith("gratuitous") || p.kind === "na-unsolicited"
-          ? "announcements"
-          : null;
-    if (role === null) continue;
-    const key = `${label(p.mac)} ${role}`;
-    keys.add(key);
-    const row = byMinute.get(p.minute) ?? { minute: p.minute };
-    row[key] = (row[key] ?? 0) + p.count;
-    byMinute.set(p.minute, row);
-  }
-  return { data: [...byMinute.values()].sort((a, b) => (a.minute ?? 0) - (b.minute ?? 0)), keys: [...keys].sort() };
-}
-
 /** IpDetail is everything about one IP: who answers, the timeline, the Service's endpoints, incidents, the fix. */
 export function IpDetail({ ip }: { ip: string }) {
   const trpc = useTRPC();
   const view = useLive(useQuery(trpc.ips.byIp.queryOptions({ ip })), useSubscription(trpc.ips.byIpLive.subscriptionOptions({ ip })));
-  const [range, setRange] = useState<Range>("1h");
-  const timeline = useQuery({ ...trpc.ips.timeline.queryOptions({ ip, range }), refetchInterval: 10_000 });
   const incidents = useQuery({ ...trpc.incidents.list.queryOptions({ ip, state: "all", limit: 50 }), refetchInterval: 5000 });
-  const nodeOf = useMemo(() => new Map((view.data?.responders ?? []).map((r) => [r.mac, r.node ?? r.mac])), [view.data]);
-  const chart = useMemo(() => series(timeline.data ?? [], (mac) => nodeOf.get(mac) ?? mac), [timeline.data, nodeOf]);
-  // Findings opened, one marker per minute with every type opened in it.
-  const markers = useMemo(() => {
-    const byMinute = new Map<number, Set<string>>();
-    for (const inc of incidents.data ?? []) {
-      const m = inc.firstSeen - (inc.firstSeen % 60_000);
-      byMinute.set(m, (byMinute.get(m) ?? new Set()).add(inc.type));
-    }
-    return [...byMinute].map(([m, types]) => [m, [...types].join(", ")] as const);
-  }, [incidents.data]);
-  // Handovers, one marker per minute (a clean failover is no finding, but the chart shows where the IP moved).
-  const moves = useMemo(() => [...new Set((view.data?.handovers ?? []).map((h) => h.at - (h.at % 60_000)))], [view.data]);
 
   if (view.error !== null) return <Failure message={view.error} />;
   if (view.loading) return <Skeleton rows={8} />;
@@ -269,59 +226,7 @@ export function IpDetail({ ip }: { ip: string }) {
       )}
 
       <h2>Timeline</h2>
-      <div className="filters" role="group" aria-label="time range">
-        {(["15m", "1h", "24h"] as const).map((r) => (
-          <button key={r} type="button" aria-pressed={range === r} onClick={() => setRange(r)}>
-            last {r}
-          </button>
-        ))}
-      </div>
-      {timeline.isLoading ? (
-        <Skeleton rows={4} />
-      ) : chart.data.length === 0 ? (
-        <Empty>No replies or announcements in this range.</Empty>
-      ) : (
-        <div className="chart" data-testid="timeline" data-series={chart.keys.join("|")}>
-          <ResponsiveContainer width="100%" height={280}>
-            <LineChart data={chart.data} margin={{ top: 8, right: 16, bottom: 8, left: 0 }}>
-              <CartesianGrid strokeDasharray="3 3" stroke="var(--line)" />
-              <XAxis dataKey="minute" type="number" domain={["dataMin", "dataMax"]} tickFormatter={minuteLabel} stroke="var(--muted)" />
-              <YAxis stroke="var(--muted)" allowDecimals={false} />
-              <Tooltip labelFormatter={(t) => new Date(Number(t)).toLocaleString()} />
-              <Legend />
-              {chart.keys.map((k, i) => (
-                <Line
-                  key={k}
-                  type="monotone"
-                  dataKey={k}
-                  stroke={COLORS[i % COLORS.length]}
-                  strokeDasharray={k.endsWith("announcements") ? "4 3" : undefined}
-                  dot={chart.data.length <= 3}
-                  isAnimationActive={false}
-                  connectNulls
-                />
-              ))}
-              {moves.map((minute) => (
-                <ReferenceLine
-                  key={`h${minute}`}
-                  x={minute}
-                  stroke="var(--muted)"
-                  strokeDasharray="2 4"
-                  label={{ value: "handover", fill: "var(--muted)", fontSize: 11, position: "insideBottomLeft" }}
-                />
-              ))}
-              {markers.map(([minute, types]) => (
-                <ReferenceLine
-                  key={minute}
-                  x={minute}
-                  stroke="var(--bad)"
-                  label={{ value: types, fill: "var(--bad)", fontSize: 11, position: "insideTopLeft" }}
-                />
-              ))}
-            </LineChart>
-          </ResponsiveContainer>
-        </div>
-      )}
+      <IpTimeline view={v} incidents={incidents.data ?? []} />
 
       <h2>Incidents</h2>
       {(incidents.data ?? []).length === 0 ? (
