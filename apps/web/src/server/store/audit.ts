@@ -36,6 +36,21 @@ export class AuditLog {
       .map((r) => ({ ...r, input: JSON.parse(r.input) as unknown }));
   }
 
+  /**
+   * actionsBetween lists, oldest first, the actions on IPs, the capture downloads and the strictARP fixes audited in
+   * [from, to] (at most `limit`): what an incident's story may hold.
+   */
+  actionsBetween(from: number, to: number, limit = 500): AuditEntry[] {
+    return this.db
+      .all<{ t: number; actor: string; action: string; input: string; outcome: AuditEntry["outcome"]; detail: string }>(
+        `SELECT t, actor, action, input, outcome, detail FROM audit_log
+          WHERE t >= ? AND t <= ? AND (action LIKE 'ip.%' OR action LIKE 'remediation.%' OR action = 'capture.download')
+          ORDER BY t, id LIMIT ?`,
+        [from, to, limit],
+      )
+      .map((r) => ({ ...r, input: JSON.parse(r.input) as unknown }));
+  }
+
   /** prune deletes at most `limit` entries older than AUDIT_RETENTION_MS; returns how many. */
   prune(now: number, limit: number): number {
     return this.db.run("DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE t < ? LIMIT ?)", [

@@ -197,6 +197,7 @@ const NEEDS: Record<string, "viewer" | "operator" | "admin"> = {
   "cluster.live": "viewer",
   "incidents.list": "viewer",
   "incidents.byId": "viewer",
+  "incidents.story": "viewer",
   "incidents.acknowledge": "operator",
   "incidents.live": "viewer",
   "ips.list": "viewer",

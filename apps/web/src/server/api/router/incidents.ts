@@ -1,6 +1,7 @@
 import { TRPCError, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIpKey, normalizeIpKey } from "@whohas/core";
+import { storyOf } from "../../hub/story.js";
 import { LIST_INTERVAL_MS, held, live, liveInput, matters } from "../live.js";
 import { operatorProcedure, viewerProcedure } from "../trpc.js";
 
@@ -28,6 +29,12 @@ export const incidentsRouter = {
     const i = ctx.hub.judging.incident(input.id);
     return i === null ? null : { ...i, capture: ctx.hub.incidentCapture(input.id) };
   }),
+
+  /**
+   * story: what happened to the incident's subject in time order (its events, the IP's handovers, the actions taken on
+   * it and by whom) and what whohas knows of the subject now; null when unknown.
+   */
+  story: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => storyOf(ctx.hub, input.id)),
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
   acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) => {
