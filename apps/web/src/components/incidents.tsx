@@ -12,6 +12,7 @@ import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { IpLink } from "./ui/ip-name";
 import { IncidentCapture } from "./capture-link";
+import { WhatHappened, WhatToDo } from "./incident-story";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
 
@@ -137,10 +138,14 @@ export function IncidentsList() {
   );
 }
 
-/** IncidentDetail shows one incident: its findings with their own times, its evidence as recorded when it opened, and its timeline. */
+/**
+ * IncidentDetail shows one incident: what to do now, what happened in time order, its findings with their own times, and
+ * its evidence as recorded when it opened.
+ */
 export function IncidentDetail({ id }: { id: number }) {
   const trpc = useTRPC();
   const q = useQuery({ ...trpc.incidents.byId.queryOptions({ id }), refetchInterval: 5000 });
+  const story = useQuery({ ...trpc.incidents.story.queryOptions({ id }), refetchInterval: 5000 });
   if (q.error !== null) return <Failure message={q.error.message} />;
   if (q.data === undefined) return <Skeleton rows={5} />;
   const i = q.data;
@@ -155,6 +160,8 @@ export function IncidentDetail({ id }: { id: number }) {
     expectedOwner?: { node: string; source: string } | null;
     responders?: { mac: string; node: string | null; answering: boolean; replies: number }[];
   };
+  // The findings that hold, the one the incident is named after first.
+  const holding = i.facets.filter((f) => f.resolvedAt === null).sort((a, b) => Number(b.type === i.type) - Number(a.type === i.type));
   return (
     <>
       <h1>
@@ -171,6 +178,16 @@ export function IncidentDetail({ id }: { id: number }) {
         First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs:{" "}
         <span className="mono">{i.macs.join(", ") || "-"}</span>
       </p>
+      <h2>What to do now</h2>
+      {story.data === undefined ? <Skeleton rows={3} /> : story.data === null ? null : <WhatToDo story={story.data} findings={holding} />}
+      <h2>What happened</h2>
+      {story.error !== null ? (
+        <Failure message={story.error.message} />
+      ) : story.data === undefined ? (
+        <Skeleton rows={4} />
+      ) : (
+        <WhatHappened entries={story.data?.entries ?? []} />
+      )}
       <h2>Findings</h2>
       <table data-testid="incident-facets">
         <Head cols={["Finding", "State", "First seen", "Last evidence", "Seen", "MACs", "Detail"]} />
@@ -217,14 +234,6 @@ export function IncidentDetail({ id }: { id: number }) {
         </ul>
       )}
       {!i.ip.startsWith("node/") && <IncidentCapture id={i.id} open={i.resolvedAt === null} summary={i.capture} />}
-      <h2>Timeline</h2>
-      <ol data-testid="incident-events">
-        {i.events.map((e, k) => (
-          <li key={k} data-kind={e.kind}>
-            <time dateTime={new Date(e.t).toISOString()}>{new Date(e.t).toLocaleString()}</time> · {e.kind} · {e.detail}
-          </li>
-        ))}
-      </ol>
     </>
   );
 }
