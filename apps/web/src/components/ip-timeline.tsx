@@ -6,7 +6,7 @@ import { CartesianGrid, Line, LineChart, ReferenceLine, ResponsiveContainer, Too
 import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { Empty, Skeleton } from "./ui/states";
-import { lanes, markers, peak, tickLabel, ticks, type Lane, type Marker } from "./ui/timeline";
+import { countTicks, lanes, markers, peak, tickLabel, ticks, type Lane, type Marker } from "./ui/timeline";
 
 type Range = "15m" | "1h" | "24h";
 type View = NonNullable<RouterOutputs["ips"]["byIp"]>;
@@ -35,8 +35,22 @@ function MarkerLabel({ viewBox, marker }: { viewBox?: { x?: number; y?: number; 
 }
 
 /** LaneChart is one responder's small chart: its replies and announcements per minute, on the x and y scale all lanes share. */
-function LaneChart({ lane, from, to, yMax, marks }: { lane: Lane; from: number; to: number; yMax: number; marks: readonly Marker[] }) {
+function LaneChart({
+  lane,
+  from,
+  to,
+  yTicks,
+  marks,
+}: {
+  lane: Lane;
+  from: number;
+  to: number;
+  yTicks: number[];
+  marks: readonly Marker[];
+}) {
   const span = to - from;
+  // A minute or three is no line yet: dots show them.
+  const few = lane.points.length <= 3;
   return (
     <figure
       className={lane.owner ? "lane owner" : "lane"}
@@ -63,13 +77,13 @@ function LaneChart({ lane, from, to, yMax, marks }: { lane: Lane; from: number; 
             fontSize={11}
             allowDataOverflow
           />
-          <YAxis domain={[0, yMax]} allowDecimals={false} stroke="var(--muted)" fontSize={11} />
+          <YAxis domain={[0, yTicks.at(-1) ?? 1]} ticks={yTicks} allowDecimals={false} stroke="var(--muted)" fontSize={11} />
           <Tooltip
             labelFormatter={(t) => new Date(Number(t)).toLocaleString()}
             contentStyle={{ background: "var(--bg)", border: "1px solid var(--line)", color: "var(--fg)", fontSize: 12 }}
           />
           {lane.series.includes(`${lane.label} replies`) ? (
-            <Line type="linear" dataKey="replies" stroke={REPLIES} dot={lane.points.length <= 3} isAnimationActive={false} />
+            <Line type="linear" dataKey="replies" stroke={REPLIES} dot={few && { r: 3, fill: REPLIES }} isAnimationActive={false} />
           ) : null}
           {lane.series.includes(`${lane.label} announcements`) ? (
             <Line
@@ -77,7 +91,7 @@ function LaneChart({ lane, from, to, yMax, marks }: { lane: Lane; from: number; 
               dataKey="announcements"
               stroke={ANNOUNCEMENTS}
               strokeDasharray="4 3"
-              dot={lane.points.length <= 3}
+              dot={few && { r: 3, fill: ANNOUNCEMENTS }}
               isAnimationActive={false}
             />
           ) : null}
@@ -111,7 +125,7 @@ export function IpTimeline({ view, incidents }: { view: View; incidents: Inciden
   const first = Math.min(...all.map((l) => l.points[0]?.minute ?? Infinity));
   const from = Math.max(to - RANGE_MS[range], Math.min(first, to - 5 * 60_000));
   const marks = useMemo(() => markers(view.handovers, incidents, from, to), [view.handovers, incidents, from, to]);
-  const yMax = peak(all);
+  const yTicks = countTicks(peak(all));
 
   return (
     <>
@@ -138,7 +152,7 @@ export function IpTimeline({ view, incidents }: { view: View; incidents: Inciden
           data-markers={marks.length}
         >
           {all.map((l) => (
-            <LaneChart key={l.mac} lane={l} from={from} to={to} yMax={yMax} marks={marks} />
+            <LaneChart key={l.mac} lane={l} from={from} to={to} yTicks={yTicks} marks={marks} />
           ))}
         </div>
       )}

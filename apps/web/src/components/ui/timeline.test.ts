@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lanes, markers, peak, tickLabel, ticks, type TimelineRow } from "./timeline";
+import { countTicks, lanes, markers, peak, tickLabel, ticks, type TimelineRow } from "./timeline";
 
 const M = 60_000;
 const T0 = 1_780_000_020 * 1000 - ((1_780_000_020 * 1000) % (60 * M));
@@ -94,4 +94,13 @@ describe("markers", () => {
     ]);
     expect(got[0]?.title).toContain("node-1 → node-2");
   });
+});
+
+describe("countTicks", () => {
+  it.each([
+    { case: "one", max: 1, want: [0, 1] },
+    { case: "sixty-six", max: 66, want: [0, 50, 100] },
+    { case: "a round top", max: 20, want: [0, 10, 20] },
+    { case: "three (no half tick of 2.5)", max: 3, want: [0, 5] },
+  ])("gives round ticks up to $case", ({ max, want }) => expect(countTicks(max)).toEqual(want));
 });

@@ -91,6 +91,13 @@ export function peak(all: readonly Lane[]): number {
   return max;
 }
 
+/** countTicks are the y-axis ticks for counts up to `max`: zero, half and a round top (1, 2 or 5 times a power of ten). */
+export function countTicks(max: number): number[] {
+  const pow = 10 ** Math.floor(Math.log10(Math.max(1, max)));
+  const top = [1, 2, 5, 10].map((m) => m * pow).find((t) => t >= max) ?? 10 * pow;
+  return Number.isInteger(top / 2) ? [0, top / 2, top] : [0, top];
+}
+
 const STEPS_MS = [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720].map((m) => m * MINUTE_MS);
 
 /**
