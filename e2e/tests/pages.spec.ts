@@ -133,8 +133,32 @@ test("the IP detail shows the three responders, the timeline, the silent drop an
   const series = ((await chart.getAttribute("data-series")) ?? "").split("|");
   expect(series.filter((k) => k.endsWith(" replies"))).toHaveLength(3);
   await expect(chart.locator(".recharts-line")).toHaveCount(series.length);
+  // Small multiples: one chart per answering node, each with its own line, the owner marked, and the multi-responder
+  // incident drawn as a marker on every one of them.
+  const lanes = chart.getByTestId("timeline-node");
+  await expect(lanes).toHaveCount(nodes.length);
+  for (const n of nodes) {
+    const lane = chart.locator(`[data-testid="timeline-node"][data-node="${n.name}"]`);
+    await expect(lane).toHaveAttribute("data-mac", n.mac);
+    // recharts draws a line's curve and dots in its z-index layers, outside the .recharts-line group.
+    await expect(lane.locator(".recharts-line-curve, .recharts-line-dot").first()).toBeVisible();
+    await expect(lane.locator('[data-testid="timeline-marker"][data-kind="incident"]').first()).toContainText("multi-responder");
+  }
+  await expect(chart.locator('[data-testid="timeline-node"][data-owner="true"]')).toHaveCount(1);
+  await expect(chart.locator('[data-testid="timeline-node"][data-owner="true"]')).toContainText("owner");
+  // Ticks on one chart never read the same.
+  const ticks = (await lanes.first().locator(".recharts-cartesian-axis-tick-value").allTextContents()).filter((t) => /\d:\d\d/.test(t));
+  expect(ticks.length).toBeGreaterThan(1);
+  expect(new Set(ticks).size).toBe(ticks.length);
   await expect(page.getByTestId("ip-incidents")).toContainText("multi-responder");
   await shot(page, "ip-detail");
+  for (const width of [1280, 1920]) {
+    await page.setViewportSize({ width, height: 1000 });
+    await chart.scrollIntoViewIfNeeded();
+    await chart.screenshot({ path: `test-results/pages/ip-timeline-${width}.png` });
+  }
+  await page.getByRole("button", { name: "switch between light and dark theme" }).click();
+  await chart.screenshot({ path: "test-results/pages/ip-timeline-toggled-theme.png" });
 });
 
 test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's page with its one responder", async ({ page }) => {
@@ -193,6 +217,19 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await expect(page.locator('[data-testid="incident-facets"] tr[data-finding="wrong-owner"]')).toHaveCount(1);
   await expect(page.getByTestId("evidence")).toContainText("Responders:");
   await expect(page.locator('[data-testid="incident-events"] li[data-kind="opened"]')).toHaveCount(1);
+  // What happened: the opening first, both findings, in time order.
+  const story = page.getByTestId("incident-events");
+  await expect(story.locator("li").first()).toHaveAttribute("data-kind", "opened");
+  await expect(story).toContainText("multi-responder");
+  await expect(story).toContainText("wrong-owner");
+  const times = await story.locator("time").evaluateAll((ts) => ts.map((t) => Date.parse(t.getAttribute("datetime") ?? "")));
+  expect(times).toEqual([...times].sort((a, b) => a - b));
+  // What to do now: the lab's kube-proxy runs IPVS without strictARP, so the first step is the Fix page, with the
+  // ConfigMap check to copy.
+  const todo = page.getByTestId("todo");
+  await expect(todo.locator("li[data-step]").first()).toHaveAttribute("data-step", "strictarp");
+  await expect(todo.getByTestId("todo-link").first()).toHaveAttribute("href", "/fix");
+  await expect(todo.getByTestId("command").first()).toContainText("kubectl -n kube-system get configmap kube-proxy");
   await shot(page, "incident");
   // The incident's frames, as the browser downloads them, read by tshark: every node's reply for the IP.
   const file = await downloaded(page, page.getByTestId("download-capture"));
@@ -200,6 +237,14 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   expect(named).not.toBeNull();
   expect(repliers(file.path, named?.[1] ?? "")).toEqual(nodes.map((n) => n.mac).sort());
   await expect(page.getByTestId("capture-summary")).toContainText(nodes[0]?.name ?? "");
+  // The download is an action on the incident: the story says who took it.
+  await expect(story.locator('li[data-kind="action"]').filter({ hasText: "capture downloaded" }).first()).toContainText("by ");
+  for (const width of [1280, 1920]) {
+    await page.setViewportSize({ width, height: 1000 });
+    await shot(page, `incident-${width}`);
+  }
+  await page.getByRole("button", { name: "switch between light and dark theme" }).click();
+  await shot(page, "incident-toggled-theme");
 });
 
 test("the IP page downloads the last minute's frames every node holds about the IP", async ({ page }) => {
