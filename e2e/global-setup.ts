@@ -52,6 +52,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } },
     ipv6: true,
     vlanVips: [VLAN_IP],
+    // The product's default, as the demo runs it.
+    backgroundProbe: "30s",
   });
   // node-1 answers for the address on VLAN 30 (beside the Service IPs it was elected for).
   stack.own("node-1", [...[...stack.owners].filter(([, o]) => o === "node-1").map(([ip]) => ip), VLAN_IP]);

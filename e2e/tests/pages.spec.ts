@@ -186,6 +186,11 @@ test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's
   await expect(page.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(1);
   await expect(page.locator(`[data-testid="responder"][data-answering="true"][data-node="${v6.owner}"]`)).toContainText(owner?.mac ?? "?");
   await expect(page.getByTestId("client-fix")).toContainText(`ip neigh flush to ${v6.ip}`);
+  // The hub's background probe asks for it from another node every 30 s: that node hears the owner's answer.
+  const background = page.getByTestId("background-probe");
+  await expect(background).toHaveAttribute("data-state", "ok", { timeout: 45_000 });
+  await expect(background).toContainText(`answered by ${v6.owner}`, { timeout: 45_000 });
+  await expect(background).not.toContainText(`asked from ${v6.owner}`);
   await shot(page, "ip-detail-ipv6");
 });
 
