@@ -37,6 +37,24 @@ function StaleInventory({ stale }: { stale: Summary["inventoryStale"] }) {
   );
 }
 
+/**
+ * Unwatched says which nodes no live agent watches: a MAC of theirs looks like no node's, so another host answering
+ * for a LoadBalancer IP (an address conflict) is not judged until every node is watched.
+ */
+function Unwatched({ nodes }: { nodes: Summary["unwatchedNodes"] }) {
+  if (nodes === null || nodes.length === 0) return null;
+  const shown = nodes.length > 5 ? `${nodes.slice(0, 5).join(", ")} and ${nodes.length - 5} more` : nodes.join(", ");
+  return (
+    <div className="banner warn" role="status" data-testid="unwatched">
+      <strong>
+        {nodes.length} node{nodes.length === 1 ? " has" : "s have"} no live agent
+      </strong>{" "}
+      ({shown}): their answers cannot be seen, and until every node is watched whohas does not judge address conflicts (a MAC of such a node
+      would look like another host&apos;s). Run the agent DaemonSet on every node; the Nodes page shows which agents are down.
+    </div>
+  );
+}
+
 /** LimitWarning tells that the tracking limits were hit, what that cost, and which keys raise them. */
 function LimitWarning({ limits }: { limits: Summary["limits"] }) {
   if (limits.lastHit === null) return null;
@@ -89,6 +107,7 @@ export function Overview() {
     <>
       <StaleInventory stale={c.inventoryStale} />
       <LimitWarning limits={c.limits} />
+      <Unwatched nodes={c.unwatchedNodes} />
       {multi.length > 0 ? (
         <div className="banner bad" role="alert" data-testid="banner">
           <strong>

@@ -121,6 +121,66 @@ describe("Hub", () => {
     expect(hub.feed.ipsSince(1).full).toBe(true); // live lists are sent whole once
   });
 
+  it("names the cluster's nodes no live agent watches, and what their agents' probes send as theirs", () => {
+    let now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    expect(hub.summary().unwatchedNodes).toBeNull();
+    hub.setCluster({
+      snapshot: () => ({
+        services: [],
+        nodes: ["node-a", "node-b", "node-c"].map((name) => ({ name, labels: {}, networkUnavailable: false })),
+        l2Advertisements: [],
+        l2Statuses: [],
+        nodeAssigned: new Map(),
+        metallbInstalled: false,
+        pools: [],
+      }),
+      kubeProxyConfig: () => null,
+      kubeProxyRollout: () => null,
+      metallb: false,
+    });
+    const sysctl = { arpIgnore: 0, arpAnnounce: 0 };
+    const facts = (node: string, mac: string) => ({
+      node,
+      agentVersion: "test",
+      interfaces: [
+        {
+          name: "eth0",
+          mac,
+          up: true,
+          master: null,
+          addresses: ["192.0.2.10/24", "fe80::1/64"],
+          own: sysctl,
+          effective: sysctl,
+          captured: true,
+        },
+        {
+          name: "kube-ipvs0",
+          mac: "02:00:5e:00:00:99",
+          up: false,
+          master: null,
+          addresses: ["198.51.100.7/32"],
+          own: sysctl,
+          effective: sysctl,
+          captured: false,
+        },
+      ],
+      sysctl: { all: sysctl, default: sysctl },
+      kubeIpvs0: { present: true, addresses: 1 },
+      kubeProxyMode: "ipvs" as const,
+      capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
+    });
+    // node-a connected but has not sent its facts (only its capture interfaces are known), node-b has, node-c none.
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.setFacts("node-b", facts("node-b", B));
+    expect(hub.summary().unwatchedNodes).toEqual(["node-a", "node-c"]);
+    // A probe from node-b asks from its addresses and MACs, never from kube-ipvs0's Service IPs.
+    expect(hub.agents.askersOf("node-b").sort()).toEqual([B, "02:00:5e:00:00:99", "192.0.2.10", "fe80::1"].sort());
+    now += SILENCE_MS + 1;
+    expect(hub.summary().unwatchedNodes).toEqual(["node-a", "node-b", "node-c"]);
+  });
+
   it("does not sort the table at every batch when IPs that must stay hold it above the limit", () => {
     let now = 10_000;
     const hub = new Hub({ clock: () => now, limits: { maxIps: 100 } });

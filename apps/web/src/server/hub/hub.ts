@@ -19,7 +19,11 @@ type Hello = Extract<AgentMessage, { type: "hello" }>;
 type Observations = Extract<AgentMessage, { type: "observations" }>;
 
 /** ClusterSummary is the cluster view with the hub's own limits (the Overview shows both). */
-export type ClusterSummary = ClusterView & { readonly limits: LimitStatus };
+export type ClusterSummary = ClusterView & {
+  readonly limits: LimitStatus;
+  /** The cluster's nodes no live agent watches (no address conflict is judged meanwhile); null without a cluster. */
+  readonly unwatchedNodes: readonly string[] | null;
+};
 
 export interface HubOptions {
   readonly clock?: () => number;
@@ -193,7 +197,7 @@ export class Hub {
 
   /** summary is the cluster view with the tracking limits (the Overview, the read API's /cluster). */
   summary(): ClusterSummary {
-    return { ...this.cluster.view(), limits: this.traffic.limitStatus() };
+    return { ...this.cluster.view(), limits: this.traffic.limitStatus(), unwatchedNodes: this.judging.unwatchedNodes(this.clock()) };
   }
 
   /** nodes joins each agent with its node's ARP behaviour (effective arp_ignore / arp_announce, strict or not). */

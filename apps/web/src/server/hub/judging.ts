@@ -122,6 +122,17 @@ export class Judging {
   }
 
   /**
+   * unwatchedNodes names the cluster's nodes without a live agent that reported its facts: while there is one, a MAC
+   * no agent reports may be that node's, and no address conflict is judged. Null without a cluster to list nodes.
+   */
+  unwatchedNodes(now: number): string[] | null {
+    const nodes = this.o.cluster.nodeNames();
+    if (nodes === null) return null;
+    const down = this.o.agents.downNodes(now);
+    return nodes.filter((n) => !(this.o.agents.has(n) && !down.has(n) && this.o.agents.reported(n))).sort();
+  }
+
+  /**
    * ipContext is what the judge is told of `ip`: its expected owner with the owner's MACs, ETP Local, the blind
    * nodes, and whether a MAC no agent reports is a stranger (one of the cluster's IPs, every node watched).
    */
