@@ -206,12 +206,13 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     backgroundProbe:
       probeEvery === null
         ? undefined
-        : (agents, metrics) =>
+        : (agents, metrics, actions) =>
             new BackgroundProbe({
               hub,
               agents,
               intervalMs: probeEvery,
               logger,
+              paused: () => actions?.busy === true,
               onOutcome: (outcome) => metrics.backgroundProbes.inc({ outcome }),
             }),
     settings,

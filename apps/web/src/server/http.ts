@@ -81,7 +81,7 @@ export interface HubServerOptions {
   /** Makes the alerter, which counts its deliveries in the hub's metrics. */
   readonly alerter?: (metrics: HubMetrics) => Alerter;
   /** Makes the background probe of every LoadBalancer IP, on the gateway's agents (absent: off). */
-  readonly backgroundProbe?: (agents: CommandSender, metrics: HubMetrics) => BackgroundProbe;
+  readonly backgroundProbe?: (agents: CommandSender, metrics: HubMetrics, actions: Actions | undefined) => BackgroundProbe;
   /** Makes the strictARP fix, which probes through the actions (absent without Kubernetes). */
   readonly remediation?: (actions: Actions | undefined) => Remediation;
   readonly logger: Logger;
@@ -176,7 +176,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     factsEveryMs: opts.agentFactsEveryMs,
   });
   const actions = opts.actions?.(gateway);
-  const backgroundProbe = opts.backgroundProbe?.(gateway, metrics);
+  const backgroundProbe = opts.backgroundProbe?.(gateway, metrics, actions);
   const evidence = new Evidence({
     hub: opts.hub,
     asker: gateway,

@@ -101,6 +101,8 @@ export interface ActionsOptions {
  */
 export class Actions {
   readonly #runs = new Map<string, ProbeRun>();
+  /** Re-announcements whose agent has not reported back yet. */
+  #announcing = 0;
   readonly #events = new EventEmitter<{ change: [string] }>();
 
   constructor(readonly o: ActionsOptions) {
@@ -142,6 +144,7 @@ export class Actions {
       throw new ActionRefused(message);
     }
     let m: Extract<AgentMessage, { type: "command-done" }>;
+    this.#announcing++;
     try {
       m = await new Promise((resolve, reject) => {
         const id = randomUUID();
@@ -178,10 +181,19 @@ export class Actions {
         (e as Error).message,
       );
       throw e;
+    } finally {
+      this.#announcing--;
     }
     this.#audit(actor, "ip.reannounce", { ...input, node: owner }, m.ok ? "ok" : "failed", m.message);
     if (!m.ok) throw new Error(`${owner}: ${m.message}`);
     return { node: owner, bursts: m.bursts ?? 0, message: m.message };
+  }
+
+  /** busy tells whether an operator's probe or re-announcement (the strictARP fix's included) is running. */
+  get busy(): boolean {
+    if (this.#announcing > 0) return true;
+    for (const r of this.#runs.values()) if (r.endedAt === null) return true;
+    return false;
   }
 
   /**

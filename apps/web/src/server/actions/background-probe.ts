@@ -31,6 +31,11 @@ export interface BackgroundProbeOptions {
   readonly intervalMs: number;
   readonly logger: Logger;
   readonly random?: () => number;
+  /**
+   * True while operators' actions run (a probe, a re-announcement, the strictARP fix's verification): their
+   * commands need the agents' room, and the background probe waits.
+   */
+  readonly paused?: () => boolean;
   readonly onOutcome?: (outcome: BackgroundOutcome) => void;
 }
 
@@ -71,6 +76,7 @@ export class BackgroundProbe {
     const { hub } = this.o;
     const now = hub.clock();
     hub.traffic.own.prune(now);
+    if (this.o.paused?.() === true) return;
     const targets = [...hub.cluster.inventory().values()]
       .filter((i) => i.announcer !== "metallb-bgp")
       .map((i) => ({ ip: i.ip, owner: i.expectedOwner?.node ?? null }));
