@@ -146,7 +146,7 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
               </div>
             ))}
           </div>
-          <div className="vbody" ref={box} onScroll={onScroll} tabIndex={0} aria-label="rows (scroll)">
+          <div className="vbody" role="rowgroup" ref={box} onScroll={onScroll} tabIndex={0} aria-label="rows (scroll)">
             <div style={{ height: matched * ROW_PX, position: "relative" }}>
               {shown.slice(first, last).map((ip, k) => (
                 <Row key={ip.ip} ip={ip} y={(first + k) * ROW_PX} index={first + k} />
