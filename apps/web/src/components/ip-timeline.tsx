@@ -12,8 +12,8 @@ type Range = "15m" | "1h" | "24h";
 type View = NonNullable<RouterOutputs["ips"]["byIp"]>;
 type Incidents = RouterOutputs["incidents"]["list"];
 const RANGE_MS: Record<Range, number> = { "15m": 15 * 60_000, "1h": 3_600_000, "24h": 86_400_000 };
-const REPLIES = "#4e9af1";
-const ANNOUNCEMENTS = "#f5a524";
+const REPLIES = "var(--series-0)";
+const ANNOUNCEMENTS = "var(--series-1)";
 
 /** MarkerLabel writes a marker's label beside its line (findings at the top, handovers at the bottom), its detail on hover. */
 function MarkerLabel({ viewBox, marker }: { viewBox?: { x?: number; y?: number; height?: number }; marker: Marker }) {
