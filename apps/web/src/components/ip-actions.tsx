@@ -9,6 +9,7 @@ import { useTRPC } from "~/trpc/react";
 import { useCan } from "./ui/session";
 import { Head } from "./ui/table";
 import { IpCapture } from "./capture-link";
+import { openConfirm } from "./ui/confirm";
 
 type Probe = NonNullable<RouterOutputs["actions"]["latestProbe"]>;
 
@@ -56,12 +57,7 @@ export function IpActions({ ip, owner, ownerUnknown }: { ip: string; owner: stri
           type="button"
           disabled={why !== null || announce.isPending}
           title={why ?? `gratuitous announcements from ${owner ?? ""}`}
-          onClick={() => {
-            const d = confirmRef.current;
-            if (d === null) return;
-            d.returnValue = "";
-            d.showModal();
-          }}
+          onClick={() => openConfirm(confirmRef.current)}
           data-testid="reannounce"
         >
           {announce.isPending ? `Announcing from ${owner ?? ""}…` : "Force re-announce"}

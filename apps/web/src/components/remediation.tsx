@@ -9,6 +9,7 @@ import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
+import { openConfirm } from "./ui/confirm";
 
 type Preview = RouterOutputs["remediation"]["preview"];
 
@@ -68,11 +69,6 @@ export function RemediationPage() {
   if (preview.error !== null) return <Failure message={preview.error.message} />;
   if (preview.data === undefined) return <Skeleton rows={10} />;
   const p: Preview = preview.data;
-  const open = (d: HTMLDialogElement | null) => {
-    if (d === null) return;
-    d.returnValue = "";
-    d.showModal();
-  };
   return (
     <>
       <p>
@@ -106,7 +102,7 @@ export function RemediationPage() {
           type="button"
           disabled={p.disabledReason !== null || running || apply.isPending}
           title={p.disabledReason ?? undefined}
-          onClick={() => open(confirmApply.current)}
+          onClick={() => openConfirm(confirmApply.current)}
           data-testid="apply"
         >
           {dryRun ? "Dry run" : "Apply the fix"}
@@ -199,7 +195,7 @@ export function RemediationPage() {
                 disabled={running || rollback.isPending}
                 onClick={() => {
                   setRollbackTo(b.name);
-                  open(confirmRollback.current);
+                  openConfirm(confirmRollback.current);
                 }}
                 data-testid="rollback"
               >
