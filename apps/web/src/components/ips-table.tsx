@@ -1,7 +1,7 @@
 "use client";
 
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { memo, useMemo, useRef, useState, type UIEvent } from "react";
+import { memo, useEffect, useMemo, useRef, useState, type UIEvent } from "react";
 import { STATE_TEXT, ipsQuery, ownerSourceName, viewRows, type Ip, type SortKey } from "./ui/ips-view";
 import { Options } from "./ui/table";
 import { useIps } from "./ui/use-ips";
@@ -52,6 +52,13 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
     }
     router.replace(`${path}${next.size > 0 ? `?${next.toString()}` : ""}`, { scroll: false });
   };
+  // The search box keeps what was typed: the URL catches up a moment later, and a box showing the URL would drop the
+  // keys typed meanwhile. The URL sets the box only when it changes from elsewhere (back, a shared link), not while typing.
+  const [text, setText] = useState(q);
+  const search = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (document.activeElement !== search.current) setText(q);
+  }, [q]);
   const rows = useMemo(
     () => (ips.data === undefined ? null : viewRows(ips.data, { q, state, finding, sort, desc })),
     [ips.data, q, state, finding, sort, desc],
@@ -80,8 +87,12 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
           Search{" "}
           <input
             type="search"
-            value={q}
-            onChange={(e) => set({ q: e.target.value })}
+            ref={search}
+            value={text}
+            onChange={(e) => {
+              setText(e.target.value);
+              set({ q: e.target.value });
+            }}
             placeholder="IP, service, node, MAC"
             data-testid="search"
           />
@@ -140,7 +151,8 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
                     }
                   >
                     {c.label}
-                    {c.key === sort ? (desc ? " ▼" : " ▲") : ""}
+                    {/* The arrow is for the eye: aria-sort on the header tells assistive technology. */}
+                    {c.key === sort && <span aria-hidden="true">{desc ? " ▼" : " ▲"}</span>}
                   </button>
                 )}
               </div>
