@@ -194,7 +194,7 @@ export function IncidentDetail({ id }: { id: number }) {
         <tbody>
           {i.facets.map((f) => (
             <tr key={`${f.type}@${f.firstSeen}`} data-finding={f.type} data-holding={f.resolvedAt === null}>
-              <td>{f.type}</td>
+              <td className="nowrap">{f.type}</td>
               <td>
                 {f.resolvedAt === null ? (
                   <strong className="state-multi-responder">holds</strong>

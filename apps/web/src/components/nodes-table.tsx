@@ -24,7 +24,7 @@ export function NodesTable() {
           const f = n.facts;
           return (
             <tr key={n.node} data-node={n.node} data-up={n.up}>
-              <td>{n.node}</td>
+              <td className="nowrap">{n.node}</td>
               <td className={n.up ? "state-single" : "state-multi-responder"}>
                 {n.up ? "online" : n.connected ? "silent" : "down"}{" "}
                 <span className="muted">

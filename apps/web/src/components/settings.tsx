@@ -169,9 +169,9 @@ export function SettingsPage() {
                 </td>
                 <td>{e.actor}</td>
                 <td>{e.action}</td>
-                <td className="mono">{JSON.stringify(e.input)}</td>
+                <td className="mono wrap">{JSON.stringify(e.input)}</td>
                 <td className={e.outcome === "ok" ? "ok-text" : "bad-text"}>{e.outcome}</td>
-                <td>{e.detail}</td>
+                <td className="wrap">{e.detail}</td>
               </tr>
             ))}
           </tbody>
