@@ -1,6 +1,7 @@
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { columns, shot, shots } from "./shots.js";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<
@@ -10,7 +11,6 @@ const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<
 const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 const vip0 = vips[0] ?? "";
-const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 const as = (role: "viewer" | "operator" | "admin") => `test-results/.auth/${role}.json`;
 
 test.describe("signing in", () => {
@@ -25,7 +25,12 @@ test.describe("signing in", () => {
     await page.getByLabel("Password").fill("not the password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await expect(page.locator(".login [role=alert]")).toHaveText("Wrong user name or password.");
-    await shot(page, "login");
+    await shots(page, "login", [
+      page.getByLabel("User name"),
+      page.getByLabel("Password"),
+      page.getByRole("button", { name: "Sign in" }),
+      page.locator(".login [role=alert]"),
+    ]);
     await page.getByLabel("User name").fill(users.operator.name);
     await page.getByLabel("Password").fill(users.operator.password);
     await page.getByRole("button", { name: "Sign in" }).click();
@@ -132,6 +137,11 @@ test("an operator acknowledges an incident; the admin's audit log shows every ac
   await expect(admin.getByTestId("test-result")).not.toContainText("accepted by e2e");
   expect((JSON.parse(bodies[0] ?? "{}") as { version?: string }).version).toBe("4");
   hook.close();
-  await shot(admin, "settings");
+  await shots(admin, "settings", [
+    admin.getByTestId("retention-select"),
+    ...columns(admin.getByTestId("tokens"), ["Name", "Made by", "Last used"]),
+    ...columns(admin.getByTestId("receivers"), ["Name", "Format", "URL", "Problems"]),
+    ...columns(admin.getByTestId("audit"), ["When", "User", "Action", "Outcome", "Detail"]),
+  ]);
   await admin.close();
 });

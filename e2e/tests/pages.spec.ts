@@ -1,5 +1,6 @@
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import { execFileSync } from "node:child_process";
+import { columns, shot, shots } from "./shots.js";
 
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const nodes = JSON.parse(process.env.WHOHAS_E2E_NODES ?? "[]") as { name: string; mac: string }[];
@@ -33,7 +34,6 @@ function repliers(path: string, ip: string): string[] {
     ),
   ].sort();
 }
-const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 
 test("the Overview turns red with three responders and shows every node's ARP behaviour", async ({ page }) => {
   await page.goto(url);
@@ -48,7 +48,13 @@ test("the Overview turns red with three responders and shows every node's ARP be
   for (const n of nodes)
     await expect(page.locator(`[data-testid="strictarp-nodes"] tr[data-node="${n.name}"]`)).toContainText("any local address");
   await expect(page.getByTestId("problem-ips")).toContainText(vip0);
-  await shot(page, "overview");
+  await shots(page, "overview", [
+    page.getByTestId("banner"),
+    page.getByTestId("count-multi"),
+    page.getByTestId("count-agents"),
+    ...columns(page.getByTestId("strictarp-nodes"), ["Node", "Answers ARP", "Drift from the configuration"]),
+    page.getByTestId("problem-ips"),
+  ]);
 });
 
 test("the IPs page lists the responders, filters and sorts with the state in the URL", async ({ page }) => {
@@ -66,7 +72,12 @@ test("the IPs page lists the responders, filters and sorts with the state in the
   const owner = await row.getByTestId("owner").getAttribute("data-owner");
   await expect(row.locator('[data-testid="responder"].wrong')).toHaveCount(nodes.filter((n) => n.name !== owner).length);
   expect(errors.filter((e) => /hydrat|did not match|error #(418|423|425)/i.test(e))).toEqual([]);
-  await shot(page, "ips");
+  await shots(page, "ips", [
+    ...columns(page.getByTestId("ips"), ["IP", "State", "Answering", "Findings", "Requests"]),
+    row.getByRole("link"),
+    row.getByTestId("state"),
+    row.getByTestId("findings"),
+  ]);
 
   await page.getByTestId("search").fill(vip1);
   await expect(page).toHaveURL(new RegExp(`q=${vip1.replaceAll(".", "\\.")}`));
@@ -115,7 +126,6 @@ test("the IPs table keeps each IP, its state, who answers and what is wrong whol
     const secondary = page.locator('[data-testid="ips"] [role="columnheader"]', { hasText: "Usually first" });
     if (width < 1440) await expect(secondary).toBeHidden();
     else await expect(secondary).toBeVisible();
-    await shot(page, `ips-${width}`);
   }
 });
 
@@ -151,7 +161,13 @@ test("the IP detail shows the three responders, the timeline, the silent drop an
   expect(ticks.length).toBeGreaterThan(1);
   expect(new Set(ticks).size).toBe(ticks.length);
   await expect(page.getByTestId("ip-incidents")).toContainText("multi-responder");
-  await shot(page, "ip-detail");
+  await shots(page, "ip-detail", [
+    page.getByTestId("ip-state"),
+    page.getByTestId("probe"),
+    page.getByTestId("reannounce"),
+    ...columns(page.getByTestId("responders"), ["Node", "MAC", "Answering now", "Replies", "Last seen"]),
+    chart,
+  ]);
   for (const width of [1280, 1920]) {
     await page.setViewportSize({ width, height: 1000 });
     await chart.scrollIntoViewIfNeeded();
@@ -202,7 +218,7 @@ test("the Nodes page shows every agent online with its ARP settings", async ({ p
     await expect(row.locator('[data-iface="eth0"]')).toHaveAttribute("data-arp-ignore", "0");
     await expect(row.getByTestId("arp")).toContainText("any local address");
   }
-  await shot(page, "nodes");
+  await shots(page, "nodes", columns(page.getByTestId("nodes"), ["Node", "Agent", "Version", "ARP", "Capture"]));
 });
 
 test("the Incidents page lists the open incidents and one opens with its evidence and timeline", async ({ page }) => {
@@ -215,7 +231,10 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await expect(
     open.locator('tr[data-type="multi-responder"][data-findings~="wrong-owner"] [data-finding="wrong-owner"]').first(),
   ).toBeVisible();
-  await shot(page, "incidents");
+  await shots(page, "incidents", [
+    ...columns(open, ["#", "Subject", "Findings", "Detail", "Opened", "Resolved", "Acknowledged"]),
+    open.locator("tr[data-incident] a").first(),
+  ]);
   await open.locator('tr[data-type="multi-responder"][data-findings~="wrong-owner"] a').first().click();
   await expect(page.getByTestId("incident-state")).toHaveText("open");
   await expect(page.locator('[data-testid="incident-facets"] tr[data-finding="multi-responder"][data-holding="true"]')).toHaveCount(1);
@@ -235,7 +254,12 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await expect(todo.locator("li[data-step]").first()).toHaveAttribute("data-step", "strictarp");
   await expect(todo.getByTestId("todo-link").first()).toHaveAttribute("href", "/fix");
   await expect(todo.getByTestId("command").first()).toContainText("kubectl -n kube-system get configmap kube-proxy");
-  await shot(page, "incident");
+  await shots(page, "incident", [
+    page.getByTestId("incident-state"),
+    ...columns(page.getByTestId("incident-facets"), ["Finding", "State", "MACs", "Detail"]),
+    page.getByTestId("evidence"),
+    page.getByTestId("download-capture"),
+  ]);
   // The incident's frames, as the browser downloads them, read by tshark: every node's reply for the IP.
   const file = await downloaded(page, page.getByTestId("download-capture"));
   const named = /^whohas-(198\.18\.0\.\d+)-\d{8}T\d{6}Z-incident-\d+\.pcapng$/.exec(file.name);
@@ -244,10 +268,6 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   await expect(page.getByTestId("capture-summary")).toContainText(nodes[0]?.name ?? "");
   // The download is an action on the incident: the story says who took it.
   await expect(story.locator('li[data-kind="action"]').filter({ hasText: "capture downloaded" }).first()).toContainText("by ");
-  for (const width of [1280, 1920]) {
-    await page.setViewportSize({ width, height: 1000 });
-    await shot(page, `incident-${width}`);
-  }
   await page.getByRole("button", { name: "switch between light and dark theme" }).click();
   await shot(page, "incident-toggled-theme");
 });

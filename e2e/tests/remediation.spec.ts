@@ -1,5 +1,6 @@
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import { execFileSync } from "node:child_process";
+import { shot, shots } from "./shots.js";
 
 // Runs after the page tests (files run in name order): the fix changes the lab for good, as it does a cluster
 // (kube-proxy never resets the sysctls).
@@ -9,7 +10,6 @@ const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"viewer
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 /** Every LoadBalancer IP: the IPv4 ones and the IPv6 ones of the dual-stack lab. */
 const serviceIps = [...vips, ...(JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string }[]).map((v) => v.ip)];
-const shot = (page: Page, name: string) => page.screenshot({ path: `test-results/pages/${name}.png`, fullPage: true });
 const configText = () =>
   execFileSync(
     "kubectl",
@@ -27,7 +27,12 @@ test("Fix: from several responders to one, verified; rollback puts back the exac
   await expect(page.getByTestId("configured-strictarp")).toHaveText("false");
   await expect(page.getByTestId("config-patched").locator("mark")).toContainText("strictARP: true");
   await expect(page.getByTestId("affected")).toContainText("node-1");
-  await shot(page, "fix-preview");
+  await shots(page, "fix", [
+    page.getByTestId("configured-strictarp"),
+    page.getByTestId("config-current"),
+    page.getByTestId("config-patched"),
+    page.getByTestId("apply"),
+  ]);
 
   await page.getByTestId("apply").click();
   await expect(page.getByRole("dialog")).toContainText("Change the cluster?");
