@@ -358,7 +358,17 @@ export class IpJudgement {
       return null;
     }
     const old = this.owner;
-    const clean = lens.watches(old.mac, (seen ??= r.points())) && this.#coAnswered?.has(mac) !== true;
+    // The old owner's answer could not have been seen (its agent missed the request: down, lagging, just connected):
+    // its silence says nothing, so nothing moved that anyone saw. It stays the owner while its last answer is recent;
+    // one gone quiet for longer is replaced, still without a move (no handover, nothing toward a flip-flop).
+    if (!lens.watches(old.mac, (seen ??= r.points()))) {
+      if (firstReply - old.lastReply <= ANSWER_WINDOW_MS) return null;
+      this.owner = { mac, lastReply: firstReply };
+      this.#coAnswered = null;
+      this.#unanswered = 0;
+      return null;
+    }
+    const clean = this.#coAnswered?.has(mac) !== true;
     this.owner = { mac, lastReply: firstReply };
     this.#coAnswered = null;
     this.#move({ from: old.mac, to: mac, at: firstReply });

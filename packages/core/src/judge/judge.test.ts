@@ -169,6 +169,22 @@ describe("the judge, per request", () => {
     expect(c.opened()).toEqual(["flip-flop"]);
   });
 
+  it("counts no move where the old owner's answer could not be seen: no flip-flop from a node that sees only some requests", () => {
+    const c = new Cluster();
+    // node-a owns the IP; now and then its agent misses requests (reconnecting, lagging), and those show only node-b's
+    // answer: node-b answers too, but nothing said node-a stopped.
+    c.run(2000, () => c.ask(["node-a"]));
+    for (let k = 0; k < 4; k++) {
+      c.down.add("node-a");
+      c.run(1000, () => c.ask(["node-b"]));
+      c.down.delete("node-a");
+      c.run(1000, () => c.ask(["node-a"]));
+    }
+    c.run(FINAL_MS);
+    expect(c.opened("flip-flop")).toEqual([]);
+    expect(c.handovers).toEqual([]);
+  });
+
   it("raises split-brain when two nodes announce and keep claiming the IP, not for a sequential takeover", () => {
     const c = new Cluster();
     c.announce("node-a");
