@@ -81,7 +81,10 @@ export class BackgroundProbe {
       .filter((i) => i.announcer !== "metallb-bgp")
       .map((i) => ({ ip: i.ip, owner: i.expectedOwner?.node ?? null }));
     const room = new Map<string, number>();
-    for (const a of hub.agents.list()) if (a.up && a.connected) room.set(a.node, MAX_PER_NODE - (this.#running.get(a.node) ?? 0));
+    // Only nodes whose facts name their addresses: a request from an address the hub cannot tell as its own would be
+    // taken for a client's.
+    for (const a of hub.agents.list())
+      if (a.up && a.connected && hub.agents.reported(a.node)) room.set(a.node, MAX_PER_NODE - (this.#running.get(a.node) ?? 0));
     for (const { ip, node } of this.#schedule.due(now, targets, room)) this.#send(ip, node, now);
     for (const ip of this.#last.keys()) if (!targets.some((t) => t.ip === ip)) this.#last.delete(ip);
   }
