@@ -321,8 +321,12 @@ export class IpJudgement {
   /** #final takes one final request: who answered it decides who owns the IP, and whether it moved. */
   #final(r: JoinedRequest, lens: Lens): Handover | null {
     // A probe of whohas's own tells who answers, not who owns the IP: its prober's node does not answer itself, so
-    // another node's lone answer would look like a move, and its silence like a miss.
-    if (r.own) return null;
+    // another node's lone answer would look like a move, and its silence like a miss. Its prober hears every answer
+    // to it (they are addressed to it): a MAC that answered earlier probes and not this one has stopped.
+    if (r.own) {
+      for (const m of this.macs.values()) if (m.probedSince > 0 && r.replyAt(m.mac) === undefined) m.probedSince = 0;
+      return null;
+    }
     // The capture points that saw it, listed only when a lens must be asked.
     let seen: string[] | null = null;
     // Who would have been seen answering and was not: their answers for this IP are older than this request.
@@ -359,13 +363,15 @@ export class IpJudgement {
     }
     const old = this.owner;
     // The old owner's answer could not have been seen (its agent missed the request: down, lagging, just connected):
-    // its silence says nothing, so nothing moved that anyone saw. It stays the owner while its last answer is recent;
-    // one gone quiet for longer is replaced, still without a move (no handover, nothing toward a flip-flop).
+    // its silence says nothing of a moment, so nothing moved while its last answer is recent. One gone quiet for
+    // longer has moved (a node whose link went down sees nothing either): the move counts toward a flip-flop, but
+    // no handover is recorded, for nobody saw when it stopped.
     if (!lens.watches(old.mac, (seen ??= r.points()))) {
       if (firstReply - old.lastReply <= ANSWER_WINDOW_MS) return null;
       this.owner = { mac, lastReply: firstReply };
       this.#coAnswered = null;
       this.#unanswered = 0;
+      this.#move({ from: old.mac, to: mac, at: firstReply });
       return null;
     }
     const clean = this.#coAnswered?.has(mac) !== true;

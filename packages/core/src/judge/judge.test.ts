@@ -185,6 +185,25 @@ describe("the judge, per request", () => {
     expect(c.handovers).toEqual([]);
   });
 
+  it("still sees a flip-flop when the node that loses the IP is blind while it has lost it (its link flaps)", () => {
+    const c = new Cluster();
+    c.run(2000, () => c.ask(["node-a"]));
+    // node-a's link goes down for three minutes (it neither answers nor sees), node-b answers; then back, twice: the
+    // moves back alone (every six minutes) would not make three within FLIP_FLOP_MS.
+    for (let k = 0; k < 2; k++) {
+      c.down.add("node-a");
+      c.run(180_000, (step) => (step % 10 === 0 ? c.ask(["node-b"]) : undefined));
+      c.down.delete("node-a");
+      c.run(180_000, (step) => (step % 10 === 0 ? c.ask(["node-a"]) : undefined));
+    }
+    expect(c.opened("flip-flop")).toEqual(["flip-flop"]);
+    // Nobody saw when node-a stopped: the moves away from it are no handovers; the moves back are.
+    expect(c.handovers.map((h) => [nodeOf(h.from.mac), nodeOf(h.to.mac)])).toEqual([
+      ["node-b", "node-a"],
+      ["node-b", "node-a"],
+    ]);
+  });
+
   it("raises split-brain when two nodes announce and keep claiming the IP, not for a sequential takeover", () => {
     const c = new Cluster();
     c.announce("node-a");
@@ -277,6 +296,18 @@ describe("the judge, per request", () => {
     }
     // Its third answer, 20 s after its first, makes it a stranger; nobody else answers, so no several responders.
     expect(opened.map((t) => [t.finding.type, t.finding.macs, t.finding.firstSeen])).toEqual([["address-conflict", [STRANGER], 1_020_100]]);
+    // It goes: the next probe it does not answer ends its streak, and the conflict clears after the hysteresis.
+    const cleared: Transition[] = [];
+    for (let k = 0; k < (CLEAR_AFTER_MS + 30_000) / 100; k++) {
+      if (k % 100 === 0) {
+        own.expect(VIP, [PROBER, mac("node-a")], now, 1);
+        const request: RequestReport = { ip: VIP, asker: PROBER, iface: "eth0", times: [now], replies: [] };
+        judge.ingest("node-a", { entries: [agg("request", "node-a", now)], requests: [request] }, now, probing);
+      }
+      now += 100;
+      cleared.push(...judge.judge(VIP, now, { ...NO_CONTEXT, strangers: true }, probing).transitions.filter((t) => t.kind === "cleared"));
+    }
+    expect(cleared.map((t) => t.finding.type)).toEqual(["address-conflict"]);
     // The probes are no client's: no request counted, nobody left unanswered, no race timed.
     expect(judge.view(VIP, now, probing)?.requests).toBe(0);
   });

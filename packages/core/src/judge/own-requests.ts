@@ -2,9 +2,19 @@ import { FINAL_MS, REPLY_WINDOW_MS } from "./findings.js";
 
 /**
  * SKEW_MS: a request is dated by the node that captured it, on that node's clock, and a probe by the hub when it
- * sent the command: a probe's window opens and closes this much wider, for the clocks and the command's way there.
+ * sent the command: a probe's window opens and closes this much wider, for the clocks (NTP keeps nodes within
+ * milliseconds; a node without it drifts by seconds) and the command's way there.
  */
-export const SKEW_MS = 2000;
+export const SKEW_MS = 10_000;
+
+/**
+ * addressOf is the address of an IP key: a probe is sent for a LoadBalancer address, and the agents report its
+ * request under ADDRESS@VLAN when the node's interface on that network is a VLAN device.
+ */
+const addressOf = (key: string): string => {
+  const at = key.lastIndexOf("@");
+  return at < 0 ? key : key.slice(0, at);
+};
 
 interface Expected {
   /** The prober's addresses and MACs: what its request names as asker (a report) or source (an aggregate). */
@@ -21,6 +31,7 @@ interface Expected {
  */
 export class OwnRequests {
   readonly #byIp = new Map<string, Expected[]>();
+  #pruned = -Infinity;
 
   /** size is the number of IPs with a probe expected or recent. */
   get size(): number {
@@ -28,26 +39,28 @@ export class OwnRequests {
   }
 
   /**
-   * expect notes a probe of `ip` (an IP key) by a node known by `askers` (its addresses and MACs), sending from `at`
+   * expect notes a probe of `ip` (an address, or an IP key: its VLAN does not matter) by a node known by `askers` (its addresses and MACs), sending from `at`
    * for `durationMs`.
    */
   expect(ip: string, askers: Iterable<string>, at: number, durationMs: number): void {
     const e: Expected = { askers: new Set(askers), from: at - SKEW_MS, to: at + durationMs + SKEW_MS };
-    const list = this.#byIp.get(ip);
-    if (list === undefined) this.#byIp.set(ip, [e]);
+    const list = this.#byIp.get(addressOf(ip));
+    if (list === undefined) this.#byIp.set(addressOf(ip), [e]);
     else list.push(e);
   }
 
   /** has tells whether the request of `asker` for `ip` at `t` is one of the probes expected. */
   has(ip: string, asker: string, t: number): boolean {
-    const list = this.#byIp.get(ip);
+    const list = this.#byIp.get(addressOf(ip));
     if (list === undefined) return false;
     for (const e of list) if (t >= e.from && t <= e.to && e.askers.has(asker)) return true;
     return false;
   }
 
-  /** prune forgets probes no report can name any more (their requests are final). */
+  /** prune forgets probes no report can name any more (their requests are final); at most once a second. */
   prune(now: number): void {
+    if (now - this.#pruned < 1000) return;
+    this.#pruned = now;
     const horizon = now - REPLY_WINDOW_MS - FINAL_MS - SKEW_MS;
     for (const [ip, list] of this.#byIp) {
       const kept = list.filter((e) => e.to >= horizon);
