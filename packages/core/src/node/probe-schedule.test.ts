@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ProbeSchedule, REFUSED_MS, RETRY_MS, type ProbeTarget } from "./probe-schedule.js";
+import { ProbeSchedule, REFUSED_MS, type ProbeTarget } from "./probe-schedule.js";
 
 const INTERVAL = 30_000;
 const room = (nodes: readonly string[], k = 2) => new Map(nodes.map((n) => [n, k]));
@@ -49,14 +49,24 @@ describe("the background probe's schedule", () => {
     expect(alone.map((p) => p.node)).toEqual(["node-a", "node-a", "node-a"]);
   });
 
-  it("never gives a node more probes at once than it has room for, and tries again soon when no node has room", () => {
+  it("never gives a node more probes at once than it has room for; those left wait first in line", () => {
     const s = new ProbeSchedule(INTERVAL, () => 0);
     const targets = ["198.51.100.1", "198.51.100.2", "198.51.100.3"].map((ip) => ({ ip, owner: null }));
     expect(s.due(0, targets, room(["node-a"], 1))).toEqual([]);
     expect(s.due(0, targets, room(["node-a"], 1))).toEqual([{ ip: "198.51.100.1", node: "node-a" }]);
-    expect(s.due(0, targets, room(["node-a"], 0))).toEqual([]);
-    expect(s.due(RETRY_MS - 1, targets, room(["node-a"], 3))).toEqual([]);
-    expect(s.due(RETRY_MS, targets, room(["node-a"], 3)).map((p) => p.ip)).toEqual(["198.51.100.2", "198.51.100.3"]);
+    expect(s.due(1000, targets, room(["node-a"], 0))).toEqual([]);
+    expect(s.due(2000, targets, room(["node-a"], 3)).map((p) => p.ip)).toEqual(["198.51.100.2", "198.51.100.3"]);
+  });
+
+  it("with less room than the IPs need, asks for every IP in turn instead of the same ones again", () => {
+    // 300 IPs, three nodes probing two at a time, each probe a second: 6 a second, 50 s for all of them.
+    const targets = Array.from({ length: 300 }, (_, i) => ({ ip: `198.51.${Math.floor(i / 250)}.${i % 250}`, owner: null }));
+    const probes = run(new ProbeSchedule(INTERVAL, seeded()), targets, room(["node-a", "node-b", "node-c"]), 20 * 60_000);
+    const late = probes.filter((p) => p.t >= 10 * 60_000);
+    const counts = targets.map(({ ip }) => late.filter((p) => p.ip === ip).length);
+    // Each asked about every 50 s over the last ten minutes: none left out, none asked much more than the others.
+    expect(Math.min(...counts)).toBeGreaterThanOrEqual(10);
+    expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(2);
   });
 
   it("asks another node for an IP that a node could not reach, until REFUSED_MS has passed", () => {

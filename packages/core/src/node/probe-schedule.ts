@@ -6,8 +6,6 @@ export interface ProbeTarget {
 
 /** JITTER: each IP's next probe comes within ±10 % of the interval, so that IPs spread out instead of marching together. */
 const JITTER = 0.1;
-/** RETRY_MS: an IP no node could probe is tried again this soon. */
-export const RETRY_MS = 5000;
 /** REFUSED_MS: a node that could not probe an IP (no interface on its network) is not asked again for it this long. */
 export const REFUSED_MS = 10 * 60_000;
 
@@ -37,21 +35,22 @@ export class ProbeSchedule {
     const left = new Map(room);
     const listed = new Set<string>();
     const out: { ip: string; node: string }[] = [];
-    for (const { ip, owner } of targets) {
-      listed.add(ip);
-      const at = this.#due.get(ip);
-      if (at === undefined) {
-        this.#due.set(ip, now + this.random() * this.intervalMs);
-        continue;
-      }
-      if (at > now) continue;
+    const due: { target: ProbeTarget; at: number }[] = [];
+    for (const target of targets) {
+      listed.add(target.ip);
+      const at = this.#due.get(target.ip);
+      if (at === undefined) this.#due.set(target.ip, now + this.random() * this.intervalMs);
+      else if (at <= now) due.push({ target, at });
+    }
+    // The most overdue first: when the nodes have less room than the IPs need, every IP still takes its turn.
+    due.sort((a, b) => a.at - b.at);
+    for (const { target } of due) {
+      const { ip, owner } = target;
       const free = [...left].filter(([n, k]) => k > 0 && !this.#isRefused(ip, n, now)).map(([n]) => n);
       const others = free.filter((n) => n !== owner).sort();
       const candidates = others.length > 0 ? others : free;
-      if (candidates.length === 0) {
-        this.#due.set(ip, now + RETRY_MS);
-        continue;
-      }
+      // No node has room (or none can reach it): it keeps its place, the most overdue, for the next call.
+      if (candidates.length === 0) continue;
       const turn = this.#turn.get(ip) ?? Math.floor(this.random() * candidates.length);
       const node = candidates[turn % candidates.length] ?? "";
       this.#turn.set(ip, turn + 1);
