@@ -86,6 +86,7 @@ export class Traffic {
   /** ingest takes one agent's batch and returns the IPs it touched, and the urgent ones among them (Judge.ingest). */
   ingest(node: string, batch: Batch): { touched: Set<string>; urgent: Set<string> } {
     const now = this.o.clock();
+    if (this.own.size > 0) this.own.prune(now);
     this.judge.intern(batch);
     // whohas's own requests are no client's: neither stored as traffic nor counted.
     const entries = this.own.size === 0 ? batch.entries : clientEntries(batch.entries, (ip, mac, t) => this.own.has(ip, mac, t));

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { isIpKey, normalizeIpKey } from "@whohas/core";
 import { storyOf } from "../../hub/story.js";
 import { LIST_INTERVAL_MS, held, live, liveInput, matters } from "../live.js";
+import { allows } from "../../auth/roles.js";
 import { operatorProcedure, viewerProcedure } from "../trpc.js";
 
 const filter = z.object({
@@ -34,7 +35,16 @@ export const incidentsRouter = {
    * story: what happened to the incident's subject in time order (its events, the IP's handovers, the actions taken on
    * it and by whom) and what whohas knows of the subject now; null when unknown.
    */
-  story: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => storyOf(ctx.hub, input.id)),
+  story: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
+    const s = storyOf(ctx.hub, input.id);
+    if (s === null || allows(ctx.principal.role, "operator")) return s;
+    // The audit log is the admins': a viewer sees that an action was taken and by whom (as the IP page shows a probe),
+    // not attempts refused or what the audit recorded of them.
+    const entries = s.entries
+      .filter((e) => e.kind !== "action" || e.outcome !== "refused")
+      .map((e) => (e.kind === "action" ? { ...e, detail: "" } : e));
+    return { ...s, entries };
+  }),
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
   acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) => {

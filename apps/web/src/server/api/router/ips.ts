@@ -1,6 +1,6 @@
 import type { TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
-import { isIpKey, normalizeIpKey } from "@whohas/core";
+import { isIpKey, normalizeIpKey, splitIpKey } from "@whohas/core";
 import { held, live, liveInput, liveIps, matters } from "../live.js";
 import { viewerProcedure } from "../trpc.js";
 import { rowOf } from "../../hub/views.js";
@@ -30,7 +30,8 @@ export const ipsRouter = {
   backgroundProbe: viewerProcedure.input(z.object({ ip })).query(({ ctx, input }) => {
     const p = ctx.backgroundProbe;
     if (p === undefined) return { enabled: false as const, intervalMs: null, last: null };
-    const last = p.last(input.ip);
+    // Probes are of LoadBalancer addresses; the page may be the address's row on the VLAN the agents saw it on.
+    const last = p.last(splitIpKey(input.ip).ip);
     return {
       enabled: true as const,
       intervalMs: p.o.intervalMs,
