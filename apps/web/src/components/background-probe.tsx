@@ -33,7 +33,7 @@ export function BackgroundProbeLine({ ip }: { ip: string }) {
       : last.macs === null
         ? "listening for answers"
         : last.answeredBy.length === 0
-          ? "nobody answered"
+          ? "no other host answered it (a node does not hear its own answer)"
           : `answered by ${last.answeredBy.map((a) => a.node ?? `${a.mac} (not a cluster node)`).join(", ")}`;
   return (
     <p className="muted" data-testid="background-probe" data-state={last.failed === null ? "ok" : "failed"}>

@@ -26,6 +26,8 @@ export interface CommandSender {
     msg: Extract<HubMessage, { type: "announce" | "probe" }>,
     onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void,
   ): boolean;
+  /** abandon forgets a command whose agent never said it was done (absent: nothing is held per command). */
+  abandon?(id: string): void;
 }
 
 /** An ActionRefused is an action that could not start, with the reason a person can act on (nothing was changed). */

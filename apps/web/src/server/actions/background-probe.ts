@@ -107,14 +107,15 @@ export class BackgroundProbe {
       this.#last.set(ip, last);
       this.o.onOutcome?.(outcome);
     };
-    const lost = setTimeout(
-      () => finish("failed", { node, at: now, macs: null, failed: `no answer from ${node}'s agent` }),
-      LISTEN_MS + COMMAND_GRACE_MS,
-    );
+    const id = `background-${randomUUID()}`;
+    const lost = setTimeout(() => {
+      this.o.agents.abandon?.(id);
+      finish("failed", { node, at: now, macs: null, failed: `no answer from ${node}'s agent` });
+    }, LISTEN_MS + COMMAND_GRACE_MS);
     lost.unref();
     const sent = this.o.agents.command(
       node,
-      { v: WIRE_VERSION, type: "probe", id: `background-${randomUUID()}`, ip: address, vlan, durationMs: 1, intervalMs: LISTEN_MS },
+      { v: WIRE_VERSION, type: "probe", id, ip: address, vlan, durationMs: 1, intervalMs: LISTEN_MS },
       (m) => {
         if (m.type !== "command-done") return;
         if (!m.ok) {

@@ -382,6 +382,11 @@ export class AgentGateway {
     return true;
   }
 
+  /** abandon stops waiting for a command's results (its sender gave up on an agent that never said it was done). */
+  abandon(id: string): void {
+    this.#results.delete(id);
+  }
+
   /**
    * askEvidence sends an evidence-request to one node's agent; its answer, from that connection only, goes to
    * `onAnswer` (null: the connection closed first). Returns a function that stops waiting, or null when the node has
