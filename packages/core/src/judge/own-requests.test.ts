@@ -28,21 +28,11 @@ describe("whohas's own requests", () => {
     own.prune(1_000_000 + 1000 + SKEW_MS + 60_000);
     expect(own.size).toBe(0);
     own.expect(VIP, NODE, 1_000_000, 1000);
-    const agg = (kind: ObservationAggregate["kind"], mac: string, t: number): ObservationAggregate => ({
-      ip: VIP,
-      mac,
-      kind,
-      iface: "eth0",
-      count: 1,
-      firstSeen: t,
-      lastSeen: t,
-      targetMac: null,
-      ethernetMismatch: 0,
-      ethSrc: null,
-    });
-    const probe = agg("request", "02:00:5e:00:00:0a", 1_000_000);
-    const client = agg("request", "02:00:5e:00:00:01", 1_000_000);
-    const reply = agg("reply", "02:00:5e:00:00:0a", 1_000_000);
+    const seen = { ip: VIP, iface: "eth0", count: 1, firstSeen: 1_000_000, lastSeen: 1_000_000, targetMac: null, ethSrc: null };
+    const agg = (kind: ObservationAggregate["kind"], mac: string): ObservationAggregate => ({ ...seen, kind, mac, ethernetMismatch: 0 });
+    const probe = agg("request", "02:00:5e:00:00:0a");
+    const client = agg("request", "02:00:5e:00:00:01");
+    const reply = agg("reply", "02:00:5e:00:00:0a");
     const entries = [probe, client, reply];
     expect(clientEntries(entries, (ip, a, t) => own.has(ip, a, t))).toEqual([client, reply]);
     // Nothing to leave out: the same array.

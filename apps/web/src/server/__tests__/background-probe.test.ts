@@ -3,7 +3,7 @@ import { silentLogger, type AgentMessage, type HubMessage } from "@whohas/core";
 import { BackgroundProbe, type BackgroundOutcome } from "../actions/background-probe.js";
 import type { CommandSender } from "../actions/actions.js";
 import { Hub } from "../hub/hub.js";
-import { hello } from "./helpers.js";
+import { cluster, facts, hello } from "./helpers.js";
 
 type Result = Extract<AgentMessage, { type: "probe-result" | "command-done" }>;
 type Command = Extract<HubMessage, { type: "announce" | "probe" }>;
@@ -23,38 +23,11 @@ class Agents implements CommandSender {
 function setup() {
   const clock = { now: 1_000_000 };
   const hub = new Hub({ clock: () => clock.now });
-  hub.setCluster({
-    snapshot: () => ({
-      services: [
-        { namespace: "demo", name: "web", externalTrafficPolicy: "Cluster" as const, ingressIPs: [VIP], ports: [], endpoints: [] },
-      ],
-      nodes: Object.keys(MACS).map((name) => ({ name, labels: {}, networkUnavailable: false })),
-      l2Advertisements: [],
-      l2Statuses: [],
-      nodeAssigned: new Map(),
-      metallbInstalled: false,
-      pools: [],
-    }),
-    kubeProxyConfig: () => null,
-    kubeProxyRollout: () => null,
-    metallb: false,
-  });
-  const sysctl = { arpIgnore: 0, arpAnnounce: 0 };
+  hub.setCluster(cluster(Object.keys(MACS), [VIP]));
   for (const [i, [node, mac]] of Object.entries(MACS).entries()) {
     hub.connect(hello(node, mac));
     // node-c's agent has not sent its facts: its addresses are unknown, so its requests could not be told as whohas's.
-    if (node === "node-c") continue;
-    hub.setFacts(node, {
-      node,
-      agentVersion: "test",
-      interfaces: [
-        { name: "eth0", mac, up: true, master: null, addresses: [`192.0.2.${10 + i}/24`], own: sysctl, effective: sysctl, captured: true },
-      ],
-      sysctl: { all: sysctl, default: sysctl },
-      kubeIpvs0: { present: false, addresses: 0 },
-      kubeProxyMode: "ipvs",
-      capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
-    });
+    if (node !== "node-c") hub.setFacts(node, facts(node, [{ name: "eth0", mac, addresses: [`192.0.2.${10 + i}/24`] }]));
   }
   const agents = new Agents();
   const outcomes: BackgroundOutcome[] = [];
@@ -103,7 +76,7 @@ describe("the background probe", () => {
     step(1000);
     expect(agents.sent.map((s) => [s.msg.type, s.msg.ip])).toEqual([["probe", VIP]]);
     const first = agents.sent[0];
-    expect(first?.msg).toMatchObject({ durationMs: 1, intervalMs: 1000, vlan: null });
+    expect(first?.msg).toMatchObject({ durationMs: 1, intervalMs: 500, vlan: null });
     // Noted before any report of it can arrive: its request counts for who answers, not as a client's.
     const asker = `192.0.2.${10 + Object.keys(MACS).indexOf(first?.node ?? "")}`;
     expect(hub.traffic.own.has(VIP, asker, clock.now + 100)).toBe(true);

@@ -1,5 +1,6 @@
-import { WIRE_VERSION, silentLogger, type AgentMessage, type ObservationAggregate, type RequestReport } from "@whohas/core";
+import { WIRE_VERSION, silentLogger, type AgentMessage, type NodeFacts, type ObservationAggregate, type RequestReport } from "@whohas/core";
 import { Auth, type LocalUser } from "../auth/auth.js";
+import type { ClusterSource } from "../hub/cluster.js";
 import type { Hub } from "../hub/hub.js";
 
 /** testAuth is a real Auth over the hub's store, with the given users and read-API token. */
@@ -76,4 +77,54 @@ export async function until(ok: () => boolean, ms = 10_000): Promise<void> {
     if (Date.now() > end) throw new Error("not reached");
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/**
+ * cluster is a Kubernetes inventory for Hub.setCluster: these Nodes, and a LoadBalancer Service (ETP Cluster, no
+ * endpoints) for each of `ips`; no MetalLB, no kube-proxy ConfigMap.
+ */
+export function cluster(nodes: readonly string[], ips: readonly string[] = []): ClusterSource {
+  return {
+    snapshot: () => ({
+      services: ips.map((ip, i) => ({
+        namespace: "demo",
+        name: `svc-${i}`,
+        externalTrafficPolicy: "Cluster" as const,
+        ingressIPs: [ip],
+        ports: [],
+        endpoints: [],
+      })),
+      nodes: nodes.map((name) => ({ name, labels: {}, networkUnavailable: false })),
+      l2Advertisements: [],
+      l2Statuses: [],
+      nodeAssigned: new Map(),
+      metallbInstalled: false,
+      pools: [],
+    }),
+    kubeProxyConfig: () => null,
+    kubeProxyRollout: () => null,
+    metallb: false,
+  };
+}
+
+/** facts is a node's facts: `interfaces` as given (name, MAC, addresses), ARP sysctls at the kernel's defaults. */
+export function facts(node: string, interfaces: readonly { name: string; mac: string; addresses: readonly string[] }[]): NodeFacts {
+  const sysctl = { arpIgnore: 0, arpAnnounce: 0 };
+  return {
+    node,
+    agentVersion: "t",
+    interfaces: interfaces.map((i) => ({
+      ...i,
+      addresses: [...i.addresses],
+      up: true,
+      master: null,
+      own: sysctl,
+      effective: sysctl,
+      captured: true,
+    })),
+    sysctl: { all: sysctl, default: sysctl },
+    kubeIpvs0: { present: interfaces.some((i) => i.name === "kube-ipvs0"), addresses: 0 },
+    kubeProxyMode: "ipvs",
+    capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
+  };
 }

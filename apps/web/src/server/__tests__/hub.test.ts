@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { SILENCE_MS } from "@whohas/core";
 import { Hub } from "../hub/hub.js";
 import type { Sequenced } from "../hub/feed.js";
-import { ASKER, aggregate, answered, hello, observations } from "./helpers.js";
+import { ASKER, aggregate, answered, cluster, facts, hello, observations } from "./helpers.js";
 
 const A = "02:00:5e:00:00:0a";
 const B = "02:00:5e:00:00:0b";
@@ -125,55 +125,17 @@ describe("Hub", () => {
     let now = 10_000;
     const hub = new Hub({ clock: () => now });
     expect(hub.summary().unwatchedNodes).toBeNull();
-    hub.setCluster({
-      snapshot: () => ({
-        services: [],
-        nodes: ["node-a", "node-b", "node-c"].map((name) => ({ name, labels: {}, networkUnavailable: false })),
-        l2Advertisements: [],
-        l2Statuses: [],
-        nodeAssigned: new Map(),
-        metallbInstalled: false,
-        pools: [],
-      }),
-      kubeProxyConfig: () => null,
-      kubeProxyRollout: () => null,
-      metallb: false,
-    });
-    const sysctl = { arpIgnore: 0, arpAnnounce: 0 };
-    const facts = (node: string, mac: string) => ({
-      node,
-      agentVersion: "test",
-      interfaces: [
-        {
-          name: "eth0",
-          mac,
-          up: true,
-          master: null,
-          addresses: ["192.0.2.10/24", "fe80::1/64"],
-          own: sysctl,
-          effective: sysctl,
-          captured: true,
-        },
-        {
-          name: "kube-ipvs0",
-          mac: "02:00:5e:00:00:99",
-          up: false,
-          master: null,
-          addresses: ["198.51.100.7/32"],
-          own: sysctl,
-          effective: sysctl,
-          captured: false,
-        },
-      ],
-      sysctl: { all: sysctl, default: sysctl },
-      kubeIpvs0: { present: true, addresses: 1 },
-      kubeProxyMode: "ipvs" as const,
-      capture: { frames: 0, dropped: {}, kernelReceived: 0, kernelDropped: 0 },
-    });
+    hub.setCluster(cluster(["node-a", "node-b", "node-c"]));
     // node-a connected but has not sent its facts (only its capture interfaces are known), node-b has, node-c none.
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
-    hub.setFacts("node-b", facts("node-b", B));
+    hub.setFacts(
+      "node-b",
+      facts("node-b", [
+        { name: "eth0", mac: B, addresses: ["192.0.2.10/24", "fe80::1/64"] },
+        { name: "kube-ipvs0", mac: "02:00:5e:00:00:99", addresses: ["198.51.100.7/32"] },
+      ]),
+    );
     expect(hub.summary().unwatchedNodes).toEqual(["node-a", "node-c"]);
     // A probe from node-b asks from its addresses and MACs, never from kube-ipvs0's Service IPs.
     expect(hub.agents.askersOf("node-b").sort()).toEqual([B, "02:00:5e:00:00:99", "192.0.2.10", "fe80::1"].sort());
@@ -186,27 +148,7 @@ describe("Hub", () => {
     const hub = new Hub({ clock: () => now, limits: { maxIps: 100 } });
     // 120 LoadBalancer IPs: they always stay, whatever the limit.
     const lb = Array.from({ length: 120 }, (_, i) => `198.51.100.${i}`);
-    hub.setCluster({
-      snapshot: () => ({
-        services: lb.map((ip, i) => ({
-          namespace: "demo",
-          name: `svc-${i}`,
-          externalTrafficPolicy: "Cluster" as const,
-          ingressIPs: [ip],
-          ports: [],
-          endpoints: [],
-        })),
-        nodes: [{ name: "node-a", labels: {}, networkUnavailable: false }],
-        l2Advertisements: [],
-        l2Statuses: [],
-        nodeAssigned: new Map(),
-        metallbInstalled: false,
-        pools: [],
-      }),
-      kubeProxyConfig: () => null,
-      kubeProxyRollout: () => null,
-      metallb: false,
-    });
+    hub.setCluster(cluster(["node-a"], lb));
     hub.connect(hello("node-a", A));
     const batch = (ips: string[]) => observations(ips.map((ip) => aggregate(ip, "request", ASKER.mac, now)));
     hub.observe("node-a", batch(lb));
