@@ -1,7 +1,8 @@
 import { AxeBuilder } from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
 
-// Runs first (files run in name order) and changes nothing: it only reads every page, as each role sees it.
+// Runs first (files run in name order) and changes nothing: it only reads every page, signed out or as the role that
+// sees the most of it (an admin, an operator for Fix), so that every control a role may see is checked.
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
 const vip0 = vips[0] ?? "";
