@@ -12,23 +12,10 @@ import {
   type Handover,
   type LiveFinding,
 } from "./findings.js";
+import { name, names, type Lens } from "./lens.js";
 import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.js";
 
-/**
- * A Lens tells the judge what it cannot learn from frames: the node a MAC belongs to, and whether a set of capture
- * points would have seen a MAC's reply (a node sees only its own replies; a client's capture sees all of them).
- */
-export interface Lens {
-  nodeOf(mac: string): string | null;
-  watches(mac: string, points: Iterable<string>): boolean;
-  /** The organisation the IEEE registered a MAC's prefix to (null: not registered, or locally administered). */
-  vendorOf?(mac: string): string | null;
-  /**
-   * Whether the request of `asker` (an address, or the MAC of a request's aggregate) for `ip` at `t` is one whohas
-   * sent itself (a probe): its answers tell who answers, but it is no client's and counts in no client statistics.
-   */
-  ownRequest?(ip: string, asker: string, t: number): boolean;
-}
+export type { Lens } from "./lens.js";
 
 /** An Announcement episode: gratuitous frames of one MAC with gaps under EPISODE_GAP_MS. */
 interface Episode {
@@ -452,13 +439,4 @@ export class IpJudgement {
       now - this.lastAsked > ANSWER_WINDOW_MS + FINAL_MS
     );
   }
-}
-
-function name(mac: string, lens: Lens): string {
-  return lens.nodeOf(mac) ?? mac;
-}
-
-function names(macs: readonly string[], lens: Lens): string {
-  const list = macs.map((m) => name(m, lens));
-  return list.length <= 2 ? list.join(" and ") : `${list.slice(0, -1).join(", ")} and ${list[list.length - 1] ?? ""}`;
 }

@@ -1,0 +1,26 @@
+/**
+ * A Lens tells the judge what it cannot learn from frames: the node a MAC belongs to, and whether a set of capture
+ * points would have seen a MAC's reply (a node sees only its own replies; a client's capture sees all of them).
+ */
+export interface Lens {
+  nodeOf(mac: string): string | null;
+  watches(mac: string, points: Iterable<string>): boolean;
+  /** The organisation the IEEE registered a MAC's prefix to (null: not registered, or locally administered). */
+  vendorOf?(mac: string): string | null;
+  /**
+   * Whether the request of `asker` (an address, or the MAC of a request's aggregate) for `ip` at `t` is one whohas
+   * sent itself (a probe): its answers tell who answers, but it is no client's and counts in no client statistics.
+   */
+  ownRequest?(ip: string, asker: string, t: number): boolean;
+}
+
+/** name is how a finding names a MAC: its node, else the MAC itself. */
+export function name(mac: string, lens: Lens): string {
+  return lens.nodeOf(mac) ?? mac;
+}
+
+/** names lists MACs as a sentence does: "a and b", "a, b and c". */
+export function names(macs: readonly string[], lens: Lens): string {
+  const list = macs.map((m) => name(m, lens));
+  return list.length <= 2 ? list.join(" and ") : `${list.slice(0, -1).join(", ")} and ${list[list.length - 1] ?? ""}`;
+}
