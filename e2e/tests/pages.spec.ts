@@ -250,10 +250,10 @@ test("the Incidents page lists the open incidents and one opens with its evidenc
   expect(times).toEqual([...times].sort((a, b) => a - b));
   // What to do now: the lab's kube-proxy runs IPVS without strictARP, so the first step is the Fix page, with the
   // ConfigMap check to copy.
-  const todo = page.getByTestId("todo");
-  await expect(todo.locator("li[data-step]").first()).toHaveAttribute("data-step", "strictarp");
-  await expect(todo.getByTestId("todo-link").first()).toHaveAttribute("href", "/fix");
-  await expect(todo.getByTestId("command").first()).toContainText("kubectl -n kube-system get configmap kube-proxy");
+  const steps = page.getByTestId("next-steps");
+  await expect(steps.locator("li[data-step]").first()).toHaveAttribute("data-step", "strictarp");
+  await expect(steps.getByTestId("step-link").first()).toHaveAttribute("href", "/fix");
+  await expect(steps.getByTestId("command").first()).toContainText("kubectl -n kube-system get configmap kube-proxy");
   await shots(page, "incident", [
     page.getByTestId("incident-state"),
     ...columns(page.getByTestId("incident-facets"), ["Finding", "State", "MACs", "Detail"]),

@@ -113,11 +113,11 @@ function Command({ text }: { text: string }) {
 
 /** WhatToDo lists the steps for the findings that hold, with their commands; a resolved incident needs none. */
 export function WhatToDo({ story, findings }: { story: Story; findings: Facts["findings"] }) {
-  if (findings.length === 0) return <Empty testId="todo-none">Nothing to do now: every finding has cleared.</Empty>;
+  if (findings.length === 0) return <Empty testId="steps-none">Nothing to do now: every finding has cleared.</Empty>;
   const steps = advise({ ...story, findings });
-  if (steps.length === 0) return <Empty testId="todo-none">whohas has no advice for {findings.map((f) => f.type).join(", ")}.</Empty>;
+  if (steps.length === 0) return <Empty testId="steps-none">whohas has no advice for {findings.map((f) => f.type).join(", ")}.</Empty>;
   return (
-    <ol className="steps" data-testid="todo">
+    <ol className="steps" data-testid="next-steps">
       {steps.map((s) => (
         <li key={s.key} data-step={s.key}>
           <strong>{s.title}</strong>
@@ -127,7 +127,7 @@ export function WhatToDo({ story, findings }: { story: Story; findings: Facts["f
           ))}
           {s.link === null ? null : (
             <p>
-              <Link href={s.link.href} data-testid="todo-link">
+              <Link href={s.link.href} data-testid="step-link">
                 {s.link.text}
               </Link>
             </p>
