@@ -43,11 +43,20 @@ export const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, 
  * keys again and again, and the maps behind (numbers past 2^30 as keys, which Map hashes slowly) are asked only on a
  * miss. A power of two.
  */
-export const CACHE_SIZE = 4096;
+export const CACHE_SIZE = 16_384;
+const CACHE_SHIFT = 32 - Math.log2(CACHE_SIZE);
 
-/** cacheIndex hashes up to three numbers (the second may be a 48-bit MAC) to a cache index. */
-export const cacheIndex = (a: number, b: number, c: number): number =>
-  (a ^ (b % 16_777_216) ^ Math.floor(b / 16_777_216) ^ (c << 7)) & (CACHE_SIZE - 1);
+/**
+ * cacheIndex hashes up to three numbers (the second may be a 48-bit MAC) to a cache index. Multiplicative (odd
+ * constants, top bits taken): addresses of one subnet differ in their low bits only, which a plain XOR folds onto a
+ * few hundred indexes.
+ */
+export const cacheIndex = (a: number, b: number, c: number): number => {
+  let h = Math.imul(a | 0, 0x9e3779b1);
+  h = Math.imul(h ^ (b % 16_777_216), 0x85ebca77);
+  h = Math.imul(h ^ Math.floor(b / 16_777_216) ^ c, 0xc2b2ae3d);
+  return (h ^ (h >>> 15)) >>> CACHE_SHIFT;
+};
 
 /**
  * A TimeQueue holds items with times in the order they were pushed (times come in order, give or take a put-back
