@@ -166,10 +166,10 @@ export class HubMetrics {
         ips.reset();
         for (const s of ["single", "multi-responder", "no-responder", "idle"]) ips.set({ state: s }, 0);
         const now = hub.clock();
-        const { judge, lens } = hub.traffic;
+        const { judge } = hub.traffic;
         const counts = new Map<string, number>();
         for (const ip of judge.counts.ips()) {
-          const s = judge.stateOf(ip, now, lens);
+          const s = judge.stateOf(ip, now);
           counts.set(s, (counts.get(s) ?? 0) + 1);
         }
         for (const [state, n] of counts) ips.set({ state }, n);
@@ -198,16 +198,16 @@ export class HubMetrics {
  */
 function answering(hub: Hub, max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
   const now = hub.clock();
-  const { judge, lens } = hub.traffic;
+  const { judge } = hub.traffic;
   const lb = hub.cluster.inventory();
   const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
-  for (const [ip, inv] of lb) out.push([ip, judge.answeringCount(ip, now, lens), inv.services[0] ?? null]);
+  for (const [ip, inv] of lb) out.push([ip, judge.answeringCount(ip, now), inv.services[0] ?? null]);
   for (const ip of judge.counts.ips()) {
     if (out.length >= max) break;
     if (lb.has(ip)) continue;
     // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
     const inv = lb.get(splitIpKey(ip).ip);
-    const n = judge.answeringCount(ip, now, lens);
+    const n = judge.answeringCount(ip, now);
     if (inv !== undefined || n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, inv?.services[0] ?? null]);
   }
   return out.slice(0, max);

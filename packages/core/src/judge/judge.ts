@@ -15,7 +15,8 @@ export interface Batch {
 
 /**
  * A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen; with
- * its key (verdictKey) at that moment.
+ * its key at that moment: a short text that changes whenever what the judge says of the IP changes (its state, the
+ * MACs answering, its handovers), which the hub compares to tell subscribers of changes that came with time alone.
  */
 export interface Verdict {
   readonly transitions: readonly Transition[];
@@ -201,7 +202,7 @@ export class Judge {
     const transitions = this.#tracker.update(ip, now, present);
     const quiet = (j === undefined || j.idle(now)) && now - this.counts.lastActivity(ip) > QUIET_MS && !this.#tracker.has(ip);
     if (quiet) this.#awake.delete(ip);
-    return { transitions, handovers, key: keyOf(j, responders, now) };
+    return { transitions, handovers, key: keyOf(j, answeringMacs(responders), now) };
   }
 
   /** awake lists the IPs to judge on each round (the others change only when data about them arrives). */
@@ -256,39 +257,35 @@ export class Judge {
     };
   }
 
-  /** stateOf is an IP's state at `now`, without building its view (metrics count them). */
-  stateOf(ip: string, now: number, lens: Lens): IpState {
-    const key = this.verdictKey(ip, now, lens);
-    return key.startsWith("m") ? "multi-responder" : key.startsWith("s") ? "single" : key.startsWith("n") ? "no-responder" : "idle";
-  }
-
-  /**
-   * verdictKey is a short text that changes whenever what the judge says of `ip` at `now` changes: its state, the
-   * MACs answering, its handovers (no view is built). The hub compares it to tell subscribers of changes that came
-   * with time alone (a MAC that stopped answering sends nothing to say so).
-   */
-  verdictKey(ip: string, now: number, lens: Lens): string {
+  /** stateOf is an IP's state at `now`, without building its view or key (metrics count every IP on each scrape). */
+  stateOf(ip: string, now: number): IpState {
     const j = this.#ips.get(ip);
-    return keyOf(j, this.#answeringNow(ip, j, now, lens), now);
+    return STATES[stateLetter(j, this.#answeringMacs(ip, j, now).length, now)];
   }
 
   /** answeringCount is how many MACs answer for `ip` at `now`. */
-  answeringCount(ip: string, now: number, lens: Lens): number {
-    return this.#answeringNow(ip, this.#ips.get(ip), now, lens).length;
+  answeringCount(ip: string, now: number): number {
+    return this.#answeringMacs(ip, this.#ips.get(ip), now).length;
   }
 
-  /** #answeringNow lists the MACs answering `ip` now, without building its view. */
+  /** #answeringMacs lists the MACs answering `ip` now, without building its view. */
+  #answeringMacs(ip: string, j: IpJudgement | undefined, now: number): string[] {
+    const out = this.counts.recentMacs(ip, now);
+    if (j === undefined) return out;
+    let keep = 0;
+    for (const mac of out) if (j.macs.has(mac) ? j.answering(mac, now) : true) out[keep++] = mac;
+    out.length = keep;
+    return out;
+  }
+
+  /** #answeringNow is #answeringMacs with each MAC's node, as the rules read them. */
   #answeringNow(
     ip: string,
     j: IpJudgement | undefined,
     now: number,
     lens: Lens,
   ): { mac: string; node: string | null; answering: boolean }[] {
-    const out: { mac: string; node: string | null; answering: boolean }[] = [];
-    for (const mac of this.counts.recentMacs(ip, now)) {
-      if (j?.macs.has(mac) === true ? j.answering(mac, now) : true) out.push({ mac, node: lens.nodeOf(mac), answering: true });
-    }
-    return out;
+    return this.#answeringMacs(ip, j, now).map((mac) => ({ mac, node: lens.nodeOf(mac), answering: true }));
   }
 
   /**
@@ -313,15 +310,18 @@ export class Judge {
   }
 }
 
-/** keyOf is verdictKey's text from the MACs answering now. */
-function keyOf(j: IpJudgement | undefined, answering: readonly { readonly mac: string }[], now: number): string {
-  const state =
-    j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS
-      ? "m"
-      : answering.length > 0
-        ? "s"
-        : j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS
-          ? "n"
-          : "i";
-  return `${state}|${answering.map((r) => r.mac).join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
+/** stateLetter is the first letter of an IP's state: multi-responder, single, no-responder or idle. */
+function stateLetter(j: IpJudgement | undefined, answering: number, now: number): "m" | "s" | "n" | "i" {
+  if (j !== undefined && now - j.lastMulti <= ANSWER_WINDOW_MS) return "m";
+  if (answering > 0) return "s";
+  return j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS ? "n" : "i";
 }
+
+const STATES = { m: "multi-responder", s: "single", n: "no-responder", i: "idle" } as const;
+
+/** keyOf is a Verdict's key from the MACs answering now. */
+function keyOf(j: IpJudgement | undefined, answering: readonly string[], now: number): string {
+  return `${stateLetter(j, answering.length, now)}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
+}
+
+const answeringMacs = (list: readonly { readonly mac: string }[]): string[] => list.map((r) => r.mac);
