@@ -82,11 +82,27 @@ test("Force re-announce asks first, runs on the expected owner, and its frames a
   await shot(page, "reannounce");
 });
 
+test("Re-announce together: every IP of the Service, each from its own owner, with its time", async ({ page }) => {
+  await page.goto(`${url}/ips/${vip0}`);
+  const group = page.getByTestId("group-announce").first();
+  const name = (await group.getAttribute("data-group")) ?? "";
+  expect(name).toMatch(/^Service /);
+  await group.getByTestId("reannounce-group").click();
+  await expect(page.getByRole("dialog")).toContainText(`Announce every IP of ${name}?`);
+  await page.getByTestId("confirm-reannounce-group").click();
+  const rows = group.locator('[data-testid="announced"] tbody tr');
+  await expect(group.locator(`[data-testid="announced"] tr[data-ip="${vip0}"]`)).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
+  for (const row of await rows.all()) await expect(row).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
+  await expect(group.getByTestId("reannounce-group")).toBeEnabled();
+  await shot(page, "reannounce-group");
+});
+
 test("a viewer sees the actions but cannot use them", async ({ browser }) => {
   const page = await browser.newPage({ storageState: as("viewer") });
   await page.goto(`${url}/ips/${vip0}`);
   await expect(page.getByTestId("probe")).toBeDisabled();
   await expect(page.getByTestId("reannounce")).toBeDisabled();
+  await expect(page.getByTestId("reannounce-group").first()).toBeDisabled();
   await expect(page.getByText("Force re-announce: needs the operator role.")).toBeVisible();
   await page.goto(`${url}/incidents`);
   await expect(page.getByTestId("acknowledge")).toHaveCount(0);

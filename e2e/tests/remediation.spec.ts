@@ -50,6 +50,10 @@ test("Fix: from several responders to one, verified; rollback puts back the exac
     await expect(row).toHaveAttribute("data-ok", "true");
     expect(Number(await row.locator("td").nth(2).innerText())).toBeGreaterThan(0);
   }
+  // Then each IP's owner announced it: clients and routers that cached another node's MAC take the owner's now.
+  await expect(run.locator('li[data-step="announce"]')).toHaveAttribute("data-state", "ok");
+  for (const ip of serviceIps)
+    await expect(page.locator(`[data-testid="announced"] tr[data-ip="${ip}"]`)).toHaveAttribute("data-state", "ok");
   await shot(page, "fix-verified");
   expect(configText()).toContain("strictARP: true");
 

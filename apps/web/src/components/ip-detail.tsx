@@ -6,6 +6,7 @@ import { useSubscription } from "@trpc/tanstack-react-query";
 import { useTRPC } from "~/trpc/react";
 import { BackgroundProbeLine } from "./background-probe";
 import { IpActions } from "./ip-actions";
+import { GroupAnnounce } from "./group-announce";
 import { IpTimeline } from "./ip-timeline";
 import { useLive } from "./ui/live";
 import { Empty, Failure, Skeleton } from "./ui/states";
@@ -83,6 +84,7 @@ export function IpDetail({ ip }: { ip: string }) {
         ))}
 
       <IpActions ip={v.ip} owner={owner} ownerUnknown={v.ownerUnknown} />
+      {v.announcer === "metallb-bgp" ? null : <GroupAnnounce services={v.services} pool={v.pool} />}
 
       <h2>Who answers</h2>
       {v.responders.length === 0 ? (

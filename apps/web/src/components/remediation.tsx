@@ -10,6 +10,7 @@ import { Empty, Failure, Skeleton } from "./ui/states";
 import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { openConfirm } from "./ui/confirm";
+import { AnnouncedTable } from "./announced";
 
 type Preview = RouterOutputs["remediation"]["preview"];
 
@@ -21,6 +22,7 @@ const STEP_TEXT: Record<string, string> = {
   sysctls: "Every node's agent reports arp_ignore=1, arp_announce=2",
   probe: "Probe each LoadBalancer IP from two nodes: one responder, the owner",
   restore: "Put back the backed-up config.conf, byte for byte",
+  announce: "Each LoadBalancer IP's owner announces it (clients and routers forget the other nodes' MACs)",
 };
 
 /** Lines shows a config with the lines that differ from `other` marked. */
@@ -167,6 +169,7 @@ export function RemediationPage() {
               </tbody>
             </table>
           )}
+          {run.announced.length === 0 ? null : <AnnouncedTable rows={run.announced} caption="Who announced each IP afterwards" />}
           {run.result === "running" ? (
             <p className="progress" role="status">
               Working…

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PendingWrite } from "../kube/server.js";
+import { ip as ipCmd } from "../sh.js";
 import { startStack, type Stack, type StackOptions } from "../stack.js";
 import { eventually, signIn } from "./hub-client.js";
 import { kubeProxyConfig, setKubeProxyConfig } from "./kube-client.js";
@@ -13,6 +14,7 @@ interface Run {
   backup: string | null;
   steps: { name: string; state: string; detail: string }[];
   checked: { ip: string; owner: string | null; requests: number; problem: string | null }[];
+  announced: { ip: string; node: string | null; at: number | null; state: string; message: string }[];
 }
 
 /**
@@ -261,6 +263,67 @@ describe("remediation that cannot finish says where it stopped", () => {
     }
     await rollBack(op);
   }, 150_000);
+
+  it("tells the clients: after the verified fix the owner announces, and a client's kernel takes its MAC at once", async () => {
+    const op = await operator(stack);
+    const vip = stack.lab.vips[0] ?? "";
+    const owner = stack.owners.get(vip) ?? "";
+    const ownerMac = stack.lab.nodes.find((n) => n.name === owner)?.mac ?? "";
+    const other = stack.lab.nodes.find((n) => n.name !== owner)?.mac ?? "";
+    const ns = stack.lab.client.ns;
+    /** neighMac is the MAC the client's kernel holds for the VIP (null: no entry). */
+    const neighMac = async () => /lladdr (\S+)/.exec(await ipCmd("-n", ns, "neigh", "show", vip, "dev", "eth0"))?.[1] ?? null;
+    // The client's own requests would teach its kernel the owner's MAC as soon as only the owner answers: they stop,
+    // so that only an announcement can.
+    stack.pauseRequests();
+    try {
+      // What a client keeps after the other node won the race: that node's MAC, in its kernel's neighbour table; held
+      // for seconds with nothing on the wire to change it (a takeover burst of the stack's start may still be going).
+      await eventually(
+        async () => {
+          await ipCmd("-n", ns, "neigh", "replace", vip, "lladdr", other, "dev", "eth0", "nud", "stale");
+          await new Promise((r) => setTimeout(r, 2500));
+          return neighMac();
+        },
+        (mac) => mac === other,
+        30_000,
+      );
+      const preview = await op.query<{ resourceVersion: string }>("remediation.preview");
+      expect((await op.mutate("remediation.apply", { resourceVersion: preview.resourceVersion })).status).toBe(200);
+      // Follow the run and the client's table together.
+      let beforeAnnounce: string | null = null;
+      let movedAt: number | null = null;
+      let run: Run | null = null;
+      const deadline = Date.now() + 120_000;
+      while (Date.now() < deadline) {
+        run = await op.run();
+        const mac = await neighMac();
+        if (run?.steps.find((x) => x.name === "announce")?.state === "pending") beforeAnnounce = mac;
+        if (mac === ownerMac) movedAt ??= Date.now();
+        if (run !== null && run.result !== "running") break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(run?.result).toBe("verified");
+      expect(run?.steps.find((x) => x.name === "announce")?.state).toBe("ok");
+      // Seconds after the fix took effect (rollout, sysctls, probes), the client still held the other node's MAC.
+      expect(beforeAnnounce).toBe(other);
+      const announced = run?.announced.find((a) => a.ip === vip);
+      expect(announced).toMatchObject({ node: owner, state: "ok", at: expect.any(Number) });
+      // The owner's first burst reached the client's kernel within a second of the step's start.
+      expect(movedAt).not.toBeNull();
+      expect((movedAt ?? Infinity) - (announced?.at ?? 0)).toBeLessThanOrEqual(1000);
+      expect(await neighMac()).toBe(ownerMac);
+      record({
+        fault: "A client holds another node's MAC for a LoadBalancer IP when the strictARP fix is applied",
+        checked:
+          "the client's kernel neighbour entry (ip neigh) set to the other node's MAC, the client's own requests paused; the fix applied through the dashboard API; ip neigh read every 100 ms",
+        result: `still the other node's MAC after the fix was verified; the owner's MAC ${(movedAt ?? 0) - (announced?.at ?? 0)} ms after the announce step started it`,
+      });
+    } finally {
+      stack.resumeRequests();
+    }
+    await rollBack(op);
+  }, 240_000);
 
   it("stops at the rollout when kube-proxy's pods never come back, with the count and what to check", async () => {
     const op = await operator(stack);

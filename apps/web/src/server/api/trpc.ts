@@ -5,6 +5,7 @@
  */
 import { TRPCError, initTRPC } from "@trpc/server";
 import type { Actions } from "../actions/actions.js";
+import type { AnnounceBatches } from "../actions/announce-batch.js";
 import type { BackgroundProbe } from "../actions/background-probe.js";
 import type { AlertAdmin } from "../alerts/admin.js";
 import type { Principal } from "../auth/auth.js";
@@ -19,6 +20,8 @@ export interface Context {
   readonly hub: Hub;
   /** Absent in tests and tools that only read. */
   readonly actions?: Actions;
+  /** Re-announcements of every IP of a Service or pool (absent with the actions). */
+  readonly announcements?: AnnounceBatches;
   /** The hub's probe of every LoadBalancer IP (absent: turned off). */
   readonly backgroundProbe?: BackgroundProbe;
   readonly settings?: Settings;

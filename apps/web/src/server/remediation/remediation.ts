@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { daemonSetRollout, patchStrictArp, rolloutComplete, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import { patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
+import { announceAll, announcerOf, type Announced } from "../actions/announce-batch.js";
 import type { Hub } from "../hub/hub.js";
+import { restartKubeProxy } from "./kube-proxy-restart.js";
 import { RemediationRefused, kubeMessage } from "./refusals.js";
 import { verifyNodes, verifyProbes } from "./verify.js";
 
@@ -42,6 +44,11 @@ export interface Run {
   backup: string | null;
   /** What verification probed: each LoadBalancer IP, its expected owner, the requests sent, and what was wrong. */
   readonly checked: { readonly ip: string; readonly owner: string | null; readonly requests: number; readonly problem: string | null }[];
+  /**
+   * The IPs whose expected owners announced them once the run was through: clients and routers that cached another
+   * node's MAC (a router for hours) learn the owner's now, not when they next ask.
+   */
+  readonly announced: Announced[];
   version: number;
 }
 
@@ -153,6 +160,7 @@ export class Remediation {
       steps: steps.map((name) => ({ name, state: "pending", detail: "" })),
       backup: null,
       checked: [],
+      announced: [],
       version: 1,
     };
     this.#run = run;
@@ -208,7 +216,7 @@ export class Remediation {
    * and is followed with `current` / `changed`. Refused at once (nothing written) when another run is going.
    */
   apply(resourceVersion: string, by: string, dryRun: boolean): Run {
-    const steps = dryRun ? ["backup", "patch"] : ["backup", "patch", "restart", "rollout", "sysctls", "probe"];
+    const steps = dryRun ? ["backup", "patch"] : ["backup", "patch", "restart", "rollout", "sysctls", "probe", "announce"];
     const run = this.#start("apply", by, dryRun, steps);
     void this.#apply(run, resourceVersion).catch(() => undefined);
     return run;
@@ -285,10 +293,11 @@ export class Remediation {
         return this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
       await this.#restartAndWait(run);
       await this.#verify(run);
+      const told = await this.#announce(run);
       this.#finish(
         run,
         "verified",
-        "strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner",
+        `strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner${told}`,
         input,
       );
     } catch (e) {
@@ -297,39 +306,13 @@ export class Remediation {
     }
   }
 
-  async #restartAndWait(run: Run): Promise<void> {
-    await this.#step(run, "restart", async (say) => {
-      const at = new Date(this.o.hub.clock()).toISOString();
-      await this.#apps
-        .patchNamespacedDaemonSet(
-          {
-            name: NAME,
-            namespace: NS,
-            body: { spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": at } } } } },
-          },
-          setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
-        )
-        .catch((e: unknown) => {
-          throw kubeMessage(e, `restarting DaemonSet ${NS}/${NAME}`);
-        });
-      say(`kubectl.kubernetes.io/restartedAt=${at}`);
-    });
-    await this.#step(run, "rollout", async (say) => {
-      const end = this.o.hub.clock() + (this.o.rolloutTimeoutMs ?? 300_000);
-      for (;;) {
-        const ds = await this.#apps.readNamespacedDaemonSet({ name: NAME, namespace: NS }).catch((e: unknown) => {
-          throw kubeMessage(e, `reading DaemonSet ${NS}/${NAME}`);
-        });
-        const s = ds.status;
-        say(`${s?.updatedNumberScheduled ?? 0} of ${s?.desiredNumberScheduled ?? 0} updated, ${s?.numberAvailable ?? 0} available`);
-        if (rolloutComplete(daemonSetRollout(ds))) return;
-        if (this.o.hub.clock() > end)
-          throw new Error(
-            `the rollout did not complete in ${Math.round((this.o.rolloutTimeoutMs ?? 300_000) / 1000)} s (${s?.numberAvailable ?? 0} of ${s?.desiredNumberScheduled ?? 0} available): check kube-proxy's pods (kubectl -n kube-system get pods -l k8s-app=kube-proxy)`,
-          );
-        await new Promise((r) => setTimeout(r, 500));
-      }
-    });
+  #restartAndWait(run: Run): Promise<void> {
+    return restartKubeProxy(
+      this.#apps,
+      (name, fn) => this.#step(run, name, fn),
+      () => this.o.hub.clock(),
+      this.o.rolloutTimeoutMs,
+    );
   }
 
   async #verify(run: Run): Promise<void> {
@@ -369,13 +352,44 @@ export class Remediation {
   }
 
   /**
+   * #announce makes every LoadBalancer IP announced over ARP/NDP announced again by its expected owner (a router keeps
+   * a MAC for hours otherwise). The fix stands whatever happens here: what could not be announced is said in the
+   * step and in the run's message (returned, to append), and the run goes on.
+   */
+  async #announce(run: Run): Promise<string> {
+    const actions = this.o.actions();
+    const ips = this.o.hub
+      .ips()
+      .filter((v) => v.services.length > 0 && v.announcer !== "metallb-bgp")
+      .map((v) => v.ip);
+    try {
+      await this.#step(run, "announce", async (say) => {
+        if (actions === undefined) throw new Error("announcements are not available in this process");
+        if (ips.length === 0) return say("no LoadBalancer IP to announce");
+        const list = await announceAll(announcerOf(actions), ips, run.by, (l) => {
+          run.announced.splice(0, run.announced.length, ...l);
+          const done = l.filter((a) => a.state !== "waiting" && a.state !== "announcing").length;
+          say(`${done} of ${l.length} IPs announced by their owners`);
+        });
+        const bad = list.filter((a) => a.state !== "ok");
+        if (bad.length > 0)
+          throw new Error(`${bad.length} of ${list.length} not announced: ${bad.map((a) => `${a.ip}: ${a.message}`).join("; ")}`);
+        say(`${list.length} IPs announced by their owners: clients and routers that cached another node's MAC have the owner's`);
+      });
+      return "";
+    } catch (e) {
+      return `; but ${(e as Error).message} (their clients keep another node's MAC until they ask again: Force re-announce on each IP's page)`;
+    }
+  }
+
+  /**
    * rollback puts back the text of a backup, byte for byte, and restarts kube-proxy. kube-proxy never resets the
    * sysctls, so the nodes keep answering strictly until they reboot.
    */
   rollback(name: string, by: string): Run {
     const b = this.#backups().find((x) => x.name === name);
     if (b === undefined) throw new RemediationRefused(`no backup ${name} known to this hub`, "PRECONDITION_FAILED");
-    const run = this.#start("rollback", by, false, ["restore", "restart", "rollout"]);
+    const run = this.#start("rollback", by, false, ["restore", "restart", "rollout", "announce"]);
     run.backup = name;
     void (async () => {
       try {
@@ -398,10 +412,11 @@ export class Remediation {
           say(`${CONFIG_KEY} is the text of ${name} again (${b.text.length} bytes)`);
         });
         await this.#restartAndWait(run);
+        const told = await this.#announce(run);
         this.#finish(
           run,
           "done",
-          `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot.`,
+          `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot${told}`,
           { backup: name },
         );
       } catch (e) {

@@ -182,6 +182,8 @@ describe("sign-in cannot be walked around", () => {
 /** NEEDS: the role each procedure of the dashboard's API asks for (a new procedure must be added here). */
 const NEEDS: Record<string, "viewer" | "operator" | "admin"> = {
   "actions.reannounce": "operator",
+  "actions.reannounceGroup": "operator",
+  "actions.announceGroupLatest": "viewer",
   "actions.probe": "operator",
   "actions.durations": "viewer",
   "actions.latestProbe": "viewer",

@@ -25,7 +25,47 @@ async function refusal<T>(fn: () => T | Promise<T>): Promise<T> {
   }
 }
 
+/** A group of IPs to announce at once: those of one Service, or of one address pool. */
+const group = z.union([
+  z.object({ service: z.object({ namespace: z.string().min(1).max(253), name: z.string().min(1).max(253) }) }),
+  z.object({ pool: z.string().min(1).max(253) }),
+]);
+
+/** groupIps names a group in words and lists its IPs announced over ARP/NDP (BGP's are the routers' business). */
+function groupIps(ctx: Context, g: z.infer<typeof group>): { what: string; ips: string[] } {
+  const arp = ctx.hub.ips().filter((v) => v.services.length > 0 && v.announcer !== "metallb-bgp");
+  if ("pool" in g) return { what: `pool ${g.pool}`, ips: arp.filter((v) => v.pool === g.pool).map((v) => v.ip) };
+  const { namespace, name } = g.service;
+  return {
+    what: `Service ${namespace}/${name}`,
+    ips: arp.filter((v) => v.services.some((x) => x.namespace === namespace && x.name === name)).map((v) => v.ip),
+  };
+}
+
+function announcementsOf(ctx: Context) {
+  if (ctx.announcements === undefined)
+    throw new TRPCError({ code: "PRECONDITION_FAILED", message: "actions are not available in this process" });
+  return ctx.announcements;
+}
+
 export const actionsRouter = {
+  /**
+   * reannounceGroup: every IP of a Service or pool announced by its expected owner, a few at a time (audited as a
+   * whole and per IP); returns the batch, which announceGroupLatest follows.
+   */
+  reannounceGroup: operatorProcedure.input(group).mutation(({ ctx, input }) =>
+    refusal(() => {
+      const { what, ips } = groupIps(ctx, input);
+      return structuredClone(announcementsOf(ctx).start(what, ips, ctx.principal.user));
+    }),
+  ),
+
+  /** announceGroupLatest: the newest re-announcement of a Service or pool (running or finished lately), null when none. */
+  announceGroupLatest: viewerProcedure.input(group).query(({ ctx, input }) => {
+    const b = announcementsOf(ctx).latest(groupIps(ctx, input).what);
+    return b === null ? null : structuredClone(b);
+  }),
+
   /** reannounce: the expected owner sends MetalLB's gratuitous announcements for the IP (audited). */
   reannounce: operatorProcedure
     .input(z.object({ ip }))

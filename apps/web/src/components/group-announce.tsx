@@ -1,0 +1,108 @@
+"use client";
+
+import { useRef, useState } from "react";
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { useTRPC } from "~/trpc/react";
+import { AnnouncedTable } from "./announced";
+import { openConfirm } from "./ui/confirm";
+import { useCan } from "./ui/session";
+
+type Group = { service: { namespace: string; name: string } } | { pool: string };
+
+const groupName = (g: Group) => ("pool" in g ? `pool ${g.pool}` : `Service ${g.service.namespace}/${g.service.name}`);
+
+/**
+ * GroupAnnounce re-announces every IP of this IP's Services and pool at once, each from its own expected owner: after
+ * a failover or a fix, every client of the Service (and every router of the pool) learns the right MACs, not only
+ * those of the IP on screen. Only for IPs announced over ARP/NDP.
+ */
+export function GroupAnnounce({
+  services,
+  pool,
+}: {
+  services: readonly { readonly namespace: string; readonly name: string }[];
+  pool: string | null;
+}) {
+  const groups: Group[] = [
+    ...services.map((s) => ({ service: { namespace: s.namespace, name: s.name } })),
+    ...(pool === null ? [] : [{ pool }]),
+  ];
+  if (groups.length === 0) return null;
+  return (
+    <section aria-labelledby="group-announce-h">
+      <h2 id="group-announce-h">Re-announce together</h2>
+      {groups.map((g) => (
+        <GroupRow key={groupName(g)} group={g} />
+      ))}
+    </section>
+  );
+}
+
+function GroupRow({ group }: { group: Group }) {
+  const trpc = useTRPC();
+  const can = useCan("operator");
+  const confirmRef = useRef<HTMLDialogElement>(null);
+  const [watching, setWatching] = useState(false);
+  const latest = useQuery({
+    ...trpc.actions.announceGroupLatest.queryOptions(group),
+    refetchInterval: (q) => (watching || q.state.data?.endedAt === null ? 1000 : 15_000),
+  });
+  const start = useMutation(
+    trpc.actions.reannounceGroup.mutationOptions({
+      onSuccess: () => {
+        setWatching(true);
+        void latest.refetch();
+      },
+    }),
+  );
+  const batch = latest.data ?? null;
+  const running = batch !== null && batch.endedAt === null;
+  const name = groupName(group);
+  const done = batch?.ips.filter((a) => a.state !== "waiting" && a.state !== "announcing").length ?? 0;
+  const id = name.replace(/[^a-z0-9]+/gi, "-");
+  return (
+    <div data-testid="group-announce" data-group={name}>
+      <div className="actions">
+        <button
+          type="button"
+          disabled={!can || running || start.isPending}
+          title={can ? `every IP of ${name}, each from its expected owner` : "needs the operator role"}
+          onClick={() => openConfirm(confirmRef.current)}
+          data-testid="reannounce-group"
+        >
+          {running ? `Announcing ${name}: ${done} of ${batch.ips.length}…` : `Re-announce every IP of ${name}`}
+        </button>
+        {start.error !== null && (
+          <span className="bad-text" role="alert">
+            Re-announce refused: {start.error.message}
+          </span>
+        )}
+      </div>
+      <dialog
+        ref={confirmRef}
+        aria-labelledby={`confirm-${id}`}
+        onClose={() => confirmRef.current?.returnValue === "yes" && start.mutate(group)}
+      >
+        <form method="dialog">
+          <h3 id={`confirm-${id}`}>Announce every IP of {name}?</h3>
+          <p>
+            Each IP&apos;s expected owner sends MetalLB&apos;s gratuitous ARP/NA for it for a few seconds, a few IPs at a time. IPs whose
+            owner whohas does not know are left alone: whohas never announces from another node.
+          </p>
+          <div className="actions">
+            <button value="yes" data-testid="confirm-reannounce-group">
+              Announce
+            </button>
+            <button value="no">Cancel</button>
+          </div>
+        </form>
+      </dialog>
+      {batch === null ? null : (
+        <AnnouncedTable
+          rows={batch.ips}
+          caption={`${name}: re-announced by ${batch.by}${running ? "" : `, ${done} of ${batch.ips.length} done`}`}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,158 @@
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { ActionRefused, type Actions } from "./actions.js";
+
+/** One IP of a batch: the node that announced it, when it started, and how it went. */
+export interface Announced {
+  readonly ip: string;
+  node: string | null;
+  /** When its owner started announcing it (null while waiting its turn, or refused). */
+  at: number | null;
+  state: "waiting" | "announcing" | "ok" | "failed" | "refused";
+  message: string;
+}
+
+/**
+ * AT_ONCE: IPs announced at the same time. Each keeps its owner sending MetalLB's burst (every 1.1 s) for the
+ * configured announce duration: sixteen at once tells 300 IPs' clients in about two minutes while no node sends more
+ * than a few frames a second per IP.
+ */
+const AT_ONCE = 16;
+/** START_GAP_MS: one more IP starts at most this often, so that a batch spreads its first bursts over time. */
+const START_GAP_MS = 50;
+
+/** What a batch needs of the actions: one IP announced by its owner (ActionRefused when it cannot be), and time. */
+export interface Announcer {
+  reannounce(ip: string, actor: string): Promise<{ readonly node: string; readonly message: string }>;
+  ownerOf(ip: string): string | null;
+  clock(): number;
+}
+
+/** announcerOf is the Announcer of the dashboard's actions. */
+export const announcerOf = (actions: Actions): Announcer => ({
+  reannounce: (ip, actor) => actions.reannounce(ip, actor),
+  ownerOf: (ip) => actions.o.hub.ip(ip)?.expectedOwner?.node ?? null,
+  clock: () => actions.o.hub.clock(),
+});
+
+/**
+ * announceAll makes each IP's expected owner announce it (Actions.reannounce, audited per IP), AT_ONCE at a time;
+ * `changed` is called on every IP's progress. IPs whose owner is unknown or whose agent is away are refused, not
+ * announced from another node. Resolves when every IP is done, with the list (the same objects `changed` saw).
+ */
+export async function announceAll(
+  announcer: Announcer,
+  ips: readonly string[],
+  actor: string,
+  changed: (list: readonly Announced[]) => void,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): Promise<Announced[]> {
+  const list: Announced[] = ips.map((ip) => ({ ip, node: null, at: null, state: "waiting", message: "" }));
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (;;) {
+      const a = list[next++];
+      if (a === undefined) return;
+      a.state = "announcing";
+      a.at = announcer.clock();
+      a.node = announcer.ownerOf(a.ip);
+      changed(list);
+      try {
+        const r = await announcer.reannounce(a.ip, actor);
+        Object.assign(a, { node: r.node, state: "ok", message: r.message });
+      } catch (e) {
+        const refused = e instanceof ActionRefused;
+        Object.assign(a, { state: refused ? "refused" : "failed", message: (e as Error).message, at: refused ? null : a.at });
+      }
+      changed(list);
+    }
+  };
+  const workers: Promise<void>[] = [];
+  for (let i = 0; i < Math.min(AT_ONCE, list.length); i++) {
+    if (i > 0) await sleep(START_GAP_MS);
+    workers.push(worker());
+  }
+  await Promise.all(workers);
+  return list;
+}
+
+/** An AnnounceBatch is one operator's "re-announce every IP of this Service / pool", as the dashboard follows it. */
+export interface AnnounceBatch {
+  readonly id: string;
+  readonly by: string;
+  /** What was announced, in words: "Service default/web", "pool public". */
+  readonly what: string;
+  readonly startedAt: number;
+  endedAt: number | null;
+  readonly ips: Announced[];
+  version: number;
+}
+
+/** KEEP_MS: how long a finished batch stays readable (a page reloaded after it ended still shows it). */
+const KEEP_MS = 15 * 60_000;
+/** MAX_BATCHES: batches running at once (each announces AT_ONCE IPs). */
+const MAX_BATCHES = 2;
+
+/** AnnounceBatches runs the dashboard's group re-announcements and keeps them for the pages that follow them. */
+export class AnnounceBatches {
+  readonly #batches = new Map<string, AnnounceBatch>();
+  readonly #events = new EventEmitter<{ change: [string] }>();
+
+  constructor(readonly actions: Actions) {
+    this.#events.setMaxListeners(0);
+  }
+
+  /** start announces `ips` (those of `what`) from their owners; refused when MAX_BATCHES already run. */
+  start(what: string, ips: readonly string[], actor: string): AnnounceBatch {
+    const now = this.actions.o.hub.clock();
+    for (const [id, b] of this.#batches) if (b.endedAt !== null && now - b.endedAt > KEEP_MS) this.#batches.delete(id);
+    const running = [...this.#batches.values()].filter((b) => b.endedAt === null);
+    const audit = (outcome: "ok" | "refused", detail: string) =>
+      this.actions.o.hub.store.audit.append({ t: now, actor, action: "ips.reannounce", input: { what, ips }, outcome, detail });
+    if (ips.length === 0) {
+      audit("refused", `${what} has no IP announced over ARP/NDP`);
+      throw new ActionRefused(`${what} has no IP announced over ARP/NDP: nothing to announce`);
+    }
+    const same = running.find((b) => b.what === what);
+    if (same !== undefined) return same;
+    if (running.length >= MAX_BATCHES) {
+      const message = `${running.length} re-announcements are running already (${running.map((b) => b.what).join(", ")}): wait for one to finish`;
+      audit("refused", message);
+      throw new ActionRefused(message);
+    }
+    const batch: AnnounceBatch = { id: randomUUID(), by: actor, what, startedAt: now, endedAt: null, ips: [], version: 1 };
+    this.#batches.set(batch.id, batch);
+    audit("ok", `${ips.length} IPs, each from its expected owner`);
+    const bump = (list: readonly Announced[]) => {
+      batch.ips.splice(0, batch.ips.length, ...list);
+      batch.version++;
+      this.#events.emit("change", batch.id);
+    };
+    void announceAll(announcerOf(this.actions), ips, actor, bump).then((list) => {
+      batch.endedAt = this.actions.o.hub.clock();
+      bump(list);
+    });
+    return batch;
+  }
+
+  /** latest is the newest batch of `what` (running or finished), null when none. */
+  latest(what: string): AnnounceBatch | null {
+    let best: AnnounceBatch | null = null;
+    for (const b of this.#batches.values()) if (b.what === what && (best === null || b.startedAt > best.startedAt)) best = b;
+    return best;
+  }
+
+  /** changed resolves when batch `id` changes, or when `signal` aborts. */
+  changed(id: string, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const on = (changed: string) => changed === id && done();
+      const done = () => {
+        this.#events.off("change", on);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#events.on("change", on);
+      signal.addEventListener("abort", done, { once: true });
+    });
+  }
+}
