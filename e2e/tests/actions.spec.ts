@@ -89,7 +89,7 @@ test("Re-announce together: every IP of the Service, each from its own owner, wi
   expect(name).toMatch(/^Service /);
   await group.getByTestId("reannounce-group").click();
   await expect(page.getByRole("dialog")).toContainText(`Announce every IP of ${name}?`);
-  await page.getByTestId("confirm-reannounce-group").click();
+  await group.getByTestId("confirm-reannounce-group").click();
   const rows = group.locator('[data-testid="announced"] tbody tr');
   await expect(group.locator(`[data-testid="announced"] tr[data-ip="${vip0}"]`)).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
   for (const row of await rows.all()) await expect(row).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
