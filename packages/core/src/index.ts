@@ -32,6 +32,7 @@ export * from "./kubeproxy/config.js";
 export * from "./kubeproxy/strict-arp.js";
 export * from "./kubeproxy/rollout.js";
 export * from "./kubeproxy/plan.js";
+export * from "./kubeproxy/revert.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";

@@ -17,6 +17,7 @@ const ALL: Record<FindingType, true> = {
   "capture-lost": true,
   "agent-down": true,
   "strictarp-drift": true,
+  "strictarp-reverted": true,
 };
 
 describe("FINDING_ORDER", () => {

@@ -1,5 +1,5 @@
 /**
- * FindingType names what whohas found wrong with an IP (or, for the last two, a node). The judge raises each one
+ * FindingType names what whohas found wrong with an IP (or, for the last three, a node or the cluster). The judge raises each one
  * from the same evidence live (the hub) and offline (`whohas analyze`); the cluster-only ones need what only the hub
  * knows (EndpointSlices, its agents).
  * - `multi-responder`: one request was answered by two or more MACs (the IPVS strictARP=false symptom).
@@ -21,6 +21,9 @@
  * - `capture-lost`: every agent that captured this IP is down, so whohas is blind to it (the hub only).
  * - `agent-down`: a node's agent has been silent for AGENT_DOWN_MS (the hub only; the subject is the node).
  * - `strictarp-drift`: a node's kernel does not do what kube-proxy's ConfigMap says (the hub only; the node).
+ * - `strictarp-reverted`: kube-proxy's ConfigMap went from strictARP true to false (an installer regenerating it, or
+ *   a person): every IPVS node answers for every VIP again once kube-proxy restarts (the hub only; the subject is
+ *   the ConfigMap, cluster/kube-proxy).
  */
 export type FindingType =
   | "multi-responder"
@@ -36,7 +39,8 @@ export type FindingType =
   | "silent-drop"
   | "capture-lost"
   | "agent-down"
-  | "strictarp-drift";
+  | "strictarp-drift"
+  | "strictarp-reverted";
 
 /**
  * FINDING_ORDER ranks findings worst first: what an incident that holds several is named after. Clients sent to the
@@ -56,6 +60,7 @@ export const FINDING_ORDER: readonly FindingType[] = [
   "wrong-interface",
   "ethernet-mismatch",
   "agent-down",
+  "strictarp-reverted",
   "strictarp-drift",
   "capture-lost",
 ];

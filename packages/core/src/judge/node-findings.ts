@@ -9,6 +9,16 @@ export const nodeSubject = (node: string): string => `${NODE_SUBJECT_PREFIX}${no
 export const subjectNode = (subject: string): string | null =>
   subject.startsWith(NODE_SUBJECT_PREFIX) ? subject.slice(NODE_SUBJECT_PREFIX.length) : null;
 
+/** CLUSTER_SUBJECT_PREFIX marks a finding about a cluster object (e.g. "cluster/kube-proxy", kube-proxy's ConfigMap). */
+export const CLUSTER_SUBJECT_PREFIX = "cluster/";
+
+/** subjectCluster reads the cluster object back from a subject (null for an IP or a node). */
+export const subjectCluster = (subject: string): string | null =>
+  subject.startsWith(CLUSTER_SUBJECT_PREFIX) ? subject.slice(CLUSTER_SUBJECT_PREFIX.length) : null;
+
+/** subjectIsIp tells an IP key from a node's or a cluster object's subject (no IP key holds a "/"). */
+export const subjectIsIp = (subject: string): boolean => subjectNode(subject) === null && subjectCluster(subject) === null;
+
 /**
  * nodeFindings judges the nodes: an agent that is down (the hub decides when: silent past its grace), and a node whose
  * ARP behaviour drifted from kube-proxy's configuration. Keyed by subject, for a FindingTracker like the IPs'.
