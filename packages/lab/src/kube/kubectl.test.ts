@@ -271,3 +271,136 @@ describe("TokenReview", () => {
     expect(other.status.error).toBe("token audiences do not match");
   });
 });
+
+interface ManagedEntry {
+  manager: string;
+  operation: string;
+  apiVersion: string;
+  time: string;
+  fieldsType: string;
+  fieldsV1: Record<string, unknown>;
+}
+
+/** owners reads ConfigMap kube-system/owners with kubectl, managedFields shown. */
+async function owners(): Promise<{ data: Record<string, string>; managedFields: ManagedEntry[] }> {
+  const r = await kubectl(["get", "cm", "owners", "-n", "kube-system", "-o", "json", "--show-managed-fields"]);
+  const o = JSON.parse(r.stdout) as { data: Record<string, string>; metadata: { managedFields: ManagedEntry[] } };
+  return { data: o.data, managedFields: o.metadata.managedFields };
+}
+const byManager = (mf: readonly ManagedEntry[], m: string) => mf.find((e) => e.manager === m);
+const patchOwners = (p: string, more: string[] = []) =>
+  kubectl(["patch", "cm", "owners", "-n", "kube-system", "--type", "merge", "-p", p, ...more]);
+const applyOwners = (data: Record<string, string>, more: string[] = []) =>
+  kubectl(
+    ["apply", "--server-side", "--validate=false", "-f", "-", ...more],
+    kubeconfig,
+    JSON.stringify({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "owners", namespace: "kube-system" }, data }),
+  );
+
+describe("managedFields, as kubectl --show-managed-fields shows them", () => {
+  it("records the creator as owning every field it set, with kubectl's field manager", async () => {
+    // kubectl create configmap speaks protobuf, which this server does not: the same create, from a manifest.
+    const cm = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "owners", namespace: "kube-system" },
+      data: { "config.conf": "strictARP: true", a: "1" },
+    };
+    const r = await kubectl(["create", "--validate=false", "-f", "-"], kubeconfig, JSON.stringify(cm));
+    expect(r.status, r.stderr).toBe(0);
+    const { managedFields } = await owners();
+    expect(managedFields).toEqual([
+      {
+        manager: "kubectl-create",
+        operation: "Update",
+        apiVersion: "v1",
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) as unknown,
+        fieldsType: "FieldsV1",
+        fieldsV1: { "f:data": { ".": {}, "f:a": {}, "f:config.conf": {} } },
+      },
+    ]);
+  });
+
+  it("moves a field to the manager that patched it last (--field-manager), leaving the rest where it was", async () => {
+    const r = await patchOwners('{"data":{"config.conf":"strictARP: false"}}', ["--field-manager", "kubermatic-operator"]);
+    expect(r.status, r.stderr).toBe(0);
+    const { managedFields } = await owners();
+    expect(managedFields.map((e) => e.manager)).toEqual(["kubectl-create", "kubermatic-operator"]);
+    expect(byManager(managedFields, "kubectl-create")?.fieldsV1).toEqual({ "f:data": { ".": {}, "f:a": {} } });
+    expect(byManager(managedFields, "kubermatic-operator")).toMatchObject({
+      operation: "Update",
+      fieldsV1: { "f:data": { "f:config.conf": {} } },
+    });
+  });
+
+  it("names kubectl patch's own manager by default, for JSON patches too, and drops a manager left with nothing", async () => {
+    expect(
+      (
+        await kubectl([
+          "patch",
+          "cm",
+          "owners",
+          "-n",
+          "kube-system",
+          "--type",
+          "json",
+          "-p",
+          '[{"op":"replace","path":"/data/a","value":"2"}]',
+        ])
+      ).status,
+    ).toBe(0);
+    const { managedFields } = await owners();
+    expect(byManager(managedFields, "kubectl-patch")?.fieldsV1).toEqual({ "f:data": { "f:a": {} } });
+    expect(byManager(managedFields, "kubectl-create")?.fieldsV1).toEqual({ "f:data": {} });
+  });
+
+  it("leaves managedFields, times included, as they were on a patch that changes nothing", async () => {
+    const before = (await owners()).managedFields;
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await patchOwners('{"data":{"a":"2"}}', ["--field-manager", "someone-else"])).status).toBe(0);
+    expect((await owners()).managedFields).toEqual(before);
+  });
+
+  it("takes the manager from the user agent when a client names none, as kube-apiserver does", async () => {
+    const body = JSON.stringify({ data: { b: "1" } });
+    await new Promise<void>((resolve, reject) => {
+      const req = httpsRequest(
+        `${api.url}/api/v1/namespaces/kube-system/configmaps/owners`,
+        {
+          method: "PATCH",
+          ca: api.ca,
+          headers: {
+            authorization: `Bearer ${ADMIN}`,
+            "content-type": "application/merge-patch+json",
+            "user-agent": "kubespray-tool/v2.27 (linux/amd64)",
+          },
+        },
+        (res) => res.resume().on("end", resolve),
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(byManager((await owners()).managedFields, "kubespray-tool")?.fieldsV1).toEqual({ "f:data": { "f:b": {} } });
+  });
+
+  it("server-side apply: a conflict names the other manager; --force-conflicts takes the field; the set is what was applied", async () => {
+    const conflict = await applyOwners({ "config.conf": "strictARP: true" }, ["--field-manager", "whohas"]);
+    expect(conflict.status).not.toBe(0);
+    expect(conflict.stderr).toContain('Apply failed with 1 conflict: conflict with "kubermatic-operator" using v1: .data.config.conf');
+    const forced = await applyOwners({ "config.conf": "strictARP: true", c: "1" }, ["--field-manager", "whohas", "--force-conflicts"]);
+    expect(forced.status, forced.stderr).toBe(0);
+    const { data, managedFields } = await owners();
+    expect(data["config.conf"]).toBe("strictARP: true");
+    expect(byManager(managedFields, "kubermatic-operator")).toBeUndefined();
+    expect(managedFields[0]).toMatchObject({ manager: "whohas", operation: "Apply" });
+    expect(managedFields[0]?.fieldsV1).toEqual({ "f:data": { "f:c": {}, "f:config.conf": {} } });
+  });
+
+  it("server-side apply: applying the same value another manager set shares it; a field no longer applied goes", async () => {
+    expect((await applyOwners({ "config.conf": "strictARP: true", a: "2" }, ["--field-manager", "whohas"])).status).toBe(0);
+    const { data, managedFields } = await owners();
+    expect(data.c).toBeUndefined();
+    expect(byManager(managedFields, "kubectl-patch")?.fieldsV1).toEqual({ "f:data": { "f:a": {} } });
+    expect(byManager(managedFields, "whohas")?.fieldsV1).toEqual({ "f:data": { "f:a": {}, "f:config.conf": {} } });
+  });
+});

@@ -3,7 +3,8 @@
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-const isObject = (v: unknown): v is Record<string, Json> => typeof v === "object" && v !== null && !Array.isArray(v);
+/** isObject tells a JSON object from the other values. */
+export const isObject = (v: unknown): v is Record<string, Json> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** mergePatch applies RFC 7386: objects merge recursively, null deletes, anything else replaces. */
 export function mergePatch(target: Json, patch: Json): Json {
@@ -17,7 +18,7 @@ export function mergePatch(target: Json, patch: Json): Json {
 }
 
 /** MERGE_KEYS are the list fields strategic merge patch merges by key instead of replacing (by their patchMergeKey). */
-const MERGE_KEYS: Readonly<Record<string, string>> = {
+export const MERGE_KEYS: Readonly<Record<string, string>> = {
   containers: "name",
   initContainers: "name",
   env: "name",

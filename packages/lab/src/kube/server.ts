@@ -4,8 +4,9 @@ import type { AddressInfo } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { PatchError, jsonPatch, mergePatch, strategicMergePatch, type Json } from "./patch.js";
 import { RESOURCES, groupList, resourceList, resourceNamed, type ResourceType } from "./resources.js";
-import { ApiError, Store, type KubeObject, type WatchEvent } from "./store.js";
+import { ApiError, Store, str, type KubeObject, type WatchEvent } from "./store.js";
 import { selfSigned } from "./tls.js";
+import { applyMerge, managerFromUserAgent, type FieldManager } from "./managed-fields.js";
 import { reviewToken, runDaemonSetController } from "./controllers.js";
 
 /** A Forbidden rule makes the server answer 403 to one identity for one verb on one resource (optionally one name). */
@@ -83,8 +84,17 @@ interface Route {
   sub: string | null;
 }
 
-function status(code: number, reason: string, message: string): unknown {
-  return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
+function status(code: number, reason: string, message: string, causes?: ApiError["causes"]): unknown {
+  return {
+    kind: "Status",
+    apiVersion: "v1",
+    metadata: {},
+    status: "Failure",
+    message,
+    reason,
+    ...(causes ? { details: { causes } } : {}),
+    code,
+  };
 }
 
 function send(res: ServerResponse, code: number, body: unknown): void {
@@ -212,6 +222,12 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
     if (opts.beforeWrite !== undefined && (verb === "create" || verb === "update" || verb === "patch" || verb === "delete"))
       await opts.beforeWrite({ user, verb, resource: rt.r.resource, namespace: rt.ns, name: rt.name, dryRun });
     const isStatus = rt.sub === "status";
+    // The field manager kube-apiserver records: the fieldManager parameter (kubectl always sends one: kubectl-patch,
+    // kubectl-edit, kubectl-client-side-apply...), else the program name from the user agent.
+    const managerName = url.searchParams.get("fieldManager") ?? managerFromUserAgent(req.headers["user-agent"]);
+    const apiVersion = rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`;
+    const updater: FieldManager = { name: managerName, operation: "Update", apiVersion, ...(isStatus ? { subresource: "status" } : {}) };
+    if (managerName.length > 128) return send(res, 422, status(422, "Invalid", `fieldManager: Too long: may not be longer than 128`));
     try {
       switch (verb) {
         case "list": {
@@ -236,7 +252,7 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
           // TokenReview is not stored: the API server answers whether the token authenticates, for which audiences.
           if (rt.r.resource === "tokenreviews")
             return send(res, 201, tokenReview(parseBody(await readBody(req), req.headers["content-type"])));
-          return send(res, 201, store.create(rt.r, rt.ns, parseBody(await readBody(req), req.headers["content-type"]), dryRun));
+          return send(res, 201, store.create(rt.r, rt.ns, parseBody(await readBody(req), req.headers["content-type"]), dryRun, updater));
         case "update":
           return send(
             res,
@@ -244,11 +260,13 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
             store.update(rt.r, rt.ns, rt.name ?? "", parseBody(await readBody(req), req.headers["content-type"]), {
               status: isStatus,
               dryRun,
+              manager: updater,
             }),
           );
         case "patch": {
-          const cur = store.get(rt.r, rt.ns, rt.name ?? "");
           const type = (req.headers["content-type"] ?? "").split(";")[0];
+          if (type === "application/apply-patch+yaml") return await serverSideApply(req, res, rt, url, dryRun);
+          const cur = store.get(rt.r, rt.ns, rt.name ?? "");
           const body = JSON.parse(await readBody(req)) as Json;
           let next: Json;
           if (type === "application/merge-patch+json") next = mergePatch(cur, body);
@@ -261,14 +279,14 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
               status(
                 415,
                 "UnsupportedMediaType",
-                `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json`,
+                `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`,
               ),
             );
           const obj = next as KubeObject;
           // A patch that names a resourceVersion is a precondition; one that does not applies to the latest.
           const sentRv = (body as { metadata?: { resourceVersion?: string } } | null)?.metadata?.resourceVersion;
           obj.metadata = { ...obj.metadata, resourceVersion: typeof sentRv === "string" ? sentRv : (cur.metadata.resourceVersion ?? null) };
-          return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", obj, { status: isStatus, dryRun }));
+          return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", obj, { status: isStatus, dryRun, manager: updater }));
         }
         case "delete":
           return send(res, 200, store.delete(rt.r, rt.ns, rt.name ?? "", dryRun));
@@ -276,12 +294,36 @@ export async function startTestApiServer(opts: TestApiServerOptions, port = 0): 
           return send(res, 405, status(405, "MethodNotAllowed", `${req.method ?? ""} is not supported`));
       }
     } catch (e) {
-      if (e instanceof ApiError) return send(res, e.code, status(e.code, e.reason, e.message));
+      if (e instanceof ApiError) return send(res, e.code, status(e.code, e.reason, e.message, e.causes));
       if (e instanceof PatchError) return send(res, 422, status(422, "Invalid", e.message));
       if (e instanceof SyntaxError) return send(res, 400, status(400, "BadRequest", `the body is not valid: ${e.message}`));
       throw e;
     }
   };
+
+  /**
+   * serverSideApply is PATCH with application/apply-patch+yaml: the configuration merges into the object (created when
+   * absent), its manager's set becomes what it applied, and fields other managers own with another value conflict
+   * (409) unless `force=true`. The fieldManager parameter is required, as kube-apiserver requires it.
+   */
+  async function serverSideApply(req: IncomingMessage, res: ServerResponse, rt: Route, url: URL, dryRun: boolean): Promise<void> {
+    const name = url.searchParams.get("fieldManager");
+    if (name === null || name === "")
+      return send(res, 400, status(400, "BadRequest", "PATCH, fieldManager is required for apply requests"));
+    const applied = parseBody(await readBody(req), "yaml");
+    const apiVersion = rt.r.group === "" ? rt.r.version : `${rt.r.group}/${rt.r.version}`;
+    const fm: FieldManager = { name, operation: "Apply", apiVersion, applied, force: url.searchParams.get("force") === "true" };
+    let cur: KubeObject | null = null;
+    try {
+      cur = store.get(rt.r, rt.ns, rt.name ?? "");
+    } catch (e) {
+      if (!(e instanceof ApiError) || e.code !== 404) throw e;
+    }
+    if (cur === null) return send(res, 201, store.create(rt.r, rt.ns, applyMerge(null, structuredClone(applied)), dryRun, fm));
+    const next = applyMerge(cur, structuredClone(applied));
+    next.metadata = { ...next.metadata, resourceVersion: str(applied.metadata.resourceVersion) || str(cur.metadata.resourceVersion) };
+    return send(res, 200, store.update(rt.r, rt.ns, rt.name ?? "", next, { status: rt.sub === "status", dryRun, manager: fm }));
+  }
 
   function startWatch(req: IncomingMessage, res: ServerResponse, rt: Route, url: URL): void {
     const fieldSel = url.searchParams.get("fieldSelector") ?? "";

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Json } from "./patch.js";
 import type { ResourceType } from "./resources.js";
+import { manage, type FieldManager } from "./managed-fields.js";
 
 /** A KubeObject is any API object: JSON with metadata. */
 export type KubeObject = Record<string, Json> & { metadata: Record<string, Json> };
@@ -11,6 +12,8 @@ export class ApiError extends Error {
     readonly code: number,
     readonly reason: string,
     message: string,
+    /** Status details.causes (e.g. server-side apply's FieldManagerConflict per field). */
+    readonly causes?: readonly { readonly type: string; readonly message: string; readonly field: string }[],
   ) {
     super(message);
   }
@@ -73,8 +76,11 @@ export class Store {
     return out.sort((a, b) => str(meta(a).name).localeCompare(str(meta(b).name)));
   }
 
-  /** create stores a new object; `dryRun` validates and returns it without storing. */
-  create(r: ResourceType, ns: string | null, body: KubeObject, dryRun = false): KubeObject {
+  /**
+   * create stores a new object; `dryRun` validates and returns it without storing. With a field `manager` the object
+   * records it in metadata.managedFields as owning what the body set (not the server's defaults).
+   */
+  create(r: ResourceType, ns: string | null, body: KubeObject, dryRun = false, manager?: FieldManager): KubeObject {
     const m = { ...meta(body) };
     let name = typeof m.name === "string" ? m.name : "";
     if (name === "" && typeof m.generateName === "string") name = `${m.generateName}${randomUUID().slice(0, 5)}`;
@@ -97,6 +103,7 @@ export class Store {
       },
     };
     delete obj.metadata.generateName;
+    if (manager !== undefined) manage(null, obj, manager);
     applyDefaults(r, obj);
     if (dryRun) return obj;
     this.#objects.set(keyOf(r, ns, name), obj);
@@ -107,14 +114,15 @@ export class Store {
   /**
    * update replaces an object. A resourceVersion in the body must match (409 Conflict otherwise: optimistic
    * concurrency); `status` true updates only the status subresource, false keeps the stored status. Spec changes
-   * bump metadata.generation on kinds that have one.
+   * bump metadata.generation on kinds that have one. With a field `manager`, metadata.managedFields move to it for
+   * what it changed (a write that changes nothing leaves them, and the object, as they were).
    */
   update(
     r: ResourceType,
     ns: string | null,
     name: string,
     body: KubeObject,
-    opts: { status?: boolean; dryRun?: boolean } = {},
+    opts: { status?: boolean; dryRun?: boolean; manager?: FieldManager } = {},
   ): KubeObject {
     const cur = this.get(r, ns, name);
     const sentRv = meta(body).resourceVersion;
@@ -132,6 +140,7 @@ export class Store {
       if (meta(cur)[k] !== undefined) next.metadata[k] = meta(cur)[k] ?? null;
     next.apiVersion = cur.apiVersion ?? null;
     next.kind = cur.kind ?? null;
+    if (opts.manager !== undefined) manage(cur, next, opts.manager);
     const specChanged = JSON.stringify(cur.spec ?? null) !== JSON.stringify(next.spec ?? null);
     if (r.generation) next.metadata.generation = Number(meta(cur).generation ?? 1) + (specChanged && !opts.status ? 1 : 0);
     const unchanged =
