@@ -216,6 +216,9 @@ export function persistenceStep(installer: Installer): PersistenceStep {
   }
 }
 
+/** NodeLabels gives the Nodes' labels, asked for only when a revert is seen (listing Nodes costs the hub). */
+export type NodeLabels = () => readonly Readonly<Record<string, string>>[];
+
 /** strictArpOf reads strictARP as it takes effect: true only in IPVS mode (elsewhere no VIP is bound, nothing to revert). */
 function strictArpOf(cm: KubeProxyConfigMap | null): { strictARP: boolean; ipvs: boolean } | null {
   if (cm?.configConf === null || cm?.configConf === undefined) return null;
@@ -224,11 +227,11 @@ function strictArpOf(cm: KubeProxyConfigMap | null): { strictARP: boolean; ipvs:
 }
 
 /** revertOf describes a revert just seen in `cm`. */
-export function revertOf(cm: KubeProxyConfigMap, nodeLabels: readonly Readonly<Record<string, string>>[] = []): StrictArpRevert {
+export function revertOf(cm: KubeProxyConfigMap, nodeLabels: NodeLabels = () => []): StrictArpRevert {
   const w = lastWriter(cm.managedFields);
   const manager = w?.manager ?? null;
   const at = w === null ? null : timeOf(w);
-  const { installer, recognisedBy } = recogniseInstaller(manager, cm, nodeLabels);
+  const { installer, recognisedBy } = recogniseInstaller(manager, cm, nodeLabels());
   const step = persistenceStep(installer);
   const by = manager === null ? "an unknown writer (the ConfigMap carries no managedFields)" : `field manager ${manager}`;
   const when = at === null ? "" : ` at ${new Date(at).toISOString()}`;
@@ -251,11 +254,7 @@ export function revertOf(cm: KubeProxyConfigMap, nodeLabels: readonly Readonly<R
  * revert). Looking again at the same ConfigMap (a relist, a resync) is a no-op; a first look that sees false is not
  * a revert: nobody was seen turning it off (the drift finding covers a cluster that was never fixed).
  */
-export function watchStrictArp(
-  prev: RevertWatch,
-  cm: KubeProxyConfigMap | null,
-  nodeLabels: readonly Readonly<Record<string, string>>[] = [],
-): RevertWatch {
+export function watchStrictArp(prev: RevertWatch, cm: KubeProxyConfigMap | null, nodeLabels: NodeLabels = () => []): RevertWatch {
   const now = strictArpOf(cm);
   if (now === null || cm === null) return prev;
   // Outside IPVS mode strictARP does nothing: the watch starts again from what it finds when IPVS comes back.
