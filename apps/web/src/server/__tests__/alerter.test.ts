@@ -285,6 +285,52 @@ describe("node incidents", () => {
   });
 });
 
+describe("kube-proxy's ConfigMap incidents", () => {
+  it("pages a strictARP revert grouped by the ConfigMap, with the writer in the detail and a link to the incident", async () => {
+    const r = await receiver();
+    const { hub, alerter } = setup(
+      [
+        { name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" },
+        { name: "hook", url: r.url, format: "generic", secret: null, source: "config" },
+      ],
+      { externalUrl: "https://whohas.example" },
+    );
+    const detail = "strictARP was turned off in ConfigMap kube-system/kube-proxy by field manager kubermatic-operator";
+    const id = hub.store.incidents.open(
+      {
+        ip: "cluster/kube-proxy",
+        type: "strictarp-reverted",
+        macs: [],
+        detail,
+        firstSeen: Date.now(),
+        lastSeen: Date.now(),
+        count: 1,
+        samples: [],
+      },
+      {},
+    ).id;
+    alerter.enqueue("cluster/kube-proxy", "firing");
+    await until(() => r.got.length === 2);
+    const bodies = r.got.map((g) => JSON.parse(g.body) as Record<string, unknown>);
+    const am = bodies.find((b) => b.version === "4") as {
+      groupLabels: Record<string, string>;
+      alerts: { labels: Record<string, string>; generatorURL: string }[];
+    };
+    expect(am.groupLabels).toEqual({ configmap: "kube-system/kube-proxy" });
+    expect(am.alerts[0]?.labels).toMatchObject({ alertname: "WhohasStrictarpReverted", type: "strictarp-reverted" });
+    expect(am.alerts[0]?.generatorURL).toBe(`https://whohas.example/incidents/${id}`);
+    const generic = bodies.find((b) => b.type === "whohas.incident");
+    expect(generic).toMatchObject({
+      ip: null,
+      vlan: null,
+      node: null,
+      status: "firing",
+      alerts: [{ type: "strictarp-reverted", detail, captureUrl: null }],
+    });
+    expect(generic?.summary).toBe(`FIRING: ConfigMap kube-system/kube-proxy: ${detail}`);
+  });
+});
+
 describe("delivery", () => {
   it("retries a receiver that fails twice, with the same id and body: one logical notification", async () => {
     const r = await receiver((n, res) => res.writeHead(n <= 2 ? 503 : 200).end(n <= 2 ? "busy" : "ok"));

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { subjectNode, type Logger, type Transition } from "@whohas/core";
+import { subjectIsIp, type Logger, type Transition } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import type { Facet, Incident } from "../store/incidents.js";
 import type { Outbox, OutboxKind, OutboxRow } from "../store/outbox.js";
@@ -28,7 +28,8 @@ const GONE_KEY = "alerting.gone";
 const REPEAT_SWEEP_MS = 60_000;
 /**
  * Types that are notified (no-responder and capture-lost are shown, not paged: an idle or unwatched IP). Node findings
- * (agent-down, strictarp-drift) are grouped by their subject, node/NAME, as IP findings by IP.
+ * (agent-down, strictarp-drift) are grouped by their subject, node/NAME, as IP findings by IP; strictarp-reverted by
+ * kube-proxy's ConfigMap, cluster/kube-proxy.
  */
 const NOTIFIED = new Set([
   "multi-responder",
@@ -41,6 +42,7 @@ const NOTIFIED = new Set([
   "changed",
   "agent-down",
   "strictarp-drift",
+  "strictarp-reverted",
 ]);
 
 /** paging lists the facets of an incident that page: those of NOTIFIED types (holding or cleared). */
@@ -232,7 +234,7 @@ export class Alerter {
         })),
     );
     if (alerts.length === 0) return null;
-    const view = subjectNode(ip) === null ? this.o.hub.ip(ip) : null;
+    const view = subjectIsIp(ip) ? this.o.hub.ip(ip) : null;
     return {
       id: row.id,
       receiver: row.receiver,

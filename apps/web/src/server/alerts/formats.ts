@@ -1,5 +1,5 @@
 import { createHash, createHmac } from "node:crypto";
-import { splitIpKey, subjectNode } from "@whohas/core";
+import { splitIpKey, subjectCluster, subjectIsIp, subjectNode } from "@whohas/core";
 import type { Format } from "../store/outbox.js";
 
 /** An Alert is one incident of the notified IP, firing or resolved. */
@@ -24,7 +24,10 @@ export interface Alert {
 export interface Notice {
   readonly id: string;
   readonly receiver: string;
-  /** The subject: an IP, or node/NAME for a node's incidents (agent down, strictARP drift). */
+  /**
+   * The subject: an IP, node/NAME for a node's incidents (agent down, strictARP drift), or cluster/kube-proxy for
+   * kube-proxy's ConfigMap (strictARP reverted).
+   */
   readonly ip: string;
   readonly status: "firing" | "resolved";
   readonly services: readonly { readonly namespace: string; readonly name: string }[];
@@ -55,27 +58,36 @@ function alertName(type: string): string {
 function ipUrl(n: Notice): string | null {
   if (n.externalUrl === null) return null;
   const base = n.externalUrl.replace(/\/$/, "");
-  return subjectNode(n.ip) === null ? `${base}/ips/${encodeURIComponent(n.ip)}` : `${base}/nodes`;
+  if (subjectIsIp(n.ip)) return `${base}/ips/${encodeURIComponent(n.ip)}`;
+  const incident = n.alerts[0]?.incidentId;
+  return subjectNode(n.ip) !== null || incident === undefined ? `${base}/nodes` : `${base}/incidents/${incident}`;
 }
 
 /** captureUrl is where an IP incident's frames are downloaded (a node's incidents have none), null without externalUrl. */
 function captureUrl(n: Notice, a: Alert): string | null {
-  if (n.externalUrl === null || subjectNode(n.ip) !== null) return null;
+  if (n.externalUrl === null || !subjectIsIp(n.ip)) return null;
   return `${n.externalUrl.replace(/\/$/, "")}/api/v1/incidents/${a.incidentId}/capture`;
 }
 
-/** subjectLabels are the grouping labels: the IP (and its VLAN when it was seen tagged), or the node. */
+/** clusterObject names a cluster subject's object: cluster/kube-proxy is ConfigMap kube-system/kube-proxy. */
+const clusterObject = (name: string) => `kube-system/${name}`;
+
+/** subjectLabels are the grouping labels: the IP (and its VLAN when it was seen tagged), the node, or the ConfigMap. */
 function subjectLabels(n: Notice): Record<string, string> {
   const node = subjectNode(n.ip);
   if (node !== null) return { node };
+  const cluster = subjectCluster(n.ip);
+  if (cluster !== null) return { configmap: clusterObject(cluster) };
   const { ip, vlan } = splitIpKey(n.ip);
   return vlan === null ? { ip } : { ip, vlan: String(vlan) };
 }
 
-/** shown is the subject as a person reads it: "192.0.2.10", "192.0.2.10 on VLAN 30", or the node. */
+/** shown is the subject as a person reads it: "192.0.2.10", "192.0.2.10 on VLAN 30", the node, or the ConfigMap. */
 function shown(n: Notice): string {
   const node = subjectNode(n.ip);
   if (node !== null) return node;
+  const cluster = subjectCluster(n.ip);
+  if (cluster !== null) return `ConfigMap ${clusterObject(cluster)}`;
   const { ip, vlan } = splitIpKey(n.ip);
   return vlan === null ? ip : `${ip} on VLAN ${vlan}`;
 }
@@ -102,8 +114,8 @@ export function genericBody(n: Notice): unknown {
     id: n.id,
     status: n.status,
     summary: summary(n),
-    ip: subjectNode(n.ip) === null ? splitIpKey(n.ip).ip : null,
-    vlan: subjectNode(n.ip) === null ? splitIpKey(n.ip).vlan : null,
+    ip: subjectIsIp(n.ip) ? splitIpKey(n.ip).ip : null,
+    vlan: subjectIsIp(n.ip) ? splitIpKey(n.ip).vlan : null,
     node: subjectNode(n.ip),
     services: n.services,
     expectedOwner: n.expectedOwner,

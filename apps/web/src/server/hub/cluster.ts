@@ -6,6 +6,7 @@ import {
   type DaemonSetRollout,
   type IpInventory,
   type KubeProxyConfig,
+  type KubeProxyConfigMap,
   type StrictArpStatus,
 } from "@whohas/core";
 import type { AgentRegistry } from "./agents.js";
@@ -22,6 +23,8 @@ export interface KubeProxyRollout extends DaemonSetRollout {
 export interface ClusterSource {
   snapshot(): ClusterInput;
   kubeProxyConfig(): string | null;
+  /** ConfigMap kube-system/kube-proxy with its managedFields; absent in sources that do not keep them. */
+  kubeProxyConfigMap?(): KubeProxyConfigMap | null;
   kubeProxyRollout(): KubeProxyRollout | null;
   /** Since when the inventory is out of date (the API server unreachable or refusing), null when in sync. */
   stale?(): { since: number; message: string } | null;
@@ -117,6 +120,16 @@ export class ClusterState {
   /** kubeProxyText is kube-proxy's config.conf as stored in its ConfigMap (null without it). */
   kubeProxyText(): string | null {
     return this.#source?.kubeProxyConfig() ?? null;
+  }
+
+  /** kubeProxyConfigMap is ConfigMap kube-system/kube-proxy as the revert watch reads it (null without it). */
+  kubeProxyConfigMap(): KubeProxyConfigMap | null {
+    return this.#source?.kubeProxyConfigMap?.() ?? null;
+  }
+
+  /** nodeLabels are the labels of the cluster's Nodes (an installer may mark its nodes). */
+  nodeLabels(): Record<string, string>[] {
+    return this.#source?.snapshot().nodes.map((n) => n.labels) ?? [];
   }
 
   #kubeProxyParsed(): ReturnType<typeof parseKubeProxyConfig> | null {

@@ -1,9 +1,17 @@
 import {
   FindingTracker,
+  KUBE_PROXY_SUBJECT,
+  REVERT_WATCH_START,
   allowsInterface,
   nodeFindings,
+  resumeRevertWatch,
+  revertFindings,
   splitIpKey,
+  subjectIsIp,
   subjectNode,
+  watchStrictArp,
+  type RevertWatch,
+  type StrictArpRevert,
   type Handover,
   type IpContext,
   type IpInventory,
@@ -67,6 +75,14 @@ export class Judging {
   readonly #ids = new Map<string, number>();
   readonly #nodeTracker = new FindingTracker();
   /**
+   * The cluster's findings (strictARP reverted) clear as soon as they no longer hold: they follow a ConfigMap's
+   * writes, which do not flap as traffic does.
+   */
+  readonly #clusterTracker = new FindingTracker(0);
+  /** The strictARP revert watch over ConfigMap kube-system/kube-proxy, and the ConfigMap it last looked at. */
+  #revert: RevertWatch = REVERT_WATCH_START;
+  #revertSeen: unknown = undefined;
+  /**
    * What each IP's latest judgement said (its verdict key: when it moves with time alone, subscribers are told),
    * when it was made, and whether the IP was steady then (one MAC answering, nothing open): one lookup per IP a round.
    */
@@ -97,8 +113,15 @@ export class Judging {
           count: f.count,
           samples: f.samples,
         }));
-    o.traffic.judge.reopen(open.filter((i) => subjectNode(i.ip) === null).flatMap(holding));
+    o.traffic.judge.reopen(open.filter((i) => subjectIsIp(i.ip)).flatMap(holding));
     this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).flatMap(holding));
+    this.#clusterTracker.restore(open.filter((i) => i.ip === KUBE_PROXY_SUBJECT).flatMap(holding));
+    // A revert still open when the hub stopped holds until strictARP is true again, not until the hub sees a new one.
+    const reverted = open.find(
+      (i) => i.ip === KUBE_PROXY_SUBJECT && i.facets.some((f) => f.type === "strictarp-reverted" && f.resolvedAt === null),
+    );
+    if (reverted !== undefined)
+      this.#revert = resumeRevertWatch((reverted.evidence as { revert?: StrictArpRevert } | null)?.revert ?? null);
   }
 
   /**
@@ -197,6 +220,7 @@ export class Judging {
       // judged in this round too, those that fall quiet leave it.
       this.#round = { ctx, ips: this.o.traffic.judge.awake() };
       this.#judgeNodes(ctx);
+      this.#judgeCluster(ctx);
       // Once a minute, what is kept per IP for IPs that left the live view goes.
       if (++this.#rounds % 60 === 0) this.#forgetGone();
     }
@@ -265,6 +289,21 @@ export class Judging {
   }
 
   /**
+   * #judgeCluster watches kube-proxy's ConfigMap for strictARP turned from true to false (core's watchStrictArp): the
+   * incident names who wrote it and the installer's persistence step, and resolves when strictARP is true again. The
+   * informer's object is looked at only when it changed (a relist hands the same content: a no-op in the watch too).
+   */
+  #judgeCluster(ctx: Context): void {
+    const cm = this.o.cluster.kubeProxyConfigMap();
+    if (cm !== this.#revertSeen) {
+      this.#revertSeen = cm;
+      this.#revert = watchStrictArp(this.#revert, cm, () => this.o.cluster.nodeLabels());
+    }
+    const changes = this.#clusterTracker.update(KUBE_PROXY_SUBJECT, ctx.now, revertFindings(this.#revert));
+    for (const tr of changes) this.#record(tr, KUBE_PROXY_SUBJECT, { revert: this.#revert.reverted });
+  }
+
+  /**
    * #record keeps a finding's transition in its subject's incident: a finding that opens joins the open incident as a
    * facet, or opens one; the incident resolves when its last facet clears.
    */
@@ -287,7 +326,7 @@ export class Judging {
       if (resolved) this.#ids.delete(subject);
     }
     this.o.feed.publish({ kind: "incident", id, subject, transition: t, opened, resolved });
-    if (subjectNode(subject) === null) this.o.feed.publish({ kind: "ips", ips: [subject] });
+    if (subjectIsIp(subject)) this.o.feed.publish({ kind: "ips", ips: [subject] });
   }
 
   /** open lists the open findings of an IP with their incident ids. */
@@ -308,7 +347,7 @@ export class Judging {
     const now = this.o.clock();
     if (!force && now - this.#lastWrite < WRITE_EVERY_MS) return;
     this.#lastWrite = now;
-    for (const f of [...this.o.traffic.judge.open(), ...this.#nodeTracker.open()]) {
+    for (const f of [...this.o.traffic.judge.open(), ...this.#nodeTracker.open(), ...this.#clusterTracker.open()]) {
       const id = this.#ids.get(f.ip);
       if (id !== undefined) this.o.incidents.touch(id, f, null);
     }

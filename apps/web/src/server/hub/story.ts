@@ -1,4 +1,4 @@
-import { subjectNode, type Handover } from "@whohas/core";
+import { subjectCluster, subjectIsIp, subjectNode, type Handover, type StrictArpRevert } from "@whohas/core";
 import type { AuditEntry } from "../store/audit.js";
 import type { Incident, IncidentEvent } from "../store/incidents.js";
 import type { Hub } from "./hub.js";
@@ -67,15 +67,17 @@ export function incidentStory(
 
 /**
  * storyOf is incident `id`'s story with what whohas knows of its subject now, the facts its advice may name: the IP's
- * Services, expected owner and responders (with their vendors), and strictARP as configured and as nodes apply it.
- * Null for an unknown incident.
+ * Services, expected owner and responders (with their vendors), strictARP as configured and as nodes apply it, and for
+ * a strictARP revert who wrote it and where the installer keeps it. Null for an unknown incident.
  */
 export function storyOf(hub: Hub, id: number) {
   const i = hub.judging.incident(id);
   if (i === null) return null;
   const now = hub.clock();
   const node = subjectNode(i.ip);
-  const view = node === null ? hub.ip(i.ip) : null;
+  const view = subjectIsIp(i.ip) ? hub.ip(i.ip) : null;
+  // A revert's incident recorded who wrote strictARP false, when, and the installer's persistence step.
+  const revert = subjectCluster(i.ip) === null ? null : ((i.evidence as { revert?: StrictArpRevert | null } | null)?.revert ?? null);
   const { kubernetes, strictArp } = hub.summary();
   const audit = hub.store.audit.actionsBetween(i.firstSeen, i.resolvedAt ?? now, STORY_ACTIONS);
   return {
@@ -94,6 +96,7 @@ export function storyOf(hub: Hub, id: number) {
             responders: view.responders.map((r) => ({ mac: r.mac, node: r.node, vendor: r.vendor, answering: r.answering })),
           },
     kubernetes,
+    revert,
     strictArp: { configured: strictArp.configured, looseIpvsNodes: strictArp.looseIpvsNodes, drift: strictArp.drift },
   };
 }

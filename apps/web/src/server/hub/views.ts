@@ -2,7 +2,7 @@ import {
   compareIP,
   handoverJson,
   splitIpKey,
-  subjectNode,
+  subjectIsIp,
   silentDropNodes,
   type IpInventory,
   type IpView,
@@ -161,10 +161,11 @@ export function ipJson(v: HubIpView) {
 
 /**
  * incidentJson is an incident as the read API documents it: for an IP's incident `ip` is the address and `vlan` its
- * VLAN (null: untagged); a node's incident keeps its subject (node/NAME) in `ip`. `key` is what the API's paths name.
+ * VLAN (null: untagged); a node's or kube-proxy's ConfigMap's incident keeps its subject (node/NAME,
+ * cluster/kube-proxy) in `ip`. `key` is what the API's paths name.
  */
 export function incidentJson<T extends { readonly ip: string }>(i: T): T & { vlan: number | null; key: string } {
-  if (subjectNode(i.ip) !== null) return { ...i, vlan: null, key: i.ip };
+  if (!subjectIsIp(i.ip)) return { ...i, vlan: null, key: i.ip };
   const parts = splitIpKey(i.ip);
   return { ...i, ip: parts.ip, vlan: parts.vlan, key: i.ip };
 }

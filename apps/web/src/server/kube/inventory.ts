@@ -19,6 +19,7 @@ import {
   daemonSetRollout,
   rolloutComplete,
   type ClusterInput,
+  type KubeProxyConfigMap,
   type LabelSelector,
   type LoadBalancerService,
   type Logger,
@@ -60,6 +61,8 @@ export interface Inventory {
   readonly metallb: boolean;
   /** kube-proxy's config.conf from ConfigMap kube-system/kube-proxy, null when absent. */
   kubeProxyConfig(): string | null;
+  /** That ConfigMap with its labels, annotations and managedFields (who wrote what), null when absent. */
+  kubeProxyConfigMap(): KubeProxyConfigMap | null;
   /** DaemonSet kube-system/kube-proxy's rollout, null when absent. */
   kubeProxyRollout(): KubeProxyRollout | null;
   /** Since when some informer is out of sync (the inventory is then as of that time), null when all are in sync. */
@@ -205,11 +208,18 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
     ciliumPolicies,
     ...speakers,
   ].filter((w) => w !== null);
+  let kubeProxyCm: { from: V1ConfigMap | null; value: KubeProxyConfigMap | null } = { from: null, value: null };
   return {
     metallb,
     kubeProxyConfig: () => {
       const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy");
       return cm?.data?.["config.conf"] ?? null;
+    },
+    kubeProxyConfigMap: () => {
+      const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy") ?? null;
+      // The same informer object gives the same answer: the hub looks again only when the ConfigMap changed.
+      if (cm !== kubeProxyCm.from) kubeProxyCm = { from: cm, value: cm === null ? null : toKubeProxyConfigMap(cm) };
+      return kubeProxyCm.value;
     },
     kubeProxyRollout: () => {
       const ds = daemonsets.list().find((d) => d.metadata?.name === "kube-proxy");
@@ -282,6 +292,20 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
 
 /** KUBE_PROXY selects the kube-proxy ConfigMap and DaemonSet by name, server-side. */
 const KUBE_PROXY = "metadata.name=kube-proxy";
+
+/**
+ * toKubeProxyConfigMap keeps what the strictARP revert watch reads: config.conf, labels and annotations (installers
+ * may mark their objects) and metadata.managedFields (the API server sends them with every get, list and watch event:
+ * the same read RBAC grants, nothing more).
+ */
+export function toKubeProxyConfigMap(cm: V1ConfigMap): KubeProxyConfigMap {
+  return {
+    configConf: cm.data?.["config.conf"] ?? null,
+    labels: cm.metadata?.labels ?? {},
+    annotations: cm.metadata?.annotations ?? {},
+    managedFields: cm.metadata?.managedFields ?? [],
+  };
+}
 
 /** rolloutOf reads a DaemonSet's rollout with kubectl's completion rule (core's rolloutComplete). */
 export function rolloutOf(ds: V1DaemonSet): KubeProxyRollout {
