@@ -16,9 +16,13 @@ import { WhatHappened, WhatToDo } from "./incident-story";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
 
-/** Subject links an incident's subject: its IP's page, or the Nodes page for a node's (node/NAME). */
+/**
+ * Subject links an incident's subject: its IP's page, the Nodes page for a node's (node/NAME), the Fix page for
+ * kube-proxy's ConfigMap (cluster/kube-proxy).
+ */
 function Subject({ s }: { s: string }) {
   if (s.startsWith("node/")) return <Link href="/nodes">node {s.slice(5)}</Link>;
+  if (s.startsWith("cluster/")) return <Link href="/fix">ConfigMap kube-system/{s.slice(8)}</Link>;
   return <IpLink ipKey={s} className="mono" />;
 }
 
@@ -138,6 +142,40 @@ export function IncidentsList() {
   );
 }
 
+type Revert = NonNullable<NonNullable<RouterOutputs["incidents"]["story"]>["revert"]>;
+
+/** WhoReverted says who turned strictARP off, when, and which installer whohas recognised (or that it did not). */
+function WhoReverted({ r }: { r: Revert }) {
+  return (
+    <p data-testid="revert-writer">
+      strictARP was turned off by{" "}
+      {r.manager === null ? (
+        <strong>an unknown writer</strong>
+      ) : (
+        <>
+          field manager <strong className="mono">{r.manager}</strong>
+          {r.operation === null ? null : ` (${r.operation})`}
+        </>
+      )}
+      {r.at === null ? null : (
+        <>
+          {" "}
+          at <time dateTime={new Date(r.at).toISOString()}>{new Date(r.at).toLocaleString()}</time>
+        </>
+      )}
+      .{" "}
+      {r.installer === "unknown" ? (
+        <span data-testid="revert-installer">whohas does not recognise the installer from the cluster.</span>
+      ) : (
+        <span data-testid="revert-installer">
+          Installer: <strong>{r.step.name}</strong>, recognised by {r.recognisedBy}.
+        </span>
+      )}{" "}
+      Its next run writes strictARP false again unless its own configuration says true: see What to do now.
+    </p>
+  );
+}
+
 /**
  * IncidentDetail shows one incident: what to do now, what happened in time order, its findings with their own times, and
  * its evidence as recorded when it opened.
@@ -171,6 +209,7 @@ export function IncidentDetail({ id }: { id: number }) {
         </span>
       </h1>
       <p>{i.detail}</p>
+      {story.data?.revert == null ? null : <WhoReverted r={story.data.revert} />}
       <p>
         Acknowledged: <Acknowledge incident={i} onDone={() => void q.refetch()} />
       </p>
@@ -218,7 +257,7 @@ export function IncidentDetail({ id }: { id: number }) {
         </tbody>
       </table>
       <h2>Evidence when it opened</h2>
-      {i.ip.startsWith("node/") ? (
+      {i.ip.startsWith("node/") || i.ip.startsWith("cluster/") ? (
         <pre data-testid="evidence">{JSON.stringify(i.evidence, null, 2)}</pre>
       ) : (
         <ul data-testid="evidence">
@@ -233,7 +272,9 @@ export function IncidentDetail({ id }: { id: number }) {
           <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>
         </ul>
       )}
-      {!i.ip.startsWith("node/") && <IncidentCapture id={i.id} open={i.resolvedAt === null} summary={i.capture} />}
+      {!i.ip.startsWith("node/") && !i.ip.startsWith("cluster/") && (
+        <IncidentCapture id={i.id} open={i.resolvedAt === null} summary={i.capture} />
+      )}
     </>
   );
 }

@@ -1,5 +1,6 @@
 "use client";
 
+import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { useSubscription } from "@trpc/tanstack-react-query";
@@ -44,6 +45,28 @@ function Lines({ text, other, label }: { text: string; other: string; label: str
 }
 
 /**
+ * Reverted warns, while a "strictARP reverted" incident is open, that an installer undid the fix and will undo it
+ * again on its next run unless its own configuration says true; it links to the incident's persistence step.
+ */
+function Reverted() {
+  const trpc = useTRPC();
+  const open = useQuery({ ...trpc.incidents.list.queryOptions({ state: "open", limit: 500 }), refetchInterval: 5000 });
+  const i = open.data?.find(
+    (x) => x.ip === "cluster/kube-proxy" && x.facets.some((f) => f.type === "strictarp-reverted" && f.resolvedAt === null),
+  );
+  if (i === undefined) return null;
+  return (
+    <p className="banner bad" role="status" data-testid="fix-reverted">
+      {i.detail}. Installers regenerate kube-proxy&apos;s ConfigMap: applying the fix here again is undone on their next run.{" "}
+      <Link href={`/incidents/${i.id}`} data-testid="fix-reverted-link">
+        Persist strictARP where the installer keeps it
+      </Link>
+      , then apply the fix.
+    </p>
+  );
+}
+
+/**
  * RemediationPage is the guided strictARP fix: the preview, Apply (after a confirmation, optionally as a server-side
  * dry run) with each step's progress live, the verification, and Rollback to a backup.
  */
@@ -73,6 +96,7 @@ export function RemediationPage() {
   const p: Preview = preview.data;
   return (
     <>
+      <Reverted />
       <p>
         kube-proxy in <strong>{p.mode === "" ? "iptables" : p.mode}</strong> mode, strictARP{" "}
         <strong data-testid="configured-strictarp">{String(p.strictARP)}</strong> in ConfigMap kube-system/kube-proxy (resourceVersion{" "}

@@ -94,6 +94,21 @@ describe("advise", () => {
     expect(got[0]?.commands[0]).toContain("# on node-3");
   });
 
+  it("puts the installer's persistence step first for a strictARP revert, naming who wrote it, then the Fix page", () => {
+    const step = {
+      name: "Kubermatic KKP",
+      title: "Set spec.clusterNetwork.ipvs.strictArp: true in the KKP Cluster object",
+      why: "KKP reconciles it.",
+      commands: ["kubectl patch clusters.kubermatic.k8c.io"],
+    };
+    const revert = { manager: "kubermatic-operator", at: Date.parse("2026-03-01T10:00:00Z"), installer: "kkp", step };
+    const got = advise({ ...facts("strictarp-reverted", []), ip: null, revert });
+    expect(got.map((s) => s.key)).toEqual(["persist", "refix"]);
+    expect(got[0]).toMatchObject({ title: step.title, commands: step.commands, link: null });
+    expect(got[0]?.why).toBe("Field manager kubermatic-operator turned strictARP off at 2026-03-01T10:00:00.000Z. KKP reconciles it.");
+    expect(got[1]?.link?.href).toBe("/fix");
+  });
+
   it("gives each step once when findings share it", () => {
     const f = facts("multi-responder", [N1, N2], { strictArp: loose });
     const got = advise({ ...f, findings: [...f.findings, { type: "wrong-owner", macs: [N1], detail: "" }] });

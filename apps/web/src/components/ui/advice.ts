@@ -10,6 +10,13 @@ export interface Facts {
   readonly findings: readonly { readonly type: string; readonly macs: readonly string[]; readonly detail: string }[];
   /** The node, for a node's incident. */
   readonly node: string | null;
+  /** For a strictARP revert (kube-proxy's ConfigMap): who wrote it, and where the installer keeps strictARP. */
+  readonly revert?: {
+    readonly manager: string | null;
+    readonly at: number | null;
+    readonly installer: string;
+    readonly step: { readonly name: string; readonly title: string; readonly why: string; readonly commands: readonly string[] };
+  } | null;
   readonly ip: {
     readonly ip: string;
     readonly address: string;
@@ -275,11 +282,38 @@ function nodeSteps(f: Facts, node: string, x: Finding): Step[] {
   ];
 }
 
+/**
+ * clusterSteps are the steps for a finding on kube-proxy's ConfigMap: strictARP reverted is made to stay fixed where
+ * the installer keeps it first (fixing the ConfigMap alone is undone at its next run), then fixed again.
+ */
+function clusterSteps(f: Facts, x: Finding): Step[] {
+  if (x.type !== "strictarp-reverted") return [];
+  const r = f.revert ?? null;
+  const who = r?.manager == null ? "An unknown writer" : `Field manager ${r.manager}`;
+  const when = r?.at == null ? "" : ` at ${new Date(r.at).toISOString()}`;
+  return [
+    {
+      key: "persist",
+      title: r === null ? "Set strictARP where your installer keeps kube-proxy's configuration" : r.step.title,
+      why: r === null ? x.detail : `${who} turned strictARP off${when}. ${r.step.why}`,
+      commands: r?.step.commands ?? [],
+      link: null,
+    },
+    {
+      key: "refix",
+      title: "Then turn strictARP on again and restart kube-proxy",
+      why: "kube-proxy keeps arp_ignore as it was set until it restarts; a node that restarts now answers ARP for every VIP again.",
+      commands: [CONFIGMAP, `${SYSCTLS}   # on each node: strict is 1 and 2`],
+      link: { href: "/fix", text: "Preview and apply the strictARP fix" },
+    },
+  ];
+}
+
 /** advise turns what whohas knows into steps, the worst finding's first, each step once. */
 export function advise(f: Facts): Step[] {
   const steps = new Map<string, Step>();
   for (const x of f.findings) {
-    const got = f.node !== null ? nodeSteps(f, f.node, x) : f.ip === null ? [] : ipSteps(f, f.ip, x);
+    const got = f.node !== null ? nodeSteps(f, f.node, x) : f.ip === null ? clusterSteps(f, x) : ipSteps(f, f.ip, x);
     for (const s of got) if (!steps.has(s.key)) steps.set(s.key, s);
   }
   return [...steps.values()];
