@@ -153,6 +153,14 @@ describe("watchStrictArp", () => {
     ]);
   });
 
+  it("leaves whohas's own rollback alone (audited where it was asked for), and catches the next real revert", () => {
+    const rolledBack = cm(false, [CREATED, entry("whohas", "2026-03-02T00:00:00Z")]);
+    const w = after(cm(true, [CREATED, FIXED]), rolledBack);
+    expect(w).toEqual({ strictArp: false, reverted: null });
+    expect(revertFindings(w)).toEqual([]);
+    expect(watchStrictArp(watchStrictArp(w, cm(true, [CREATED, FIXED])), reverted).reverted?.manager).toBe("kubermatic-operator");
+  });
+
   it("says so honestly when the installer is unknown and nobody is named", () => {
     const w = after(cm(true), cm(false));
     expect(w.reverted).toMatchObject({ manager: null, at: null, installer: "unknown", step: { installer: "unknown" } });

@@ -3,8 +3,14 @@ import { parseKubeProxyConfig } from "./config.js";
 
 // Installers regenerate kube-proxy's ConfigMap on their next run and put strictARP back to what their own
 // configuration says (false unless told otherwise): kubespray's kube_proxy_strict_arp, KubeOne's
-// clusterNetwork.kubeProxy.ipvs.strictARP, Kubermatic KKP's spec.clusterNetwork.ipvs.strictArp (kubermatic/kubermatic#7309,
-// kubermatic/kubeone#1409). Who wrote the change is in metadata.managedFields, as the API server records it.
+// clusterNetwork.kubeProxy.ipvs.strictARP, Kubermatic KKP's spec.clusterNetwork.ipvs.strictArp. Who wrote the change
+// is in metadata.managedFields, as the API server records it.
+
+/**
+ * WHOHAS_FIELD_MANAGER names whohas's own writes to the cluster (the fix, its backups, the rollback): a strictARP put
+ * back to false by whohas's rollback is an operator's audited choice, not a revert to page about.
+ */
+export const WHOHAS_FIELD_MANAGER = "whohas";
 
 /** KUBE_PROXY_SUBJECT is the subject of the findings about ConfigMap kube-system/kube-proxy (a cluster, not an IP or node). */
 export const KUBE_PROXY_SUBJECT = "cluster/kube-proxy";
@@ -260,7 +266,10 @@ export function watchStrictArp(prev: RevertWatch, cm: KubeProxyConfigMap | null,
   // Outside IPVS mode strictARP does nothing: the watch starts again from what it finds when IPVS comes back.
   const strictArp = now.ipvs ? now.strictARP : null;
   if (strictArp !== false) return prev.strictArp === strictArp && prev.reverted === null ? prev : { strictArp, reverted: null };
-  if (prev.strictArp === true && prev.reverted === null) return { strictArp: false, reverted: revertOf(cm, nodeLabels) };
+  if (prev.strictArp === true && prev.reverted === null) {
+    const reverted = revertOf(cm, nodeLabels);
+    return { strictArp: false, reverted: reverted.manager === WHOHAS_FIELD_MANAGER ? null : reverted };
+  }
   return prev.strictArp === false ? prev : { ...prev, strictArp: false };
 }
 

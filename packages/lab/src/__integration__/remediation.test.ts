@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PendingWrite } from "../kube/server.js";
 import { ip as ipCmd } from "../sh.js";
 import { startStack, type Stack, type StackOptions } from "../stack.js";
-import { eventually, signIn } from "./hub-client.js";
-import { kubeProxyConfig, setKubeProxyConfig } from "./kube-client.js";
+import { api, eventually, signIn, type IncidentView } from "./hub-client.js";
+import { kubeProxyConfig, kubectl, setKubeProxyConfig } from "./kube-client.js";
 import { record } from "./reliability.js";
 
 interface Run {
@@ -323,6 +323,15 @@ describe("remediation that cannot finish says where it stopped", () => {
       stack.resumeRequests();
     }
     await rollBack(op);
+    // The rollback put strictARP back to false as whohas's own field manager: the operator's audited choice, which
+    // opens no "strictARP reverted" incident (an installer's write does: strictarp-revert.test.ts).
+    const managers = JSON.parse(
+      (await kubectl(stack, "get", "configmap", "kube-proxy", "-n", "kube-system", "-o", "json", "--show-managed-fields")).stdout,
+    ) as { metadata: { managedFields: { manager: string; time: string }[] } };
+    expect(managers.metadata.managedFields.map((e) => e.manager)).toContain("whohas");
+    await new Promise((r) => setTimeout(r, 3000));
+    const open = await api<IncidentView[]>(stack.url, stack.viewerToken, "incidents?state=open");
+    expect(open.filter((i) => i.type === "strictarp-reverted")).toEqual([]);
   }, 240_000);
 
   it("stops at the rollout when kube-proxy's pods never come back, with the count and what to check", async () => {

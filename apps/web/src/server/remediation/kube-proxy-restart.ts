@@ -1,5 +1,5 @@
 import { PatchStrategy, setHeaderOptions, type AppsV1Api } from "@kubernetes/client-node";
-import { daemonSetRollout, rolloutComplete } from "@whohas/core";
+import { WHOHAS_FIELD_MANAGER, daemonSetRollout, rolloutComplete } from "@whohas/core";
 import { kubeMessage } from "./refusals.js";
 
 const NS = "kube-system";
@@ -22,6 +22,7 @@ export async function restartKubeProxy(apps: AppsV1Api, step: StepRunner, clock:
           name: NAME,
           namespace: NS,
           body: { spec: { template: { metadata: { annotations: { "kubectl.kubernetes.io/restartedAt": at } } } } },
+          fieldManager: WHOHAS_FIELD_MANAGER,
         },
         setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
       )

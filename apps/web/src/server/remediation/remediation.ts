@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import { WHOHAS_FIELD_MANAGER, patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import { announceAll, announcerOf, type Announced } from "../actions/announce-batch.js";
 import type { Hub } from "../hub/hub.js";
@@ -249,6 +249,7 @@ export class Remediation {
               data: { [CONFIG_KEY]: original },
             },
             dryRun: run.dryRun ? "All" : undefined,
+            fieldManager: WHOHAS_FIELD_MANAGER,
           })
           .catch((e: unknown) => {
             throw kubeMessage(e, `creating backup ConfigMap ${NS}/${name}`);
@@ -281,6 +282,7 @@ export class Remediation {
               namespace: NS,
               body: { metadata: { resourceVersion }, data: { [CONFIG_KEY]: p.text } },
               dryRun: run.dryRun ? "All" : undefined,
+              fieldManager: WHOHAS_FIELD_MANAGER,
             },
             setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
           )
@@ -403,6 +405,7 @@ export class Remediation {
                 name: NAME,
                 namespace: NS,
                 body: { metadata: { resourceVersion: cm.metadata?.resourceVersion }, data: { [CONFIG_KEY]: b.text } },
+                fieldManager: WHOHAS_FIELD_MANAGER,
               },
               setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
             )
