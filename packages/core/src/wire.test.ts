@@ -139,4 +139,20 @@ describe("the observations fast path", () => {
     const extra = parseAgentMessage(JSON.stringify({ ...good, entries: [{ ...good.entries[0], peerIp: "192.0.2.1" }] }));
     expect(extra).toEqual({ ok: true, value: good });
   });
+
+  it("takes a report's asker MAC, optional for agents before it, and only on a report", () => {
+    const withMac = { ...good, requests: [{ ...good.requests[0], askerMac: "02:00:5e:00:00:01", vlan: null }] };
+    expect(fastObservations(JSON.parse(JSON.stringify(withMac)))).toEqual(withMac);
+    expect(parseAgentMessage(JSON.stringify(withMac))).toEqual({ ok: true, value: withMac });
+    // A bad MAC goes to the schema, which refuses it; on an aggregate the field is unknown: left out by the schema.
+    const bad = { ...good, requests: [{ ...good.requests[0], askerMac: "zz" }] };
+    expect(fastObservations(bad)).toBeNull();
+    expect(parseAgentMessage(JSON.stringify(bad))).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/^wire: requests\.0\.askerMac/) as string,
+    });
+    const onAggregate = { ...good, entries: [{ ...good.entries[0], askerMac: "02:00:5e:00:00:01" }] };
+    expect(fastObservations(onAggregate)).toBeNull();
+    expect(parseAgentMessage(JSON.stringify(onAggregate))).toEqual({ ok: true, value: good });
+  });
 });

@@ -81,6 +81,12 @@ export type ObservationAggregate = z.infer<typeof ObservationAggregateSchema>;
 export const RequestReportSchema = z.object({
   ip,
   asker: ip,
+  /**
+   * The asker's MAC: the ARP sender hardware address, or the NS's source link-layer option (its Ethernet source
+   * without one). Agents before it leave it out (the hub then knows the asker by its IP alone); a hub before it
+   * drops it, so neither end needs a new version.
+   */
+  askerMac: mac.optional(),
   iface: z.string().min(1).max(15),
   vlan,
   /** Request times, milliseconds since the epoch. */
@@ -344,27 +350,33 @@ const isIface = (x: unknown): x is string => typeof x === "string" && x.length >
 const isMacText = (x: unknown): x is string => typeof x === "string" && isMac(x);
 const isIpText = (x: unknown): x is string => typeof x === "string" && x.length <= 45 && isIP(x);
 /**
- * The keys of each, without and with `vlan` (agents before VLANs leave it out), so that a message with more is left
- * to the schema (which strips what it does not know).
+ * The keys of each, without `vlan` (agents before VLANs leave it out) and, for a report, without `askerMac` (agents
+ * before it leave it out), so that a message with more is left to the schema (which strips what it does not know).
  */
 const AGGREGATE_KEYS = 10;
 const REPORT_KEYS = 5;
-/** hasKeys: exactly the `base` keys, or those and a valid `vlan` (null, or 1 to 4094). */
-function hasKeys(o: Record<string, unknown>, base: number): boolean {
-  const n = Object.keys(o).length;
-  if (n === base) return !("vlan" in o);
-  return (
-    n === base + 1 &&
-    "vlan" in o &&
-    (o.vlan === null || (typeof o.vlan === "number" && Number.isInteger(o.vlan) && o.vlan >= 1 && o.vlan <= 4094))
-  );
+/**
+ * hasKeys: exactly the `base` keys, and a valid `vlan` (null, or 1 to 4094) when present, and (`withMac`: a report)
+ * a valid `askerMac` when present.
+ */
+function hasKeys(o: Record<string, unknown>, base: number, withMac: boolean): boolean {
+  let n = base;
+  if ("vlan" in o) {
+    if (!(o.vlan === null || (typeof o.vlan === "number" && Number.isInteger(o.vlan) && o.vlan >= 1 && o.vlan <= 4094))) return false;
+    n++;
+  }
+  if (withMac && "askerMac" in o) {
+    if (!isMacText(o.askerMac)) return false;
+    n++;
+  }
+  return Object.keys(o).length === n;
 }
 
 function fastAggregate(e: unknown): boolean {
   if (typeof e !== "object" || e === null) return false;
   const a = e as Record<string, unknown>;
   return (
-    hasKeys(a, AGGREGATE_KEYS) &&
+    hasKeys(a, AGGREGATE_KEYS, false) &&
     isIpText(a.ip) &&
     isMacText(a.mac) &&
     KINDS.has(a.kind) &&
@@ -381,7 +393,7 @@ function fastAggregate(e: unknown): boolean {
 function fastReport(e: unknown): boolean {
   if (typeof e !== "object" || e === null) return false;
   const r = e as Record<string, unknown>;
-  if (!hasKeys(r, REPORT_KEYS) || !isIpText(r.ip) || !isIpText(r.asker) || !isIface(r.iface)) return false;
+  if (!hasKeys(r, REPORT_KEYS, true) || !isIpText(r.ip) || !isIpText(r.asker) || !isIface(r.iface)) return false;
   const times = r.times;
   const replies = r.replies;
   if (!Array.isArray(times) || times.length < 1 || times.length > MAX_REQUEST_TIMES || !times.every(isMillis)) return false;

@@ -47,7 +47,9 @@ describe("CapturePoint aggregates", () => {
     p.addFrame(inVlan(reply(NODE_B_MAC), 40), "eth0", 3000.5);
     p.addFrame(inVlan(reply(NODE_A_MAC), 30), "eth0", 3001);
     const r = p.drain(100, 3000 + REPLY_WINDOW_MS + 1).requests;
-    expect(r).toEqual([{ ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: 30, times: [3000], replies: [[0, NODE_A_MAC, 1]] }]);
+    expect(r).toEqual([
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: 30, times: [3000], replies: [[0, NODE_A_MAC, 1]] },
+    ]);
     // Put back, a batch keeps its VLANs.
     p.addFrame(inVlan(reply(NODE_B_MAC), 40), "eth0", 4000);
     const batch = p.drain(100, 4000);
@@ -112,12 +114,12 @@ describe("CapturePoint requests", () => {
     expect(p.drain(10, 1000).requests).toEqual([]);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1000.25);
     expect(p.drain(10, 1100).requests).toEqual([
-      { ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_A_MAC, 0.25]] },
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_A_MAC, 0.25]] },
     ]);
     // A reply seen later for the same request comes in a later report, with the request's time again.
     p.addFrame(reply(NODE_B_MAC), "eth0", 1000.5);
     expect(p.drain(10, 1200).requests).toEqual([
-      { ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_B_MAC, 0.5]] },
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_B_MAC, 0.5]] },
     ]);
     // Nothing more once its window is over; it is forgotten within a second after.
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([]);
@@ -130,7 +132,7 @@ describe("CapturePoint requests", () => {
     p.addFrame(request(), "eth0", 1000);
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS).requests).toEqual([]);
     expect(p.drain(10, 1000 + REPLY_WINDOW_MS + 1).requests).toEqual([
-      { ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [1000], replies: [] },
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [1000], replies: [] },
     ]);
   });
 
@@ -143,8 +145,16 @@ describe("CapturePoint requests", () => {
     // A reply long after any request answers nothing.
     p.addFrame(reply(NODE_A_MAC, OTHER_IP, OTHER_MAC), "eth0", 1050 + REPLY_WINDOW_MS + 5);
     const r = p.drain(10, 5000, false).requests;
-    expect(r).toContainEqual({ ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [1000, 1100], replies: [[1, NODE_A_MAC, 1]] });
-    expect(r).toContainEqual({ ip: VIP, asker: OTHER_IP, iface: "eth0", vlan: null, times: [1050], replies: [] });
+    expect(r).toContainEqual({
+      ip: VIP,
+      asker: CLIENT_IP,
+      askerMac: CLIENT_MAC,
+      iface: "eth0",
+      vlan: null,
+      times: [1000, 1100],
+      replies: [[1, NODE_A_MAC, 1]],
+    });
+    expect(r).toContainEqual({ ip: VIP, asker: OTHER_IP, askerMac: OTHER_MAC, iface: "eth0", vlan: null, times: [1050], replies: [] });
   });
 
   it("counts each MAC once per request, and reports everything when the input ends", () => {
@@ -153,7 +163,7 @@ describe("CapturePoint requests", () => {
     p.addFrame(reply(NODE_A_MAC), "eth0", 1001);
     p.addFrame(reply(NODE_A_MAC), "eth0", 1002);
     expect(p.drain(10, 1003, true).requests).toEqual([
-      { ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_A_MAC, 1]] },
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_A_MAC, 1]] },
     ]);
   });
 
@@ -167,7 +177,7 @@ describe("CapturePoint requests", () => {
     const again = p.drain(10, 5000, true);
     expect(again.entries.find((e) => e.kind === "request")).toMatchObject({ count: 2, firstSeen: 10, lastSeen: 30 });
     expect(again.requests).toEqual([
-      { ip: VIP, asker: CLIENT_IP, iface: "eth0", vlan: null, times: [10, 30], replies: [[0, NODE_A_MAC, 1]] },
+      { ip: VIP, asker: CLIENT_IP, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [10, 30], replies: [[0, NODE_A_MAC, 1]] },
     ]);
   });
 

@@ -111,7 +111,7 @@ export class CapturePoint {
     const v4 = f.family === 4;
     const ip = v4 ? f.ip4 : f.ip6;
     const peer = v4 ? f.peer4 : f.peer6;
-    if (f.kind === "request" || f.kind === "ns") this.#requests.ask(link, ip, peer, now);
+    if (f.kind === "request" || f.kind === "ns") this.#requests.ask(link, ip, peer, f.mac, now);
     else if (f.kind === "reply" || f.kind === "na-solicited") this.#requests.answer(link, ip, peer, f.mac, now);
     const mismatch = v4 && f.src !== NO_MAC && f.src !== f.mac;
     this.#fold(link, ip, f.mac, KIND_INDEX[f.kind], 1, now, now, f.targetMac, mismatch ? 1 : 0, mismatch ? f.src : NO_MAC);

@@ -1,4 +1,5 @@
 import { macToNumber, parseMac } from "../packet/addr.js";
+import { NO_MAC } from "../packet/link.js";
 import type { RequestReport } from "../wire.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
 import { CACHE_SIZE, IDLE_MS, TimeQueue, cacheIndex, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
@@ -27,6 +28,8 @@ interface Asked {
   readonly link: string;
   readonly ip: IpKey;
   readonly asker: IpKey;
+  /** The MAC its latest request came from (NO_MAC: none known), reported as the asker's MAC. */
+  mac: number;
   /** In time order; drained ones stay until their window is over, to time late replies. */
   readonly list: Sighting[];
   /** The latest request: an asker silent for IDLE_MS is forgotten (most ask again every second: they are kept). */
@@ -108,7 +111,7 @@ export class RequestSightings {
     let askers = ips.get(ip);
     if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Asked>()));
     let a = askers.get(asker);
-    if (a === undefined) askers.set(asker, (a = { link, ip, asker, list: [], last: -Infinity, due: false, gone: false }));
+    if (a === undefined) askers.set(asker, (a = { link, ip, asker, mac: NO_MAC, list: [], last: -Infinity, due: false, gone: false }));
     return a;
   }
 
@@ -119,15 +122,18 @@ export class RequestSightings {
     this.#due.push(a);
   }
 
-  /** ask notes a request: a new sighting for its asker (the latest one is what replies answer). */
-  ask(link: string, ip: IpKey, asker: IpKey, now: number): void {
+  /** ask notes a request from `mac`: a new sighting for its asker (the latest one is what replies answer). */
+  ask(link: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
     if (this.#held >= this.maxHeld) {
       this.#dropped++;
       return;
     }
     const a = this.#askedOf(link, ip, asker);
     a.list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
-    if (now > a.last) a.last = now;
+    if (now >= a.last) {
+      a.last = now;
+      if (mac !== NO_MAC) a.mac = mac;
+    }
     this.#held++;
     this.#markDue(a);
     this.#recent.push(a, now);
@@ -156,6 +162,7 @@ export class RequestSightings {
     const replies = new Map<number, number[]>();
     for (const [i, mac, delay] of r.replies) replies.set(i, [...(replies.get(i) ?? []), macToNumber(parseMac(mac), 0), delay]);
     const a = this.#askedOf(link, ipKey(r.ip), ipKey(r.asker));
+    if (a.mac === NO_MAC && r.askerMac !== undefined) a.mac = macToNumber(parseMac(r.askerMac), 0);
     const list = a.list;
     for (const [i, t] of r.times.entries()) {
       list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
@@ -210,7 +217,9 @@ export class RequestSightings {
       }
       if (times !== null) {
         const { iface, vlan } = this.where(a.link);
-        out.push({ ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies: replies ?? [] });
+        const report: RequestReport = { ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies: replies ?? [] };
+        if (a.mac !== NO_MAC) report.askerMac = macText(a.mac);
+        out.push(report);
       }
       // Nothing left to report until a request or a reply comes (ask and answer queue it again).
       if (waiting) this.#due.push(a);
