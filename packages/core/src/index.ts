@@ -18,6 +18,7 @@ export * from "./capture/pcapng-writer.js";
 export * from "./evidence/capture-file.js";
 export * from "./judge/findings.js";
 export * from "./judge/requests.js";
+export * from "./judge/askers.js";
 export * from "./judge/ip-judgement.js";
 export * from "./judge/rules.js";
 export * from "./judge/tracker.js";

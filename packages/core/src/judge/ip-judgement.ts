@@ -12,6 +12,7 @@ import {
   type Handover,
   type LiveFinding,
 } from "./findings.js";
+import { Askers } from "./askers.js";
 import { name, names, type Lens } from "./lens.js";
 import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.js";
 
@@ -88,6 +89,8 @@ const newMac = (mac: string): MacState => ({
  */
 export class IpJudgement {
   readonly requests = new RequestJoin();
+  /** Per asker, how often the first answer changed node; made at the first client request to become final. */
+  askers: Askers | null = null;
   readonly macs = new Map<string, MacState>();
   /** The single MAC answering, and its latest reply; null before anyone answered. */
   owner: { mac: string; lastReply: number } | null = null;
@@ -130,12 +133,22 @@ export class IpJudgement {
   }
 
   /**
-   * sighting joins one capture point's report of one request at `t`, with the replies of `index` among `replies`;
-   * several MACs on one request is evidence at once.
+   * sighting joins one capture point's report of one request at `t` by `asker` (its MAC: null when the report has
+   * none), with the replies of `index` among `replies`; several MACs on one request is evidence at once.
    */
-  sighting(point: string, asker: string, t: number, replies: ReportReplies, index: number, now: number, lens: Lens): void {
+  sighting(
+    point: string,
+    asker: string,
+    askerMac: string | null,
+    t: number,
+    replies: ReportReplies,
+    index: number,
+    now: number,
+    lens: Lens,
+  ): void {
     const r = this.requests.add(point, asker, t, replies, index, now);
     if (r === null) return;
+    if (r.askerMac === null) r.askerMac = askerMac;
     // whohas's own probe: who answers it counts, but it is no client asking (no request, race or silence counted).
     const own = r.own || lens.ownRequest?.(this.ip, asker, t) === true;
     r.own = own;
@@ -256,8 +269,7 @@ export class IpJudgement {
     const out: Handover[] = this.#found ?? [];
     this.#found = null;
     for (const r of this.requests.finalize(now, end)) {
-      if (r.ambiguous || r.late) continue;
-      const h = this.#final(r, lens);
+      const h = this.#take(r, lens);
       if (h !== null) out.push(h);
     }
     const unchecked = this.#unchecked ?? [];
@@ -290,10 +302,19 @@ export class IpJudgement {
    */
   settleEarly(now: number, lens: Lens): void {
     for (const r of this.requests.finalize(now)) {
-      if (r.ambiguous || r.late) continue;
-      const h = this.#final(r, lens);
+      const h = this.#take(r, lens);
       if (h !== null) (this.#found ??= []).push(h);
     }
+  }
+
+  /**
+   * #take takes one request handed out as final: a client's counts for its asker (an ambiguous one as asked only);
+   * one placed in order and not ambiguous decides who owns the IP.
+   */
+  #take(r: JoinedRequest, lens: Lens): Handover | null {
+    if (r.late) return null;
+    if (!r.own) (this.askers ??= new Askers()).take(r, lens);
+    return r.ambiguous ? null : this.#final(r, lens);
   }
 
   /** handovers seen, newest first (at most MAX_HANDOVERS). */

@@ -1,6 +1,7 @@
 import { keyBatch } from "../net/ip-key.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
+import type { AskerView } from "./askers.js";
 import { IpJudgement, type Lens } from "./ip-judgement.js";
 import { IpTable, type CountsView, type ResponderCounts } from "./ip-table.js";
 import { clientEntries } from "./own-requests.js";
@@ -57,6 +58,13 @@ export interface IpView extends Omit<CountsView, "responders"> {
   readonly fastest: string | null;
   /** Handovers seen, newest first (at most MAX_HANDOVERS). */
   readonly handovers: readonly Handover[];
+  /**
+   * Who asks for it (at most MAX_ASKERS, those that asked within ASKER_IDLE_MS), the most first-answer changes first:
+   * each change is an asker re-learning the IP from another node, and its connections through the old one dropping.
+   */
+  readonly askers: readonly AskerView[];
+  /** First-answer changes ever counted on this IP, forgotten askers included (only grows while the IP is held). */
+  readonly firstAnswerChanges: number;
 }
 
 /** QUIET_MS: an IP with nothing pending and nothing open is left alone this long after its last request or announcement. */
@@ -136,6 +144,7 @@ export class Judge {
     for (const r of batch.requests as RequestReport[]) {
       r.ip = this.#text(r.ip);
       r.asker = this.#text(r.asker);
+      if (r.askerMac !== undefined) r.askerMac = this.#text(r.askerMac);
       for (const reply of r.replies) reply[1] = this.#text(reply[1]);
     }
   }
@@ -162,8 +171,9 @@ export class Judge {
       touched.add(r.ip);
       const j = this.#judgement(r.ip);
       const point = this.#point(node, r.iface);
+      const askerMac = r.askerMac ?? null;
       // Replies are few (one per MAC that answered): each sighting picks its own from the report's list.
-      for (let i = 0; i < r.times.length; i++) j.sighting(point, r.asker, r.times[i] ?? 0, r.replies, i, now, lens);
+      for (let i = 0; i < r.times.length; i++) j.sighting(point, r.asker, askerMac, r.times[i] ?? 0, r.replies, i, now, lens);
       j.settleEarly(now, lens);
     }
     const urgent = new Set<string>();
@@ -254,7 +264,14 @@ export class Judge {
       fastest: fastest?.mac ?? null,
       unansweredSince: j?.unansweredSince ?? null,
       handovers: j?.handovers ?? [],
+      askers: j?.askers?.view(now) ?? [],
+      firstAnswerChanges: j?.askers?.total ?? 0,
     };
+  }
+
+  /** firstAnswerChanges is the changes ever counted on `ip`, without building its view (metrics read every IP). */
+  firstAnswerChanges(ip: string): number {
+    return this.#ips.get(ip)?.askers?.total ?? 0;
   }
 
   /** stateOf is an IP's state at `now`, without building its view or key (metrics count every IP on each scrape). */

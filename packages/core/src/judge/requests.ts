@@ -33,6 +33,8 @@ export class JoinedRequest {
   final = false;
   /** Sent by whohas itself (a probe), not by a client. */
   own = false;
+  /** The asker's MAC, from the first sighting that carried it (agents before it was reported send none). */
+  askerMac: string | null = null;
 
   /** A request as the first capture point to report it saw it: `point` at `t`, and the replies of `index` it saw. */
   constructor(
@@ -115,6 +117,22 @@ export class JoinedRequest {
   /** answerer is the `i`th MAC to answer it (0 <= i < replyCount): a loop over them without a list. */
   answerer(i: number): string {
     return this.#keys[this.#firstReply + i] ?? "";
+  }
+
+  /** firstAnswerer is the MAC whose reply came first (the earliest time; the first reported on a tie), null when none. */
+  firstAnswerer(): string | null {
+    const keys = this.#keys;
+    const times = this.#times;
+    let best = -1;
+    let at = Infinity;
+    for (let i = this.#firstReply; i < keys.length; i++) {
+      const t = times[i] ?? Infinity;
+      if (t < at) {
+        at = t;
+        best = i;
+      }
+    }
+    return best < 0 ? null : (keys[best] ?? null);
   }
 
   /** reply records `mac`'s answer at `at` (the earliest wins); true when `mac` is new to it. */
