@@ -3,7 +3,7 @@ import { pcapFileHeader, pcapRecord } from "../capture/pcap.js";
 import { ARP_OP_REPLY, newArpReply, newArpRequest, newGratuitousArp } from "../packet/arp.js";
 import { LINKTYPE_ETHERNET } from "../packet/link.js";
 import { tagFrame } from "../packet/vlan.js";
-import { CaptureAnalysis, analyzeExitCode, toJson } from "./capture-analysis.js";
+import { CaptureAnalysis, analyzeExitCode, toJson, toTable } from "./capture-analysis.js";
 
 const VIP = "198.51.100.7";
 const CLIENT = "198.51.100.1";
@@ -80,6 +80,37 @@ describe("whohas analyze judges a capture as the hub judges the agents", () => {
     expect(s.ips[0]?.findings.map((f) => [f.type, f.macs])).toEqual([["multi-responder", [A, B, C]]]);
     expect(s.ips[0]?.requests).toBe(10);
     expect(analyzeExitCode(s)).toBe(1);
+  });
+
+  it("counts, for the client, how often the first answer came from another MAC than the time before", () => {
+    const c = new Capture();
+    // The race of strictARP false: every request answered by A and B, the winner changing five times.
+    const winners = [A, B, B, A, A, B, A, A, A, B];
+    for (const w of winners) {
+      c.ask(w === A ? [A, B] : [B, A]);
+      c.t += 1000;
+    }
+    const s = c.analyze();
+    const changes = 5;
+    expect(s.ips[0]?.askers.map((a) => [a.ip, a.mac, a.requests, a.firstAnswerChanges])).toEqual([[CLIENT, CLIENT_MAC, 10, changes]]);
+    expect((toJson(s) as { ips: { askers: unknown[] }[] }).ips[0]?.askers).toEqual([
+      {
+        mac: CLIENT_MAC,
+        ip: CLIENT,
+        requests: 10,
+        firstAnswerChanges: changes,
+        changesPerHour: expect.any(Number) as number,
+        lastChange: expect.any(Number) as number,
+        firstSeen: T0,
+      },
+    ]);
+    expect(toTable(s)).toContain(`~ asker ${CLIENT} (${CLIENT_MAC}): first answer changed ${changes}x in 10 requests`);
+    // A client always answered first by the same MAC: counted, no change, and no line in the text report.
+    const steady = new Capture();
+    steady.every(1000, 10_000, () => steady.ask([A, B]));
+    const one = steady.analyze();
+    expect(one.ips[0]?.askers.map((a) => [a.requests, a.firstAnswerChanges])).toEqual([[10, 0]]);
+    expect(toTable(one)).not.toContain("~ asker");
   });
 
   it("records a clean failover as a handover with its gap and unanswered requests, and exits 0", () => {

@@ -5,6 +5,7 @@ import { decodeFrame, newFrameFields } from "../packet/frame.js";
 import type { DecodeFailure } from "../packet/decode.js";
 import { CapturePoint } from "./capture-point.js";
 import type { FindingType, Handover, OpenFinding } from "./findings.js";
+import type { AskerView } from "./askers.js";
 import type { Lens } from "./ip-judgement.js";
 import { Judge } from "./judge.js";
 import { NO_CONTEXT, type IpContext } from "./rules.js";
@@ -43,6 +44,8 @@ export interface IpReport {
   readonly findings: readonly FindingReport[];
   /** Handovers, newest first. */
   readonly handovers: readonly Handover[];
+  /** Who asked, and how often the first answer to it changed MAC (offline no MAC has a node), the most changes first. */
+  readonly askers: readonly AskerView[];
 }
 
 /** A CaptureSummary is the whole result of `whohas analyze`. */
@@ -181,7 +184,7 @@ export class CaptureAnalysis {
         .sort((a, b) => b.replies + b.gratuitous - (a.replies + a.gratuitous) || a.mac.localeCompare(b.mac))
         .map((r) => ({ mac: r.mac, replies: r.replies, gratuitous: r.gratuitous, firstSeen: r.firstSeen, lastSeen: r.lastSeen }));
       const findings = [...(this.#findings.get(ip)?.values() ?? [])];
-      return [{ ...splitIpKey(ip), responders, requests: v.requests, findings, handovers: v.handovers }];
+      return [{ ...splitIpKey(ip), responders, requests: v.requests, findings, handovers: v.handovers, askers: v.askers }];
     });
     return { counts: this.counts, ips, errors: this.errors };
   }
@@ -204,6 +207,22 @@ const rfc3339 = (ms: number): string => new Date(ms).toISOString();
 /** handoverJson is a handover as `analyze --json` and the hub's read API show it. */
 export function handoverJson(h: Handover): unknown {
   return { from: h.from, to: h.to, at: h.at, gapMs: h.gapMs, unanswered: h.unanswered, announced: h.announced };
+}
+
+/**
+ * askerJson is an asker as `analyze --json` and the hub's read API show it (times in epoch ms, as handovers'; the
+ * rate per hour is over the last hour, or since the asker was first seen when shorter).
+ */
+export function askerJson(a: AskerView): unknown {
+  return {
+    mac: a.mac,
+    ip: a.ip,
+    requests: a.requests,
+    firstAnswerChanges: a.firstAnswerChanges,
+    changesPerHour: a.changesPerHour,
+    lastChange: a.lastChange,
+    firstSeen: a.firstSeen,
+  };
 }
 
 /** toJson renders the documented `--json` shape (times in RFC 3339; handovers' `at` in epoch ms, as the read API). */
@@ -236,6 +255,7 @@ export function toJson(s: CaptureSummary): unknown {
         active: f.active,
       })),
       handovers: ip.handovers.map(handoverJson),
+      askers: ip.askers.map(askerJson),
     })),
     errors: s.errors,
   };
@@ -267,6 +287,12 @@ export function toTable(s: CaptureSummary): string {
     for (const h of [...ip.handovers].reverse()) {
       lines.push(
         `  > handover ${rfc3339(h.at)}: ${h.from.mac} -> ${h.to.mac}, gap ${Math.round(h.gapMs)} ms, ${h.unanswered} unanswered${h.announced === false ? ", NOT announced" : ""}`,
+      );
+    }
+    for (const a of ip.askers) {
+      if (a.firstAnswerChanges === 0) continue;
+      lines.push(
+        `  ~ asker ${a.ip}${a.mac === null ? "" : ` (${a.mac})`}: first answer changed ${a.firstAnswerChanges}x in ${a.requests} requests, last ${rfc3339(a.lastChange ?? 0)}`,
       );
     }
     for (const f of ip.findings)
