@@ -336,9 +336,9 @@ function stateLetter(j: IpJudgement | undefined, answering: number, now: number)
 
 const STATES = { m: "multi-responder", s: "single", n: "no-responder", i: "idle" } as const;
 
-/** keyOf is a Verdict's key from the MACs answering now. */
+/** keyOf is a Verdict's key from the MACs answering now (and the first-answer changes: each is news to the IP page). */
 function keyOf(j: IpJudgement | undefined, answering: readonly string[], now: number): string {
-  return `${stateLetter(j, answering.length, now)}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}`;
+  return `${stateLetter(j, answering.length, now)}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}|${j?.askers?.total ?? 0}`;
 }
 
 const answeringMacs = (list: readonly { readonly mac: string }[]): string[] => list.map((r) => r.mac);
