@@ -188,7 +188,39 @@ export class HubMetrics {
         }
       },
     });
+    const changes = new Counter({
+      name: "whohas_first_answer_changes_total",
+      help: `Times an asker's request was first answered by another node than its previous one, for each LoadBalancer IP and any other IP it happened to (at most ${MAX_IP_SERIES} IPs): each is a router, firewall or client re-learning the IP's MAC from another node and its connections through the old one dropping. Starts over when the hub does, or lets go of the IP.`,
+      labelNames: ["ip", "vlan", "namespace", "service"],
+      registers: [this.registry],
+      collect: () => {
+        changes.reset();
+        for (const [key, n, svc] of firstAnswerChanges(hub, MAX_IP_SERIES)) {
+          const { ip, vlan } = splitIpKey(key);
+          changes.inc({ ip, vlan: vlan === null ? "" : String(vlan), namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
+        }
+      },
+    });
   }
+}
+
+/**
+ * firstAnswerChanges lists the first-answer changes counted for each LoadBalancer IP of the cluster (zero included)
+ * and each other IP with any: at most `max` of them, a bounded label set like `answering`'s.
+ */
+function firstAnswerChanges(hub: Hub, max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
+  const { judge } = hub.traffic;
+  const lb = hub.cluster.inventory();
+  const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
+  for (const [ip, inv] of lb) out.push([ip, judge.firstAnswerChanges(ip), inv.services[0] ?? null]);
+  for (const ip of judge.counts.ips()) {
+    if (out.length >= max) break;
+    if (lb.has(ip)) continue;
+    const n = judge.firstAnswerChanges(ip);
+    const inv = lb.get(splitIpKey(ip).ip);
+    if (n > 0 || inv !== undefined) out.push([ip, n, inv?.services[0] ?? null]);
+  }
+  return out.slice(0, max);
 }
 
 /**

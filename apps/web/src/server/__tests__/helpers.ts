@@ -66,7 +66,7 @@ export function answered(ip: string, t: number, reply: string | null, vlan: numb
     vlan,
   }));
   return observations(entries, [
-    { ip, asker: ASKER.ip, iface: "eth0", vlan, times: [t], replies: reply === null ? [] : [[0, reply, 0.4]] },
+    { ip, asker: ASKER.ip, askerMac: ASKER.mac, iface: "eth0", vlan, times: [t], replies: reply === null ? [] : [[0, reply, 0.4]] },
   ]);
 }
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
-import { answered, hello, testAuth } from "./helpers.js";
+import { ASKER, answered, hello, testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
 import WebSocket from "ws";
 
@@ -77,6 +77,29 @@ describe("read API", () => {
     ]);
     expect((await get("/incidents?state=open")).body).toHaveLength(1);
     expect((await get("/incidents?state=resolved")).body).toHaveLength(0);
+  });
+
+  it("serves each asker of an IP with its first-answer changes", async () => {
+    const { hub, get, advance } = await start(VIEWER);
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
+    hub.tick();
+    // The asker's requests are first answered by node-a, node-b, node-a: two changes.
+    for (const [t, node, mac] of [
+      [9000, "node-a", "02:00:5e:00:00:0a"],
+      [9200, "node-b", "02:00:5e:00:00:0b"],
+      [9400, "node-a", "02:00:5e:00:00:0a"],
+    ] as const)
+      hub.observe(node, answered(VIP, t, mac));
+    await new Promise((r) => setImmediate(r));
+    advance(3000);
+    hub.tick();
+    hub.flush(true);
+    const one = (await get(`/ips/${VIP}`)).body;
+    expect(one).toMatchObject({
+      askers: [{ mac: ASKER.mac, ip: ASKER.ip, requests: 3, firstAnswerChanges: 2, lastChange: 9400 }],
+      firstAnswerChanges: 2,
+    });
   });
 
   it("keeps an address seen on two VLANs apart: ip, vlan, family and key per row, each VLAN's page and incidents", async () => {

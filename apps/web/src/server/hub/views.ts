@@ -1,4 +1,5 @@
 import {
+  askerJson,
   compareIP,
   handoverJson,
   splitIpKey,
@@ -75,6 +76,12 @@ export interface IpRow {
   readonly lastRequest: number | null;
   readonly silentDropNodes: readonly string[];
   readonly lastHandover: number | null;
+  /**
+   * First-answer changes per hour, summed over the IP's askers (each over the last hour, or since first seen), and
+   * how many askers saw one: the Overview ranks the IPs by it (each change drops an asker's connections).
+   */
+  readonly changesPerHour: number;
+  readonly askersChanged: number;
 }
 
 /** rowOf projects a view to its list row. */
@@ -101,6 +108,8 @@ export function rowOf(v: HubIpView): IpRow {
     lastRequest: v.lastRequest,
     silentDropNodes: v.silentDropNodes,
     lastHandover: v.handovers[0]?.at ?? null,
+    changesPerHour: Math.round(v.askers.reduce((n, a) => n + a.changesPerHour, 0) * 10) / 10,
+    askersChanged: v.askers.filter((a) => a.firstAnswerChanges > 0).length,
   };
 }
 
@@ -156,6 +165,8 @@ export function ipJson(v: HubIpView) {
     lastRequest: v.lastRequest,
     silentDropNodes: v.silentDropNodes,
     handovers: v.handovers.map(handoverJson),
+    askers: v.askers.map(askerJson),
+    firstAnswerChanges: v.firstAnswerChanges,
   };
 }
 
@@ -260,5 +271,7 @@ function emptyView(ip: string): IpView {
     fastest: null,
     folded: null,
     handovers: [],
+    askers: [],
+    firstAnswerChanges: 0,
   };
 }
