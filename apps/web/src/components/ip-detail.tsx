@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useQuery } from "@tanstack/react-query";
 import { useSubscription } from "@trpc/tanstack-react-query";
+import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { BackgroundProbeLine } from "./background-probe";
 import { IpActions } from "./ip-actions";
@@ -14,6 +15,64 @@ import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { ANNOUNCER_NAMES, ownerSourceName } from "./ui/ips-view";
 import { IpName } from "./ui/ip-name";
+
+type AskerRow = NonNullable<RouterOutputs["ips"]["byIp"]>["askers"][number];
+
+/**
+ * Askers shows who asks for the IP and how often the first answer it got came from another node than the time
+ * before: each change is a router, firewall or client re-learning the IP's MAC, and its connections through the old
+ * node dropping.
+ */
+function Askers({ askers }: { askers: readonly AskerRow[] }) {
+  return (
+    <>
+      <h2 id="askers-title">Askers</h2>
+      {askers.length === 0 ? (
+        <Empty>
+          No client request for this IP has been seen in the last hour. Once a router, firewall or client asks, it is listed here with how
+          often the first answer it got came from another node than the time before (a first-answer change): each one drops its connections
+          through the old node.
+        </Empty>
+      ) : (
+        <table data-testid="askers" aria-labelledby="askers-title">
+          <thead>
+            <tr>
+              <th scope="col">Asker</th>
+              <th scope="col">Requests</th>
+              <th scope="col" title="times the first answer came from another node than to its previous answered request">
+                First-answer changes
+              </th>
+              <th scope="col" title="over the last hour, or since the asker was first seen when that is shorter (at least a minute)">
+                Per hour
+              </th>
+              <th scope="col">Last change</th>
+            </tr>
+          </thead>
+          <tbody>
+            {askers.map((a) => (
+              <tr
+                key={`${a.ip}-${a.mac ?? ""}`}
+                data-testid="asker"
+                data-asker-ip={a.ip}
+                data-asker-mac={a.mac ?? ""}
+                data-changes={a.firstAnswerChanges}
+                className={a.changesPerHour > 0 ? "wrong" : undefined}
+              >
+                <td>
+                  <span className="mono">{a.ip}</span> <span className="mono muted">{a.mac ?? "MAC not reported"}</span>
+                </td>
+                <td>{a.requests}</td>
+                <td>{a.firstAnswerChanges}</td>
+                <td>{a.changesPerHour}</td>
+                <td>{a.lastChange === null ? <span className="muted">never</span> : <Ago t={a.lastChange} />}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
 
 /** IpDetail is everything about one IP: who answers, the timeline, the Service's endpoints, incidents, the fix. */
 export function IpDetail({ ip }: { ip: string }) {
@@ -172,6 +231,8 @@ export function IpDetail({ ip }: { ip: string }) {
         Endpoints run on: {v.endpointNodes.length === 0 ? "no node known" : v.endpointNodes.join(", ")}.
       </p>
       {v.services.length > 0 ? <BackgroundProbeLine ip={ip} /> : null}
+
+      <Askers askers={v.askers} />
 
       <h2>Handovers</h2>
       {v.handovers.length === 0 ? (

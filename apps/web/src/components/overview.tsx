@@ -101,6 +101,10 @@ export function Overview() {
   };
   const online = agents.data.filter((a) => a.up).length;
   const multi = list.filter((i) => i.state === "multi-responder");
+  const changing = list
+    .filter((i) => i.changesPerHour > 0)
+    .sort((a, b) => b.changesPerHour - a.changesPerHour || a.ip.localeCompare(b.ip))
+    .slice(0, 5);
   const ipvs = c.kubeProxy !== null && c.kubeProxy.error === null && c.kubeProxy.mode === "ipvs";
 
   return (
@@ -236,6 +240,39 @@ export function Overview() {
             </li>
           ) : null}
         </ul>
+      )}
+
+      <Churn ips={changing} seen={list.length > 0} />
+    </>
+  );
+}
+
+/**
+ * Churn ranks the IPs whose askers see the first answer change node most often: each change is a router, firewall or
+ * client re-learning the IP's MAC from another node, and its connections through the old one dropping.
+ */
+function Churn({ ips, seen }: { ips: readonly Ip[]; seen: boolean }) {
+  return (
+    <>
+      <h2>Where connections drop: first-answer changes</h2>
+      {ips.length === 0 ? (
+        <Empty>
+          {seen
+            ? "No asker saw the first answer to its requests come from another node in the last hour: routers and clients keep the MAC they learnt."
+            : "No ARP traffic seen yet: each asker's first-answer changes are counted as soon as it asks for an IP."}
+        </Empty>
+      ) : (
+        <ol className="problems" data-testid="churn-ips">
+          {ips.map((ip) => (
+            <li key={ip.ip} data-churn-ip={ip.ip}>
+              <Link href={`${ipHref(ip.ip)}#askers-title`} className="mono">
+                <IpName ipKey={ip.ip} />
+              </Link>{" "}
+              {ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ")} · {ip.changesPerHour} first-answer change
+              {ip.changesPerHour === 1 ? "" : "s"} per hour, for {ip.askersChanged} asker{ip.askersChanged === 1 ? "" : "s"}
+            </li>
+          ))}
+        </ol>
       )}
     </>
   );
