@@ -28,8 +28,17 @@ interface Handover {
   unanswered: number;
   announced: boolean | null;
 }
+interface Asker {
+  mac: string | null;
+  ip: string;
+  requests: number;
+  firstAnswerChanges: number;
+  changesPerHour: number;
+  lastChange: number | null;
+}
 interface IpJson {
   state: string;
+  askers: Asker[];
   handovers: Handover[];
   findings: { type: string; macs: string[] }[];
   responders: { mac: string; node: string | null; answering: boolean; lastAnnouncement: { kind: string } | null }[];
@@ -345,5 +354,33 @@ describe("one judge: verdicts the same live and offline", () => {
     // The hub keeps whole milliseconds; the client's capture has microseconds.
     expect(opened?.firstSeen).toBeGreaterThanOrEqual(Math.floor(round.asked));
     expect(opened?.firstSeen).toBeLessThan(round.next);
+  });
+
+  // The harm as the client feels it: each time its request is first answered by another node, it re-learns the
+  // VIP's MAC and its connections through the old node drop. The kernels race for every request while strictARP is
+  // false; with it true again only the owner's speaker answers, and the first answer stays put.
+  it("counts the client's first-answer changes while the kernels race (strictARP false), and none once strictARP is back", async () => {
+    const ip = vip(0);
+    const { ip: clientIp, mac: clientMac } = stack.lab.client;
+    const client = async () => (await api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`)).askers.find((a) => a.ip === clientIp);
+    for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, false);
+    const before = (await client())?.firstAnswerChanges ?? 0;
+    // Ten requests a second, three kernels answering each: the first answer changes node within seconds.
+    const racing = await eventually(client, (a) => a !== undefined && a.firstAnswerChanges > before, 15_000);
+    expect(racing).toMatchObject({ mac: clientMac, ip: clientIp });
+    expect(racing?.changesPerHour).toBeGreaterThan(0);
+    const metrics = await (await fetch(stack.metricsUrl)).text();
+    const series = new RegExp(`whohas_first_answer_changes_total\\{ip="${ip.replace(/\./g, "\\.")}",[^}]*\\} (\\d+)`).exec(metrics);
+    expect(Number(series?.[1])).toBeGreaterThan(0);
+
+    for (const n of stack.lab.nodes) await stack.lab.setStrictArp(n, true);
+    // A request is counted once final, FINAL_MS (2 s) after it was asked: those counted by now were asked before the
+    // last node turned strict, and 25 more take every request asked in the race (one may still be a change).
+    const strict = await client();
+    const settled = await eventually(client, (a) => a !== undefined && a.requests >= (strict?.requests ?? 0) + 25, 10_000);
+    // Thirty more requests (three seconds), each answered by the owner's speaker alone: not one change more.
+    const after = await eventually(client, (a) => a !== undefined && a.requests >= (settled?.requests ?? 0) + 30, 10_000);
+    expect(after?.firstAnswerChanges).toBe(settled?.firstAnswerChanges);
+    expect((await api<IpJson>(stack.url, stack.viewerToken, `ips/${ip}`)).state).not.toBe("multi-responder");
   });
 });
