@@ -30,12 +30,14 @@ const lens: Lens = { nodeOf, watches: (m, points) => [...points].some((p) => nod
 class Feed {
   readonly judge = new Judge();
   now = Date.UTC(2026, 11, 1);
+  /** Milliseconds a node's clock is ahead of the others' (it dates the request that much later). */
+  skew: Record<string, number> = {};
   constructor(readonly view: Lens = lens) {}
 
   /** ask: one request from `asker` (with `askerMac`; null: an old agent leaves it out), answered by `answers`. */
   ask(answers: readonly (readonly [string, number])[], asker = ROUTER, askerMac: string | null = ROUTER_MAC): void {
-    const t = this.now;
     for (const node of NODES) {
+      const t = this.now + (this.skew[node] ?? 0);
       const replies = answers.filter(([m]) => nodeOf(m) === node).map(([m, delay]) => [0, m, delay] as [number, string, number]);
       const r: RequestReport = { ip: VIP, asker, iface: "eth0", times: [t], replies };
       if (askerMac !== null) r.askerMac = askerMac;
@@ -51,7 +53,7 @@ class Feed {
         ethernetMismatch: 0,
         ethSrc: null,
       }));
-      this.judge.ingest(node, { entries, requests: [r] }, t, this.view);
+      this.judge.ingest(node, { entries, requests: [r] }, this.now, this.view);
     }
     this.step(100);
   }
@@ -70,18 +72,41 @@ class Feed {
 }
 
 describe("first-answer changes, per asker", () => {
-  it("counts two changes when the first answer goes from node-a to node-b and back", () => {
+  it("counts two changes when a race makes the first answer go from node-a to node-b and back", () => {
     const f = new Feed();
     f.ask([[A, 0.3]]);
     f.ask([
       [A, 0.6],
       [B, 0.2],
     ]);
-    f.ask([[A, 0.3]]);
+    f.ask([
+      [A, 0.1],
+      [B, 0.4],
+    ]);
     expect(f.askers()).toEqual([[ROUTER, ROUTER_MAC, 3, 2]]);
     const v = f.judge.view(VIP, f.now, lens);
     expect(v?.firstAnswerChanges).toBe(2);
     expect(v?.askers[0]?.lastChange).toBe(Date.UTC(2026, 11, 1) + 200);
+  });
+
+  it("counts no change when the IP moves (a failover: one node answers, then another alone)", () => {
+    const f = new Feed();
+    for (let k = 0; k < 5; k++) f.ask([[A, 0.3]]);
+    for (let k = 0; k < 5; k++) f.ask([[B, 0.3]]);
+    expect(f.askers()).toEqual([[ROUTER, ROUTER_MAC, 10, 0]]);
+  });
+
+  it("compares the nodes' reply delays, not their clocks: node-b's clock 5 ms ahead does not make it slower", () => {
+    const f = new Feed();
+    // node-b answers first each time (0.1 ms against node-a's 0.5 ms), and dates the request 5 ms later than node-a.
+    f.skew = { "node-b": 5 };
+    f.ask([[A, 0.3]]);
+    for (let k = 0; k < 4; k++)
+      f.ask([
+        [A, 0.5],
+        [B, 0.1],
+      ]);
+    expect(f.askers()).toEqual([[ROUTER, ROUTER_MAC, 5, 1]]);
   });
 
   it("takes the earliest reply as the first answer, whichever node reported it first", () => {
@@ -140,7 +165,14 @@ describe("first-answer changes, per asker", () => {
   it("tells two MACs asking from one address apart, and names the MAC an old agent left out once a new one sends it", () => {
     const f = new Feed();
     f.ask([[A, 0.3]], ROUTER, null);
-    f.ask([[B, 0.3]], ROUTER, ROUTER_MAC);
+    f.ask(
+      [
+        [B, 0.1],
+        [A, 0.3],
+      ],
+      ROUTER,
+      ROUTER_MAC,
+    );
     f.ask([[A, 0.3]], ROUTER, FIREWALL_MAC);
     f.ask([[A, 0.3]], ROUTER, FIREWALL_MAC);
     expect(f.askers()).toEqual([
@@ -151,32 +183,39 @@ describe("first-answer changes, per asker", () => {
 
   it("gives the rate per hour over the last hour, or since first seen when shorter", () => {
     const f = new Feed();
-    // 10 minutes of one request a second, the first answer changing node every minute: 10 changes in 10 minutes.
+    // 10 minutes of one request a second, both nodes answering and the faster changing every minute: 9 changes.
     for (let s = 0; s < 600; s++) {
-      f.ask([[s % 120 < 60 ? A : B, 0.3]]);
+      f.ask([
+        [A, s % 120 < 60 ? 0.1 : 0.4],
+        [B, 0.3],
+      ]);
       f.step(900);
     }
     f.askers();
     const first = f.judge.view(VIP, f.now, lens)?.askers[0];
     expect(first?.firstAnswerChanges).toBe(9);
     expect(first?.changesPerHour).toBeCloseTo(9 * 6, -1);
-    // An hour and more of node-a alone: the changes stay counted, the rate falls to none.
+    // An hour and more of node-a alone (a move, not a race: no change): the changes stay counted, the rate falls to none.
     for (let s = 0; s < 3700; s++) {
       f.ask([[A, 0.3]]);
       f.step(900);
     }
     f.askers();
     const later = f.judge.view(VIP, f.now, lens)?.askers[0];
-    expect([later?.firstAnswerChanges, later?.changesPerHour]).toEqual([10, 0]);
+    expect([later?.firstAnswerChanges, later?.changesPerHour]).toEqual([9, 0]);
   });
 
   it(`keeps at most ${MAX_ASKERS} askers, the latest to ask, and forgets those silent for an hour; the IP's total stays`, () => {
     const f = new Feed();
     const ip = (k: number) => `198.51.100.${100 + k}`;
     const macOf = (k: number) => `02:00:5e:00:02:${(k + 16).toString(16)}`;
+    const race = [
+      [B, 0.1],
+      [A, 0.3],
+    ] as const;
     for (let k = 0; k < MAX_ASKERS + 8; k++) {
       f.ask([[A, 0.3]], ip(k), macOf(k));
-      f.ask([[B, 0.3]], ip(k), macOf(k));
+      f.ask(race, ip(k), macOf(k));
     }
     const all = f.askers();
     expect(all).toHaveLength(MAX_ASKERS);
@@ -185,5 +224,18 @@ describe("first-answer changes, per asker", () => {
     f.step(ASKER_IDLE_MS);
     f.ask([[A, 0.3]]);
     expect(f.askers()).toEqual([[ROUTER, ROUTER_MAC, 1, 0]]);
+  });
+
+  it("keeps an asker that saw changes when a crowd of askers that saw none comes after it", () => {
+    const f = new Feed();
+    f.ask([[A, 0.3]]);
+    f.ask([
+      [B, 0.1],
+      [A, 0.3],
+    ]);
+    for (let k = 0; k < MAX_ASKERS + 8; k++) f.ask([[A, 0.3]], `198.51.100.${100 + k}`, `02:00:5e:00:02:${(k + 16).toString(16)}`);
+    const all = f.askers();
+    expect(all).toHaveLength(MAX_ASKERS);
+    expect(all[0]).toEqual([ROUTER, ROUTER_MAC, 2, 1]);
   });
 });

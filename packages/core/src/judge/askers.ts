@@ -107,7 +107,9 @@ export class Askers {
     const before = a.firstWho;
     a.firstMac = mac;
     a.firstWho = who;
-    if (before === null || before === who) return;
+    // Only a race moves the asker's MAC back and forth: a request one MAC answered after another node's answer before
+    // is the IP moving (a failover, a handover), which is counted as such, not as harm.
+    if (before === null || before === who || r.replyCount < 2) return;
     a.change(r.t);
     this.total++;
   }
@@ -134,15 +136,25 @@ export class Askers {
     return a;
   }
 
-  /** #forget lets go of the askers silent for ASKER_IDLE_MS at `t`, else of the one that asked least recently. */
+  /**
+   * #forget lets go of the askers silent for ASKER_IDLE_MS at `t`; when none is, of one asker: the least recent of
+   * those that never saw a change, else the least recent. A router that asks once every few minutes and saw the
+   * first answer change is what this exists for: a crowd of chatty clients does not push it out.
+   */
   #forget(t: number): void {
-    let oldest: Asker | null = null;
-    for (const head of this.#byIp.values())
-      for (let a: Asker | null = head; a !== null; a = a.next) if (oldest === null || a.lastAsked < oldest.lastAsked) oldest = a;
-    if (oldest === null) return;
-    const idleBefore = Math.min(oldest.lastAsked, t - ASKER_IDLE_MS);
+    let victim: Asker | null = null;
+    let idle = false;
     for (const head of [...this.#byIp.values()])
-      for (let a: Asker | null = head; a !== null; a = a.next) if (a === oldest || a.lastAsked <= idleBefore) this.#remove(a);
+      for (let a: Asker | null = head; a !== null; a = a.next) {
+        if (t - a.lastAsked > ASKER_IDLE_MS) {
+          this.#remove(a);
+          idle = true;
+          continue;
+        }
+        const sameKind = victim !== null && (a.changes === 0) === (victim.changes === 0);
+        if (victim === null || (sameKind ? a.lastAsked < victim.lastAsked : a.changes === 0)) victim = a;
+      }
+    if (!idle && victim !== null) this.#remove(victim);
   }
 
   #remove(gone: Asker): void {

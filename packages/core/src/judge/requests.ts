@@ -17,7 +17,9 @@ export type ReportReplies = readonly (readonly [number, string, number])[];
 export class JoinedRequest {
   /**
    * Who saw it and who answered it: capture points first, then MACs from `#firstReply` on; `#times` holds each one's
-   * time (a point's sighting on its clock, a MAC's reply on its reporter's). Two flat arrays, the times unboxed.
+   * time (a point's sighting on its clock; a MAC's reply as the request's first sighting plus the delay its reporter
+   * measured, so that replies reported by different nodes compare free of the nodes' clock skew). Two flat arrays,
+   * the times unboxed.
    */
   readonly #keys: string[];
   readonly #times: number[];
@@ -226,7 +228,10 @@ export class RequestJoin {
       }
       r.see(point, t);
     }
-    for (const reply of replies) if (reply[0] === index && r.reply(reply[1], t + reply[2])) this.#added++;
+    // A reply is dated on the clock of the request's first sighting (its time plus the delay its reporter measured):
+    // replies reported by different nodes then compare by their delays, not by the nodes' clocks, whose skew is
+    // often larger than the race between their kernels.
+    for (const reply of replies) if (reply[0] === index && r.reply(reply[1], r.t + reply[2])) this.#added++;
     return r;
   }
 
