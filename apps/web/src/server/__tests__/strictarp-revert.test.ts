@@ -70,6 +70,20 @@ describe("strictARP reverted", () => {
     expect(reverted(hub)).toEqual([]);
   });
 
+  it("catches a revert made while the hub was down: it remembers the true it saw before", () => {
+    const path = join(mkdtempSync(join(tmpdir(), "whohas-revert-")), "hub.db");
+    const first = watched(new Store(openSqlite(path), 10_000));
+    first.hub.tick();
+    expect(reverted(first.hub)).toEqual([]);
+    first.hub.store.close();
+
+    // An installer's run restarts the hub's node and turns strictARP off meanwhile.
+    const second = watched(new Store(openSqlite(path), 10_000));
+    second.cm.now = configMap(false, "kubeone", "2026-03-01T10:00:00Z");
+    second.hub.tick();
+    expect(reverted(second.hub).map((i) => i.detail)).toEqual([expect.stringContaining("by field manager kubeone")]);
+  });
+
   it("keeps a revert open across a hub restart until strictARP is true again", () => {
     const path = join(mkdtempSync(join(tmpdir(), "whohas-revert-")), "hub.db");
     const first = watched(new Store(openSqlite(path), 10_000));

@@ -80,6 +80,7 @@ export class Hub {
       feed: this.feed,
       clock: this.clock,
       evidence: (ip) => evidenceOf(this.views.ip(ip)),
+      settings: this.store.settings,
     });
     this.traffic.restore(now - (opts.restoreMs ?? 3_600_000));
   }

@@ -63,7 +63,15 @@ export interface JudgingOptions {
   readonly clock: () => number;
   /** What an incident records of its IP when it opens (the view's services, owner, responders). */
   readonly evidence: (ip: string) => unknown;
+  /** Where the last strictARP seen is kept across restarts (absent: not kept). */
+  readonly settings?: { get<T>(key: string): T | null; set(key: string, value: unknown, now: number): void };
 }
+
+/**
+ * STRICT_ARP_SEEN: the setting that keeps the last strictARP the revert watch read, so that a hub restarted while an
+ * installer ran (installers drain and restart nodes, the hub's among them) still sees true -> false.
+ */
+const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
 
 /**
  * Judging asks core's Judge about IPs and keeps what it says: IPs reported by agents are judged at once (coalesced
@@ -82,6 +90,8 @@ export class Judging {
   /** The strictARP revert watch over ConfigMap kube-system/kube-proxy, and the ConfigMap it last looked at. */
   #revert: RevertWatch = REVERT_WATCH_START;
   #revertSeen: unknown = undefined;
+  /** The strictARP last written to STRICT_ARP_SEEN (written when it changes, not every round). */
+  #strictArpKept: boolean | null = null;
   /**
    * What each IP's latest judgement said (its verdict key: when it moves with time alone, subscribers are told),
    * when it was made, and whether the IP was steady then (one MAC answering, nothing open): one lookup per IP a round.
@@ -122,6 +132,8 @@ export class Judging {
     );
     if (reverted !== undefined)
       this.#revert = resumeRevertWatch((reverted.evidence as { revert?: StrictArpRevert } | null)?.revert ?? null);
+    else this.#revert = { strictArp: o.settings?.get<boolean>(STRICT_ARP_SEEN) ?? null, reverted: null };
+    this.#strictArpKept = this.#revert.strictArp;
   }
 
   /**
@@ -298,6 +310,11 @@ export class Judging {
     if (cm !== this.#revertSeen) {
       this.#revertSeen = cm;
       this.#revert = watchStrictArp(this.#revert, cm, () => this.o.cluster.nodeLabels());
+      const seen = this.#revert.strictArp;
+      if (seen !== null && seen !== this.#strictArpKept) {
+        this.#strictArpKept = seen;
+        this.o.settings?.set(STRICT_ARP_SEEN, seen, ctx.now);
+      }
     }
     const changes = this.#clusterTracker.update(KUBE_PROXY_SUBJECT, ctx.now, revertFindings(this.#revert));
     for (const tr of changes) this.#record(tr, KUBE_PROXY_SUBJECT, { revert: this.#revert.reverted });
