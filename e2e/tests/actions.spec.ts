@@ -84,16 +84,26 @@ test("Force re-announce asks first, runs on the expected owner, and its frames a
 
 test("Re-announce together: every IP of the Service, each from its own owner, with its time", async ({ page }) => {
   await page.goto(`${url}/ips/${vip0}`);
+  const owner = (await page.getByTestId("expected-owner").locator("strong").innerText()).trim();
   const group = page.getByTestId("group-announce").first();
   const name = (await group.getAttribute("data-group")) ?? "";
   expect(name).toMatch(/^Service /);
   await group.getByTestId("reannounce-group").click();
   await expect(page.getByRole("dialog")).toContainText(`Announce every IP of ${name}?`);
   await group.getByTestId("confirm-reannounce-group").click();
+  // The batch started here (the button says so while it runs; a refusal would be an alert).
+  await expect(group.getByTestId("reannounce-group")).toContainText(`Announcing ${name}`);
+  const row = group.locator(`[data-testid="announced"] tr[data-ip="${vip0}"]`);
+  await expect(row).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
+  await expect(row.locator("td").nth(1)).toHaveText(owner);
+  await expect(row.locator("td").nth(2)).toHaveText(/s ago|just now/);
   const rows = group.locator('[data-testid="announced"] tbody tr');
-  await expect(group.locator(`[data-testid="announced"] tr[data-ip="${vip0}"]`)).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
-  for (const row of await rows.all()) await expect(row).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
-  await expect(group.getByTestId("reannounce-group")).toBeEnabled();
+  for (const r of await rows.all()) await expect(r).toHaveAttribute("data-state", "ok", { timeout: 30_000 });
+  const n = await rows.count();
+  await expect(group.locator('[data-testid="announced"] caption')).toHaveText(
+    `${name}: re-announced by ${users.operator.name}: ${n} of ${n} announced`,
+  );
+  await expect(group.getByRole("alert")).toHaveCount(0);
   await shot(page, "reannounce-group");
 });
 

@@ -42,15 +42,22 @@ function GroupRow({ group }: { group: Group }) {
   const trpc = useTRPC();
   const can = useCan("operator");
   const confirmRef = useRef<HTMLDialogElement>(null);
-  const [watching, setWatching] = useState(false);
+  /** The batch this page asked for: polled fast until it shows. */
+  const [watching, setWatching] = useState<string | null>(null);
   const latest = useQuery({
     ...trpc.actions.announceGroupLatest.queryOptions(group),
-    refetchInterval: (q) => (watching || q.state.data?.endedAt === null ? 1000 : 15_000),
+    refetchInterval: (q) => {
+      const b = q.state.data;
+      // Once a second while one runs (or the one asked for here is not shown yet), else now and then (someone else may
+      // start one).
+      if (b?.endedAt === null || (watching !== null && b?.id !== watching)) return 1000;
+      return 15_000;
+    },
   });
   const start = useMutation(
     trpc.actions.reannounceGroup.mutationOptions({
-      onSuccess: () => {
-        setWatching(true);
+      onSuccess: (b) => {
+        setWatching(b.id);
         void latest.refetch();
       },
     }),
@@ -58,7 +65,8 @@ function GroupRow({ group }: { group: Group }) {
   const batch = latest.data ?? null;
   const running = batch !== null && batch.endedAt === null;
   const name = groupName(group);
-  const done = batch?.ips.filter((a) => a.state !== "waiting" && a.state !== "announcing").length ?? 0;
+  const finished = batch?.ips.filter((a) => a.state !== "waiting" && a.state !== "announcing").length ?? 0;
+  const ok = batch?.ips.filter((a) => a.state === "ok").length ?? 0;
   const id = name.replace(/[^a-z0-9]+/gi, "-");
   return (
     <div data-testid="group-announce" data-group={name}>
@@ -70,7 +78,7 @@ function GroupRow({ group }: { group: Group }) {
           onClick={() => openConfirm(confirmRef.current)}
           data-testid="reannounce-group"
         >
-          {running ? `Announcing ${name}: ${done} of ${batch.ips.length}…` : `Re-announce every IP of ${name}`}
+          {running ? `Announcing ${name}: ${finished} of ${batch.ips.length}…` : `Re-announce every IP of ${name}`}
         </button>
         {start.error !== null && (
           <span className="bad-text" role="alert">
@@ -100,7 +108,7 @@ function GroupRow({ group }: { group: Group }) {
       {batch === null ? null : (
         <AnnouncedTable
           rows={batch.ips}
-          caption={`${name}: re-announced by ${batch.by}${running ? "" : `, ${done} of ${batch.ips.length} done`}`}
+          caption={`${name}: re-announced by ${batch.by}${running ? "" : `: ${ok} of ${batch.ips.length} announced`}`}
         />
       )}
     </div>

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import type { Actions, CommandSender } from "./actions/actions.js";
-import { AnnounceBatches } from "./actions/announce-batch.js";
+import { AnnounceBatches, announcerOf } from "./actions/announce-batch.js";
 import type { BackgroundProbe } from "./actions/background-probe.js";
 import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
@@ -178,7 +178,8 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   });
   const actions = opts.actions?.(gateway);
   const backgroundProbe = opts.backgroundProbe?.(gateway, metrics, actions);
-  const announcements = actions === undefined ? undefined : new AnnounceBatches(actions);
+  const announcements =
+    actions === undefined ? undefined : new AnnounceBatches(announcerOf(actions), (e) => opts.hub.store.audit.append(e));
   const evidence = new Evidence({
     hub: opts.hub,
     asker: gateway,

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { ActionRefused } from "../actions/actions.js";
-import { announceAll, type Announced, type Announcer } from "../actions/announce-batch.js";
+import { AnnounceBatches, announceAll, type Announced, type Announcer, type BatchAudit } from "../actions/announce-batch.js";
 
 /** Owners knows who owns which IP; each announce waits until the test ends it, as an agent's burst would last. */
 class Owners implements Announcer {
   running = 0;
   most = 0;
   readonly started: string[] = [];
-  readonly #ends = new Map<string, () => void>();
+  #ends: (() => void)[] = [];
   constructor(
     readonly owners: ReadonlyMap<string, string>,
     readonly failing: ReadonlySet<string> = new Set(),
@@ -20,17 +20,16 @@ class Owners implements Announcer {
     this.started.push(ip);
     this.running++;
     this.most = Math.max(this.most, this.running);
-    await new Promise<void>((r) => this.#ends.set(ip, r));
+    await new Promise<void>((r) => this.#ends.push(r));
     this.running--;
     if (this.failing.has(ip)) throw new Error(`the agent on ${node} did not report back`);
     return { node, message: "5 bursts" };
   }
   /** endAll ends every announce running now. */
   endAll(): void {
-    for (const [ip, end] of this.#ends) {
-      this.#ends.delete(ip);
-      end();
-    }
+    const ends = this.#ends;
+    this.#ends = [];
+    for (const end of ends) end();
   }
 }
 
@@ -88,5 +87,67 @@ describe("announceAll", () => {
       { ip: "198.51.100.3", node: "node-b", at: expect.any(Number), state: "failed", message: "the agent on node-b did not report back" },
     ]);
     expect(owners.started).toEqual(["198.51.100.1", "198.51.100.3"]);
+  });
+});
+
+/** settle ends every announce running until `done` holds (a batch starts its IPs 50 ms apart). */
+async function settle(owners: Owners, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) {
+    await new Promise((r) => setTimeout(r, 10));
+    owners.endAll();
+  }
+}
+
+describe("AnnounceBatches", () => {
+  const ips = ipsOf(3);
+  const owners = () => new Owners(new Map(ips.map((ip) => [ip, "node-a"])));
+
+  it("runs one batch per group: a second operator joins it; a third group waits for one of two to end", async () => {
+    const o = owners();
+    const audit: BatchAudit[] = [];
+    const batches = new AnnounceBatches(o, (e) => audit.push(e));
+    const web = batches.start("Service demo/web", ips, "olga");
+    expect(batches.start("Service demo/web", ips, "vic")).toBe(web);
+    batches.start("pool public", ips, "olga");
+    expect(() => batches.start("Service demo/api", ips, "olga")).toThrow(
+      new ActionRefused("2 re-announcements are running already (Service demo/web, pool public): wait for one to finish"),
+    );
+    expect(audit.map((e) => [e.actor, e.outcome, e.detail])).toEqual([
+      ["olga", "ok", "3 IPs, each from its expected owner"],
+      ["vic", "ok", "joined the re-announcement olga started"],
+      ["olga", "ok", "3 IPs, each from its expected owner"],
+      ["olga", "refused", expect.stringContaining("2 re-announcements are running already")],
+    ]);
+    await settle(o, () => web.endedAt !== null && batches.latest("pool public")?.endedAt !== null);
+    expect(web.endedAt).not.toBeNull();
+    expect(batches.latest("Service demo/web")?.ips.map((a) => a.state)).toEqual(["ok", "ok", "ok"]);
+    // Both ended: the third group starts now.
+    expect(batches.start("Service demo/api", ips, "olga").endedAt).toBeNull();
+  });
+
+  it("refuses a group without an IP announced over ARP, audited; names at most twenty IPs in the audit", () => {
+    const audit: BatchAudit[] = [];
+    const batches = new AnnounceBatches(owners(), (e) => audit.push(e));
+    expect(() => batches.start("pool bgp-only", [], "olga")).toThrow(/pool bgp-only has no IP announced over ARP\/NDP/);
+    batches.start("pool big", ipsOf(40), "olga");
+    expect(audit.map((e) => [e.outcome, e.input])).toEqual([
+      ["refused", { what: "pool bgp-only", count: 0, ips: [] }],
+      ["ok", { what: "pool big", count: 40, ips: ipsOf(20) }],
+    ]);
+  });
+
+  it("ends a batch whose IPs all fail, each with why, so that its slot is free again", async () => {
+    const broken: Announcer = {
+      clock: () => 1000,
+      ownerOf: () => {
+        throw new Error("inventory gone");
+      },
+      reannounce: () => Promise.reject(new Error("unreachable")),
+    };
+    const batches = new AnnounceBatches(broken, () => undefined);
+    const b = batches.start("Service demo/web", ips, "olga");
+    for (let i = 0; i < 50 && b.endedAt === null; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(b.endedAt).toBe(1000);
+    expect(b.ips.map((a) => [a.state, a.message])).toEqual(ips.map(() => ["failed", "inventory gone"]));
   });
 });

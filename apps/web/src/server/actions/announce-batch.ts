@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { EventEmitter } from "node:events";
 import { ActionRefused, type Actions } from "./actions.js";
 
 /** One IP of a batch: the node that announced it, when it started, and how it went. */
@@ -55,9 +54,9 @@ export async function announceAll(
       if (a === undefined) return;
       a.state = "announcing";
       a.at = announcer.clock();
-      a.node = announcer.ownerOf(a.ip);
-      changed(list);
       try {
+        a.node = announcer.ownerOf(a.ip);
+        changed(list);
         const r = await announcer.reannounce(a.ip, actor);
         Object.assign(a, { node: r.node, state: "ok", message: r.message });
       } catch (e) {
@@ -93,28 +92,48 @@ const KEEP_MS = 15 * 60_000;
 /** MAX_BATCHES: batches running at once (each announces AT_ONCE IPs). */
 const MAX_BATCHES = 2;
 
-/** AnnounceBatches runs the dashboard's group re-announcements and keeps them for the pages that follow them. */
+/** An audit entry of a group re-announcement, as the audit log takes it. */
+export interface BatchAudit {
+  readonly t: number;
+  readonly actor: string;
+  readonly action: string;
+  readonly input: unknown;
+  readonly outcome: "ok" | "refused";
+  readonly detail: string;
+}
+
+/** AUDITED_IPS: the IPs a batch's audit entry names (the count says how many there were). */
+const AUDITED_IPS = 20;
+
+/**
+ * AnnounceBatches runs the dashboard's group re-announcements and keeps them for the pages that follow them: at most
+ * MAX_BATCHES at once, one per group (a second operator asking for a group being announced joins it).
+ */
 export class AnnounceBatches {
   readonly #batches = new Map<string, AnnounceBatch>();
-  readonly #events = new EventEmitter<{ change: [string] }>();
 
-  constructor(readonly actions: Actions) {
-    this.#events.setMaxListeners(0);
-  }
+  constructor(
+    readonly announcer: Announcer,
+    readonly audit: (entry: BatchAudit) => void,
+  ) {}
 
   /** start announces `ips` (those of `what`) from their owners; refused when MAX_BATCHES already run. */
   start(what: string, ips: readonly string[], actor: string): AnnounceBatch {
-    const now = this.actions.o.hub.clock();
+    const now = this.announcer.clock();
     for (const [id, b] of this.#batches) if (b.endedAt !== null && now - b.endedAt > KEEP_MS) this.#batches.delete(id);
     const running = [...this.#batches.values()].filter((b) => b.endedAt === null);
+    const input = { what, count: ips.length, ips: ips.slice(0, AUDITED_IPS) };
     const audit = (outcome: "ok" | "refused", detail: string) =>
-      this.actions.o.hub.store.audit.append({ t: now, actor, action: "ips.reannounce", input: { what, ips }, outcome, detail });
+      this.audit({ t: now, actor, action: "ips.reannounce", input, outcome, detail });
     if (ips.length === 0) {
       audit("refused", `${what} has no IP announced over ARP/NDP`);
       throw new ActionRefused(`${what} has no IP announced over ARP/NDP: nothing to announce`);
     }
     const same = running.find((b) => b.what === what);
-    if (same !== undefined) return same;
+    if (same !== undefined) {
+      audit("ok", `joined the re-announcement ${same.by} started`);
+      return same;
+    }
     if (running.length >= MAX_BATCHES) {
       const message = `${running.length} re-announcements are running already (${running.map((b) => b.what).join(", ")}): wait for one to finish`;
       audit("refused", message);
@@ -126,12 +145,17 @@ export class AnnounceBatches {
     const bump = (list: readonly Announced[]) => {
       batch.ips.splice(0, batch.ips.length, ...list);
       batch.version++;
-      this.#events.emit("change", batch.id);
     };
-    void announceAll(announcerOf(this.actions), ips, actor, bump).then((list) => {
-      batch.endedAt = this.actions.o.hub.clock();
-      bump(list);
-    });
+    void announceAll(this.announcer, ips, actor, bump)
+      .then(bump, (e: unknown) => {
+        // Each IP's announce catches its own errors: this is a bug, and the batch must still end to free its slot.
+        for (const a of batch.ips)
+          if (a.state === "waiting" || a.state === "announcing") Object.assign(a, { state: "failed", message: String(e) });
+      })
+      .finally(() => {
+        batch.endedAt = this.announcer.clock();
+        batch.version++;
+      });
     return batch;
   }
 
@@ -140,19 +164,5 @@ export class AnnounceBatches {
     let best: AnnounceBatch | null = null;
     for (const b of this.#batches.values()) if (b.what === what && (best === null || b.startedAt > best.startedAt)) best = b;
     return best;
-  }
-
-  /** changed resolves when batch `id` changes, or when `signal` aborts. */
-  changed(id: string, signal: AbortSignal): Promise<void> {
-    return new Promise((resolve) => {
-      const on = (changed: string) => changed === id && done();
-      const done = () => {
-        this.#events.off("change", on);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      this.#events.on("change", on);
-      signal.addEventListener("abort", done, { once: true });
-    });
   }
 }
