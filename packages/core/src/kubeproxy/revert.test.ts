@@ -76,14 +76,14 @@ describe("recogniseInstaller", () => {
       writer: "kubectl-patch",
       more: { managedFields: [CREATED, entry("kubeone", "2026-01-02T00:00:00Z", false)] },
       installer: "kubeone",
-      by: "field manager kubeone",
+      by: "the ConfigMap's other field manager kubeone",
     },
     {
       case: "kubeadm as the ConfigMap's creator when a person wrote the change",
       writer: "kubectl-edit",
       more: { managedFields: [CREATED] },
       installer: "kubeadm",
-      by: "field manager kubeadm",
+      by: "the ConfigMap's other field manager kubeadm",
     },
     {
       case: "KKP by an annotation on the ConfigMap",
@@ -159,6 +159,12 @@ describe("watchStrictArp", () => {
     expect(w).toEqual({ strictArp: false, reverted: null });
     expect(revertFindings(w)).toEqual([]);
     expect(watchStrictArp(watchStrictArp(w, cm(true, [CREATED, FIXED])), reverted).reverted?.manager).toBe("kubermatic-operator");
+  });
+
+  it("says a kubectl writer is a person or a script, and names the installer behind the ConfigMap as such", () => {
+    const w = after(cm(true, [CREATED, FIXED]), cm(false, [CREATED, entry("kubectl-edit", "2026-03-01T10:00:00Z")]));
+    expect(w.reverted?.detail).toContain("by field manager kubectl-edit (a person or a script using kubectl) at 2026-03-01T10:00:00.000Z");
+    expect(w.reverted?.detail).toContain("kubeadm (recognised by the ConfigMap's other field manager kubeadm)");
   });
 
   it("says so honestly when the installer is unknown and nobody is named", () => {

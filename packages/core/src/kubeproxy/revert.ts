@@ -138,7 +138,7 @@ export function recogniseInstaller(
   const managers = [...new Set(cm.managedFields.map((e) => e.manager ?? ""))].filter((m) => m !== "" && m !== writer);
   const looks: { what: string; names: readonly string[] }[] = [
     { what: "field manager", names: writer === null ? [] : [writer] },
-    { what: "field manager", names: managers },
+    { what: "the ConfigMap's other field manager", names: managers },
     { what: "label or annotation on ConfigMap kube-system/kube-proxy", names: [...Object.keys(cm.labels), ...Object.keys(cm.annotations)] },
     { what: "Node label", names: [...new Set(nodeLabels.flatMap((l) => Object.keys(l)))] },
   ];
@@ -147,9 +147,9 @@ export function recogniseInstaller(
       const hit = look.names.find((n) => s.name.test(n));
       if (hit !== undefined) return { installer: s.installer, recognisedBy: `${look.what} ${hit}` };
     }
-    if (look.what === "field manager") {
+    if (look.what.endsWith("field manager")) {
       const kubeadm = look.names.find((n) => n === "kubeadm");
-      if (kubeadm !== undefined) return { installer: "kubeadm", recognisedBy: `field manager ${kubeadm}` };
+      if (kubeadm !== undefined) return { installer: "kubeadm", recognisedBy: `${look.what} ${kubeadm}` };
     }
   }
   return { installer: "unknown", recognisedBy: null };
@@ -239,7 +239,11 @@ export function revertOf(cm: KubeProxyConfigMap, nodeLabels: NodeLabels = () => 
   const at = w === null ? null : timeOf(w);
   const { installer, recognisedBy } = recogniseInstaller(manager, cm, nodeLabels());
   const step = persistenceStep(installer);
-  const by = manager === null ? "an unknown writer (the ConfigMap carries no managedFields)" : `field manager ${manager}`;
+  // kubectl names its managers after the command (kubectl-edit, kubectl-patch, kubectl-client-side-apply).
+  const by =
+    manager === null
+      ? "an unknown writer (the ConfigMap carries no managedFields)"
+      : `field manager ${manager}${/^kubectl(-|$)/.test(manager) ? " (a person or a script using kubectl)" : ""}`;
   const when = at === null ? "" : ` at ${new Date(at).toISOString()}`;
   const who = installer === "unknown" ? "whohas does not recognise the installer" : `${step.name} (recognised by ${recognisedBy ?? ""})`;
   return {
