@@ -78,7 +78,7 @@ export interface IpRow {
   readonly lastHandover: number | null;
   /**
    * First-answer changes per hour, summed over the IP's askers (each over the last hour, or since first seen), and
-   * how many askers saw one: the Overview ranks the IPs by it (each change drops an asker's connections).
+   * how many askers saw one in that window: the Overview ranks the IPs by it (each change drops an asker's connections).
    */
   readonly changesPerHour: number;
   readonly askersChanged: number;
@@ -109,7 +109,7 @@ export function rowOf(v: HubIpView): IpRow {
     silentDropNodes: v.silentDropNodes,
     lastHandover: v.handovers[0]?.at ?? null,
     changesPerHour: Math.round(v.askers.reduce((n, a) => n + a.changesPerHour, 0) * 10) / 10,
-    askersChanged: v.askers.filter((a) => a.firstAnswerChanges > 0).length,
+    askersChanged: v.askers.filter((a) => a.changesPerHour > 0).length,
   };
 }
 
