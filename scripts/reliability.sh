@@ -7,7 +7,7 @@ bash scripts/setup.sh
 rows=$(mktemp /tmp/whohas-reliability.XXXXXX)
 trap 'rm -f "$rows"' EXIT
 # The fault tests, the capture churn (probes opening and closing captures), and the two-operators check.
-WHOHAS_RELIABILITY_OUT=$rows pnpm --filter @whohas/lab exec vitest run --project integration \
+WHOHAS_RELIABILITY_OUT=$rows pnpm --filter @whohas/lab exec vitest run --project integration --project faults \
   src/__integration__/faults.test.ts src/__integration__/capture-churn.test.ts src/__integration__/remediation.test.ts
 node scripts/reliability-doc.mjs "$rows" docs/reliability.md
 echo "wrote docs/reliability.md ($(wc -l <"$rows") faults)"
