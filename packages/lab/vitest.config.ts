@@ -4,8 +4,6 @@ const FAULTS = "src/__integration__/faults.test.ts";
 
 export default defineConfig({
   test: {
-    // Two files at a time at most: one of each integration project (each runs its own files one after the other).
-    maxWorkers: 2,
     projects: [
       {
         test: {
@@ -29,8 +27,8 @@ export default defineConfig({
       },
       {
         // The fault tests spend most of their six minutes waiting out outages (a hub stopped for two minutes, an API
-        // server down for one, agents silent past their timeout): they run beside the other files, in a lab of their
-        // own, instead of after them.
+        // server down for one, agents silent past their timeout): scripts/integration.sh runs them in a vitest of their
+        // own beside the other files (projects of one vitest share its workers, so they would not overlap).
         test: {
           name: "faults",
           include: [FAULTS],
