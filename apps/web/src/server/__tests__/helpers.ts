@@ -58,15 +58,15 @@ export const ASKER = { ip: "192.0.2.1", mac: "02:00:5e:00:00:01" };
 
 /**
  * answered is what one node's agent sends for one request it saw at `t`: the request's aggregate and report, and its
- * own reply (`reply`: its MAC) if it answered.
+ * own reply (`reply`: its MAC) if it answered, `delayMs` after the request.
  */
-export function answered(ip: string, t: number, reply: string | null, vlan: number | null = null): Observations {
+export function answered(ip: string, t: number, reply: string | null, vlan: number | null = null, delayMs = 0.4): Observations {
   const entries = [aggregate(ip, "request", ASKER.mac, t), ...(reply === null ? [] : [aggregate(ip, "reply", reply, t + 1)])].map((e) => ({
     ...e,
     vlan,
   }));
   return observations(entries, [
-    { ip, asker: ASKER.ip, askerMac: ASKER.mac, iface: "eth0", vlan, times: [t], replies: reply === null ? [] : [[0, reply, 0.4]] },
+    { ip, asker: ASKER.ip, askerMac: ASKER.mac, iface: "eth0", vlan, times: [t], replies: reply === null ? [] : [[0, reply, delayMs]] },
   ]);
 }
 

@@ -84,13 +84,15 @@ describe("read API", () => {
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     hub.connect(hello("node-b", "02:00:5e:00:00:0b"));
     hub.tick();
-    // The asker's requests are first answered by node-a, node-b, node-a: two changes.
-    for (const [t, node, mac] of [
-      [9000, "node-a", "02:00:5e:00:00:0a"],
-      [9200, "node-b", "02:00:5e:00:00:0b"],
-      [9400, "node-a", "02:00:5e:00:00:0a"],
-    ] as const)
-      hub.observe(node, answered(VIP, t, mac));
+    // Both nodes answer each request; the first answer is node-a's, node-b's, node-a's: two changes.
+    for (const [t, first] of [
+      [9000, "node-a"],
+      [9200, "node-b"],
+      [9400, "node-a"],
+    ] as const) {
+      hub.observe("node-a", answered(VIP, t, "02:00:5e:00:00:0a", null, first === "node-a" ? 0.2 : 0.6));
+      hub.observe("node-b", answered(VIP, t, "02:00:5e:00:00:0b", null, first === "node-b" ? 0.2 : 0.6));
+    }
     await new Promise((r) => setImmediate(r));
     advance(3000);
     hub.tick();
