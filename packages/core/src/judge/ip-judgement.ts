@@ -14,42 +14,10 @@ import {
 } from "./findings.js";
 import { Askers } from "./askers.js";
 import { name, names, type Lens } from "./lens.js";
+import { newMac, noteAnnouncement, type MacState } from "./mac-state.js";
 import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.js";
 
-export type { Lens } from "./lens.js";
-
-/** An Announcement episode: gratuitous frames of one MAC with gaps under EPISODE_GAP_MS. */
-interface Episode {
-  first: number;
-  last: number;
-}
-
-/** EPISODE_GAP_MS: announcements further apart than this start a new episode (MetalLB repeats every 1.1 s). */
-const EPISODE_GAP_MS = 3000;
-/** MAX_EPISODES bounds the announcement episodes kept per MAC. */
-const MAX_EPISODES = 8;
-
-/** MacState is what one MAC did for one IP, from the joined requests and the announcements. */
-export interface MacState {
-  readonly mac: string;
-  /** Latest reply to a joined request (0: none). */
-  lastReply: number;
-  /** Since when it has answered without missing a request it would have seen (0: not answering). */
-  streakStart: number;
-  /** Latest final request whose capture points would have seen its reply, and that it did not answer. */
-  lastMissed: number;
-  /** Replies with a delay, and their sum: who tends to answer first. */
-  delayCount: number;
-  delaySum: number;
-  /** Made at its first announcement (most MACs never announce). */
-  episodes: Episode[] | null;
-  /** The kind and THA of its latest announcement (Linux takes a gratuitous reply only with THA = SHA). */
-  lastAnnounceKind: string | null;
-  lastAnnounceTha: string | null;
-  /** Since when it has answered every probe of whohas's own within PROBE_ANSWER_MS of the previous (0: never), and the latest. */
-  probedSince: number;
-  lastProbeReply: number;
-}
+export type { MacState } from "./mac-state.js";
 
 /** A Move is the answers passing from one MAC to another. */
 interface Move {
@@ -68,19 +36,7 @@ interface Evidence {
 
 const NO_HANDOVERS: readonly Handover[] = [];
 
-const newMac = (mac: string): MacState => ({
-  mac,
-  lastReply: 0,
-  streakStart: 0,
-  lastMissed: 0,
-  delayCount: 0,
-  delaySum: 0,
-  episodes: null,
-  lastAnnounceKind: null,
-  lastAnnounceTha: null,
-  probedSince: 0,
-  lastProbeReply: 0,
-});
+export type { Lens } from "./lens.js";
 
 /**
  * An IpJudgement is the judge's memory of one IP: its requests joined across capture points, who owns it now (the
@@ -209,16 +165,7 @@ export class IpJudgement {
     if (roleOf(e.kind) === "announce") {
       this.urgent = true;
       const m = this.#mac(e.mac);
-      const episodes = (m.episodes ??= []);
-      const last = episodes[episodes.length - 1];
-      if (last !== undefined && e.firstSeen - last.last <= EPISODE_GAP_MS && e.lastSeen >= last.first - EPISODE_GAP_MS) {
-        last.first = Math.min(last.first, e.firstSeen);
-        last.last = Math.max(last.last, e.lastSeen);
-      } else {
-        episodes.push({ first: e.firstSeen, last: e.lastSeen });
-        episodes.sort((a, b) => a.first - b.first);
-        if (episodes.length > MAX_EPISODES) episodes.shift();
-      }
+      noteAnnouncement(m, e.firstSeen, e.lastSeen);
       if (this.lastAnnouncer === null || e.lastSeen >= this.lastAnnouncer.at) {
         this.lastAnnouncer = { mac: e.mac, at: e.lastSeen };
         m.lastAnnounceKind = e.kind;
