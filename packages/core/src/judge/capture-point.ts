@@ -2,7 +2,8 @@ import { macToNumber, parseMac } from "../packet/addr.js";
 import { OBSERVATION_KINDS, type FrameFields, type ObservationKind } from "../packet/frame.js";
 import { NO_MAC } from "../packet/link.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
-import { CACHE_SIZE, IDLE_MS, TimeQueue, cacheIndex, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
+import { KeyTable } from "./key-table.js";
+import { IDLE_MS, IpNumbers, LinkIds, TimeQueue, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
 import { RequestSightings } from "./request-sightings.js";
 
 /** KIND_INDEX: a kind's index in OBSERVATION_KINDS, the number a Slot keeps for its kind. */
@@ -16,19 +17,22 @@ const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries
  * costs no allocation per drain; empty slots are forgotten IDLE_MS after their last frame, or at once past KEEP_SLOTS.
  */
 interface Slot {
+  /** Its id in the capture point's KeyTable. */
+  readonly id: number;
   readonly link: string;
   readonly ip: IpKey;
   readonly mac: number;
   readonly kind: number;
   count: number;
-  /** Forgotten: no longer in the maps (a cache may still name it). */
-  gone: boolean;
   firstSeen: number;
   lastSeen: number;
   targetMac: number;
   mismatch: number;
   ethSrc: number;
 }
+
+/** KIND_SLOTS: room per link for the kinds in a KeyTable's small key (a power of two past OBSERVATION_KINDS). */
+const KIND_SLOTS = 16;
 
 /** VLAN_RESERVED: the VID no frame may carry. */
 const VLAN_RESERVED = 4095;
@@ -56,12 +60,14 @@ export class CapturePoint {
    */
   readonly #links = new Map<string, { readonly iface: string; readonly vlan: number }>();
   readonly #linkKeys = new Map<string, string[]>();
-  /** Per link, IP and MAC: the aggregate slots by kind. */
-  readonly #byIface = new Map<string, Map<IpKey, Map<number, (Slot | undefined)[]>>>();
-  readonly #slotCache = new Array<Slot | undefined>(CACHE_SIZE);
+  /** The aggregate slots, by their id in #keys: (link and kind, IP, MAC). */
+  readonly #keys = new KeyTable();
+  readonly #byId: (Slot | undefined)[] = [];
+  readonly #linkIds = new LinkIds();
+  readonly #ipNumbers = new IpNumbers();
   /** Slots with frames not drained yet, in the order they filled. */
   #filled: Slot[] = [];
-  /** Slots held in #byIface, empty ones included; and the empty ones by when they emptied, to forget. */
+  /** Slots held in #keys, empty ones included; and the empty ones by when they emptied, to forget. */
   #slots = 0;
   readonly #emptySlots = new TimeQueue<Slot>();
   readonly #requests: RequestSightings;
@@ -147,21 +153,19 @@ export class CapturePoint {
     mismatch: number,
     ethSrc: number,
   ): void {
-    const ci = typeof ip === "number" ? cacheIndex(ip, mac, kind) : -1;
-    let s = ci < 0 ? undefined : this.#slotCache[ci];
-    if (s?.ip !== ip || s.mac !== mac || s.kind !== kind || s.link !== iface || s.gone) {
-      s = this.#slotOf(iface, ip, mac, kind);
-      if (ci >= 0 && s !== undefined) this.#slotCache[ci] = s;
-    }
+    const c = this.#linkIds.of(iface) * KIND_SLOTS + kind;
+    const ipn = this.#ipNumbers.of(ip);
+    const id = ipn < 0 ? -1 : this.#keys.find(ipn, mac, c);
+    let s = id < 0 ? undefined : this.#byId[id];
     if (s === undefined || s.count === 0) {
       if (this.#size >= this.maxEntries) {
         this.#dropped += count;
         return;
       }
       if (s === undefined) {
-        s = { link: iface, ip, mac, kind, count, gone: false, firstSeen: first, lastSeen: last, targetMac, mismatch, ethSrc };
-        this.#slotsOf(iface, ip, mac)[kind] = s;
-        if (ci >= 0) this.#slotCache[ci] = s;
+        const id = this.#keys.add(this.#ipNumbers.hold(ip), mac, c);
+        s = { id, link: iface, ip, mac, kind, count, firstSeen: first, lastSeen: last, targetMac, mismatch, ethSrc };
+        this.#byId[id] = s;
         this.#slots++;
       } else {
         s.count = count;
@@ -183,22 +187,6 @@ export class CapturePoint {
       s.lastSeen = last;
       s.targetMac = targetMac;
     }
-  }
-
-  /** #slotOf is the slot of a key, if held. */
-  #slotOf(iface: string, ip: IpKey, mac: number, kind: number): Slot | undefined {
-    return this.#byIface.get(iface)?.get(ip)?.get(mac)?.[kind];
-  }
-
-  /** #slotsOf is the slots of (iface, ip, mac) by kind, made when missing. */
-  #slotsOf(iface: string, ip: IpKey, mac: number): (Slot | undefined)[] {
-    let ips = this.#byIface.get(iface);
-    if (ips === undefined) this.#byIface.set(iface, (ips = new Map<IpKey, Map<number, (Slot | undefined)[]>>()));
-    let macs = ips.get(ip);
-    if (macs === undefined) ips.set(ip, (macs = new Map<number, (Slot | undefined)[]>()));
-    let slots = macs.get(mac);
-    if (slots === undefined) macs.set(mac, (slots = []));
-    return slots;
   }
 
   /** putBack returns a drained batch that could not be sent, so that nothing is lost or counted twice. */
@@ -254,20 +242,13 @@ export class CapturePoint {
     return entries;
   }
 
-  /** #drop forgets an empty slot, and the maps it leaves empty. */
+  /** #drop forgets an empty slot. */
   #drop(s: Slot): void {
-    const ips = this.#byIface.get(s.link);
-    const macs = ips?.get(s.ip);
-    const slots = macs?.get(s.mac);
-    if (ips === undefined || macs === undefined || slots?.[s.kind] !== s) return;
-    slots[s.kind] = undefined;
-    s.gone = true;
+    if (this.#byId[s.id] !== s) return;
+    this.#byId[s.id] = undefined;
+    this.#keys.remove(s.id);
+    this.#ipNumbers.release(s.ip);
     this.#slots--;
-    if (slots.some((x) => x !== undefined)) return;
-    macs.delete(s.mac);
-    if (macs.size > 0) return;
-    ips.delete(s.ip);
-    if (ips.size === 0) this.#byIface.delete(s.link);
   }
 
   /** #forgetIdleSlots forgets the slots empty for IDLE_MS (one filled again since is queued again when drained). */

@@ -39,26 +39,6 @@ export function macText(mac: number): string {
 export const ipKey = (s: string): IpKey => (isIPv4(s) ? parseIPv4(s).reduce((n, b) => n * 256 + b, 0) : s);
 
 /**
- * CACHE_SIZE: direct-mapped caches of the keys last used, by a hash of their numbers. A flood of ARP frames names few
- * keys again and again, and the maps behind (numbers past 2^30 as keys, which Map hashes slowly) are asked only on a
- * miss. A power of two.
- */
-export const CACHE_SIZE = 16_384;
-const CACHE_SHIFT = 32 - Math.log2(CACHE_SIZE);
-
-/**
- * cacheIndex hashes up to three numbers (the second may be a 48-bit MAC) to a cache index. Multiplicative (odd
- * constants, top bits taken): addresses of one subnet differ in their low bits only, which a plain XOR folds onto a
- * few hundred indexes.
- */
-export const cacheIndex = (a: number, b: number, c: number): number => {
-  let h = Math.imul(a | 0, 0x9e3779b1);
-  h = Math.imul(h ^ (b % 16_777_216), 0x85ebca77);
-  h = Math.imul(h ^ Math.floor(b / 16_777_216) ^ c, 0xc2b2ae3d);
-  return (h ^ (h >>> 15)) >>> CACHE_SHIFT;
-};
-
-/**
  * A TimeQueue holds items with times in the order they were pushed (times come in order, give or take a put-back
  * batch): a FIFO on an array whose consumed head is dropped once it is half of it.
  */
@@ -87,5 +67,69 @@ export class TimeQueue<T> {
       this.#head = 0;
     }
     return item;
+  }
+}
+
+/** IPV6_BASE: IPv6 keys are numbered from here, past every IPv4 address. */
+const IPV6_BASE = 4_294_967_296;
+
+/**
+ * IpNumbers gives every IP key a number for the capture point's KeyTables: an IPv4 address is its own number; an
+ * IPv6 text gets one past IPV6_BASE while some key holds it (counted), and its number is given out again after.
+ */
+export class IpNumbers {
+  readonly #ids = new Map<string, number>();
+  readonly #refs: number[] = [];
+  readonly #free: number[] = [];
+
+  /** of is the number of `ip`, -1 for an IPv6 text that no key holds. */
+  of(ip: IpKey): number {
+    if (typeof ip === "number") return ip;
+    const id = this.#ids.get(ip);
+    return id === undefined ? -1 : IPV6_BASE + id;
+  }
+
+  /** hold is the number of `ip`, counted as held once more (a key made with it). */
+  hold(ip: IpKey): number {
+    if (typeof ip === "number") return ip;
+    let id = this.#ids.get(ip);
+    if (id === undefined) {
+      id = this.#free.pop() ?? this.#refs.length;
+      this.#ids.set(ip, id);
+      this.#refs[id] = 0;
+    }
+    this.#refs[id] = (this.#refs[id] ?? 0) + 1;
+    return IPV6_BASE + id;
+  }
+
+  /** release counts one key with `ip` gone. */
+  release(ip: IpKey): void {
+    if (typeof ip === "number") return;
+    const id = this.#ids.get(ip);
+    if (id === undefined) return;
+    const refs = (this.#refs[id] ?? 1) - 1;
+    this.#refs[id] = refs;
+    if (refs > 0) return;
+    this.#ids.delete(ip);
+    this.#free.push(id);
+  }
+}
+
+/**
+ * LinkIds numbers links (an interface, or a VLAN on it) for the KeyTables; a capture point sees few, kept for good.
+ * The last one asked is remembered: a capture point's frames mostly come from one link.
+ */
+export class LinkIds {
+  readonly #ids = new Map<string, number>();
+  #last = "";
+  #lastId = -1;
+
+  of(link: string): number {
+    if (link === this.#last) return this.#lastId;
+    let id = this.#ids.get(link);
+    if (id === undefined) this.#ids.set(link, (id = this.#ids.size));
+    this.#last = link;
+    this.#lastId = id;
+    return id;
   }
 }

@@ -2,7 +2,8 @@ import { macToNumber, parseMac } from "../packet/addr.js";
 import { NO_MAC } from "../packet/link.js";
 import type { RequestReport } from "../wire.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
-import { CACHE_SIZE, IDLE_MS, TimeQueue, cacheIndex, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
+import { KeyTable } from "./key-table.js";
+import { IDLE_MS, IpNumbers, LinkIds, TimeQueue, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
 
 /**
  * A Sighting is one request this capture point saw, and the replies it saw to it (flat: mac, delay, mac, delay...).
@@ -24,6 +25,8 @@ const reported = (s: Sighting, now: number): boolean => s.drained && s.replies.l
 
 /** Asked is what one capture point holds of one asker's requests for one IP on one link. */
 interface Asked {
+  /** Its id in the KeyTable of askers. */
+  readonly id: number;
   /** The link: the interface, or "NAME/VLAN" for a VLAN on it. */
   readonly link: string;
   readonly ip: IpKey;
@@ -34,7 +37,7 @@ interface Asked {
   readonly list: Sighting[];
   /** The latest request: an asker silent for IDLE_MS is forgotten (most ask again every second: they are kept). */
   last: number;
-  /** In the due queue (something to report); forgotten: no longer in the maps. */
+  /** In the due queue (something to report); forgotten: no longer in the table. */
   due: boolean;
   gone: boolean;
 }
@@ -52,8 +55,10 @@ export type LinkWhere = (link: string) => { readonly iface: string; readonly vla
  */
 export class RequestSightings {
   /** Per link, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
-  readonly #asked = new Map<string, Map<IpKey, Map<IpKey, Asked>>>();
-  readonly #cache = new Array<Asked | undefined>(CACHE_SIZE);
+  readonly #keys = new KeyTable();
+  readonly #byId: (Asked | undefined)[] = [];
+  readonly #linkIds = new LinkIds();
+  readonly #ipNumbers = new IpNumbers();
   /**
    * The Asked with something to report (a request or a reply not drained yet), in the order they became due. A drain
    * walks these, not every asker of every IP (most have nothing new at any one drain).
@@ -92,26 +97,21 @@ export class RequestSightings {
 
   /** #find is what is held of `asker`'s requests for `ip` on `link`, if anything. */
   #find(link: string, ip: IpKey, asker: IpKey): Asked | undefined {
-    if (typeof ip === "number" && typeof asker === "number") {
-      const i = cacheIndex(ip, asker, 0);
-      const c = this.#cache[i];
-      if (c?.ip === ip && c.asker === asker && c.link === link && !c.gone) return c;
-      const a = this.#asked.get(link)?.get(ip)?.get(asker);
-      if (a !== undefined) this.#cache[i] = a;
-      return a;
-    }
-    return this.#asked.get(link)?.get(ip)?.get(asker);
+    const numbers = this.#ipNumbers;
+    const ipn = numbers.of(ip);
+    const askern = numbers.of(asker);
+    if (ipn < 0 || askern < 0) return undefined;
+    const id = this.#keys.find(ipn, askern, this.#linkIds.of(link));
+    return id < 0 ? undefined : this.#byId[id];
   }
 
   #askedOf(link: string, ip: IpKey, asker: IpKey): Asked {
     const found = this.#find(link, ip, asker);
     if (found !== undefined) return found;
-    let ips = this.#asked.get(link);
-    if (ips === undefined) this.#asked.set(link, (ips = new Map<IpKey, Map<IpKey, Asked>>()));
-    let askers = ips.get(ip);
-    if (askers === undefined) ips.set(ip, (askers = new Map<IpKey, Asked>()));
-    let a = askers.get(asker);
-    if (a === undefined) askers.set(asker, (a = { link, ip, asker, mac: NO_MAC, list: [], last: -Infinity, due: false, gone: false }));
+    const numbers = this.#ipNumbers;
+    const id = this.#keys.add(numbers.hold(ip), numbers.hold(asker), this.#linkIds.of(link));
+    const a: Asked = { id, link, ip, asker, mac: NO_MAC, list: [], last: -Infinity, due: false, gone: false };
+    this.#byId[id] = a;
     return a;
   }
 
@@ -237,8 +237,7 @@ export class RequestSightings {
   #sweep(now: number, final: boolean): void {
     this.#swept = now;
     if (final) {
-      // forEach, not for-of over entries: an entry is an array made per key, and this visits every asker.
-      this.#asked.forEach((ips) => ips.forEach((askers) => askers.forEach((a) => this.#trim(a, now, true))));
+      for (const a of this.#byId) if (a !== undefined) this.#trim(a, now, true);
       return;
     }
     const recent = this.#recent;
@@ -278,13 +277,11 @@ export class RequestSightings {
   }
 
   #forget(a: Asked): void {
+    if (a.gone) return;
     a.gone = true;
-    const ips = this.#asked.get(a.link);
-    const askers = ips?.get(a.ip);
-    if (ips === undefined || askers === undefined) return;
-    askers.delete(a.asker);
-    if (askers.size > 0) return;
-    ips.delete(a.ip);
-    if (ips.size === 0) this.#asked.delete(a.link);
+    this.#byId[a.id] = undefined;
+    this.#keys.remove(a.id);
+    this.#ipNumbers.release(a.ip);
+    this.#ipNumbers.release(a.asker);
   }
 }
