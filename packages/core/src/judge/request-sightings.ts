@@ -20,6 +20,20 @@ interface Sighting {
 
 const NO_REPLIES: number[] = [];
 
+/** isDue: a request with replies not drained yet, or one not drained whose window is over (all of them when `final`). */
+const isDue = (s: Sighting, now: number, final: boolean): boolean =>
+  s.replies.length > s.sent || (!s.drained && (final || now - s.t > REPLY_WINDOW_MS));
+
+/** withReply is `replies` and one more (MAC, delay), in a new array of its exact size: most requests get one or two. */
+function withReply(replies: number[], mac: number, delay: number): number[] {
+  const n = replies.length;
+  const out = new Array<number>(n + 2);
+  for (let k = 0; k < n; k++) out[k] = replies[k] ?? 0;
+  out[n] = mac;
+  out[n + 1] = delay;
+  return out;
+}
+
 /** reported: a request drained with all its replies, whose window is over: nothing more can come of it. */
 const reported = (s: Sighting, now: number): boolean => s.drained && s.replies.length === s.sent && now - s.t > REPLY_WINDOW_MS;
 
@@ -149,9 +163,7 @@ export class RequestSightings {
       if (s === undefined || s.t > now) continue;
       if (now - s.t > REPLY_WINDOW_MS) return;
       for (let k = 0; k < s.replies.length; k += 2) if (s.replies[k] === mac) return;
-      // An array literal has its exact size; one grown by push keeps room for sixteen.
-      if (s.replies === NO_REPLIES) s.replies = [mac, now - s.t];
-      else s.replies.push(mac, now - s.t);
+      s.replies = withReply(s.replies, mac, now - s.t);
       this.#markDue(a);
       return;
     }
@@ -191,33 +203,40 @@ export class RequestSightings {
         break;
       }
       const list = a.list;
-      // Most lists have nothing due at a drain: their arrays are made only when something is.
-      let times: number[] | null = null;
-      let replies: [number, string, number][] | null = null;
+      // Most lists have nothing due at a drain: their arrays are made only when something is, at their exact size
+      // (an array grown by push keeps room for sixteen, and there is one per request).
+      let count = 0;
+      let dueReplies = 0;
       let waiting = false;
       for (const s of list) {
-        const over = final || now - s.t > REPLY_WINDOW_MS;
-        const fresh = s.replies.length > s.sent;
-        if (!fresh && (s.drained || !over)) {
+        if (!isDue(s, now, final)) {
           if (!s.drained) waiting = true;
           continue;
         }
-        if (times?.length === MAX_REQUEST_TIMES) {
+        if (count === MAX_REQUEST_TIMES) {
           waiting = true;
           break;
         }
-        times ??= [];
-        replies ??= [];
-        const i = times.length;
-        times.push(Math.round(s.t));
-        for (let k = s.sent; k < s.replies.length; k += 2)
-          replies.push([i, macText(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000]);
-        s.sent = s.replies.length;
-        s.drained = true;
+        count++;
+        dueReplies += (s.replies.length - s.sent) / 2;
       }
-      if (times !== null) {
+      if (count > 0) {
+        const times = new Array<number>(count);
+        const replies = new Array<[number, string, number]>(dueReplies);
+        let i = 0;
+        let j = 0;
+        for (const s of list) {
+          if (i === count) break;
+          if (!isDue(s, now, final)) continue;
+          times[i] = Math.round(s.t);
+          for (let k = s.sent; k < s.replies.length; k += 2)
+            replies[j++] = [i, macText(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000];
+          s.sent = s.replies.length;
+          s.drained = true;
+          i++;
+        }
         const { iface, vlan } = this.where(a.link);
-        const report: RequestReport = { ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies: replies ?? [] };
+        const report: RequestReport = { ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies };
         if (a.mac !== NO_MAC) report.askerMac = macText(a.mac);
         out.push(report);
       }

@@ -262,8 +262,15 @@ export class RequestJoin {
   #insert(r: JoinedRequest): void {
     const list = this.#list;
     const at = upperBound(list, r.t);
-    if (list.length >= SMALL) list.splice(at, 0, r);
-    else this.#list = list.slice(0, at).concat(r, list.slice(at));
+    if (list.length >= SMALL) {
+      list.splice(at, 0, r);
+      return;
+    }
+    // One new array of the exact size (slices and a concat would make three).
+    const next = new Array<JoinedRequest>(list.length + 1);
+    next[at] = r;
+    list.forEach((j, i) => (next[i < at ? i : i + 1] = j));
+    this.#list = next;
   }
 }
 
