@@ -189,7 +189,7 @@ describe("webhook formats", () => {
     expect(resolved.alerts[0]?.fingerprint).toBe(alert?.fingerprint);
   });
 
-  it("names the VLAN of an address seen in one: its own label and field, and in the summary", async () => {
+  it("names the VLAN and family of an address: their own labels and fields, and the VLAN in the summary", async () => {
     const generic = await receiver();
     const am = await receiver();
     const { alerter, open } = setup([
@@ -202,13 +202,20 @@ describe("webhook formats", () => {
     expect(JSON.parse(generic.got[0]?.body ?? "{}")).toMatchObject({
       ip: IP,
       vlan: 30,
+      family: 4,
       node: null,
       summary: expect.stringMatching(new RegExp(`^FIRING: ${IP} on VLAN 30: `)),
     });
     expect(JSON.parse(am.got[0]?.body ?? "{}")).toMatchObject({
       groupLabels: { ip: IP, vlan: "30" },
-      commonLabels: { ip: IP, vlan: "30" },
+      commonLabels: { ip: IP, vlan: "30", family: "4" },
     });
+    const v6 = "2001:db8::a";
+    open("multi-responder", `${v6}@40`);
+    alerter.enqueue(`${v6}@40`, "firing");
+    await until(() => generic.got.length === 2 && am.got.length === 2);
+    expect(JSON.parse(generic.got[1]?.body ?? "{}")).toMatchObject({ ip: v6, vlan: 40, family: 6 });
+    expect(JSON.parse(am.got[1]?.body ?? "{}")).toMatchObject({ commonLabels: { ip: v6, vlan: "40", family: "6" } });
   });
 
   it("sends Slack a text and blocks", async () => {
@@ -323,6 +330,7 @@ describe("kube-proxy's ConfigMap incidents", () => {
     expect(generic).toMatchObject({
       ip: null,
       vlan: null,
+      family: null,
       node: null,
       status: "firing",
       alerts: [{ type: "strictarp-reverted", detail, captureUrl: null }],

@@ -114,16 +114,21 @@ describe("read API", () => {
     hub.observe("node-a", answered(VIP, 9000, "02:00:5e:00:00:0a", 40));
     hub.observe("node-b", answered(VIP, 9000, "02:00:5e:00:00:0b", 40));
     hub.observe("node-a", answered(v6, 9000, "02:00:5e:00:00:0a"));
+    hub.observe("node-b", answered(v6, 9000, "02:00:5e:00:00:0b"));
     await new Promise((r) => setImmediate(r));
     hub.flush(true);
     const rows = (await get("/ips")).body as { ip: string; vlan: number | null; family: number; key: string; state: string }[];
     expect(rows.map((r) => [r.ip, r.vlan, r.family, r.key, r.state])).toEqual([
       [VIP, 30, 4, `${VIP}@30`, "single"],
       [VIP, 40, 4, `${VIP}@40`, "multi-responder"],
-      [v6, null, 6, v6, "single"],
+      [v6, null, 6, v6, "multi-responder"],
     ]);
     const forty = await get(`/ips/${encodeURIComponent(`${VIP}@40`)}`);
-    expect(forty.body).toMatchObject({ ip: VIP, vlan: 40, incidents: [{ ip: VIP, vlan: 40, key: `${VIP}@40`, type: "multi-responder" }] });
+    expect(forty.body).toMatchObject({
+      ip: VIP,
+      vlan: 40,
+      incidents: [{ ip: VIP, vlan: 40, family: 4, key: `${VIP}@40`, type: "multi-responder" }],
+    });
     // The address alone names the untagged one, which nobody saw here; a VLAN nobody saw it on is unknown too (even
     // for a Service's address); a VLAN out of range is a bad request.
     expect((await get(`/ips/${VIP}@123`)).status).toBe(404);
@@ -131,7 +136,12 @@ describe("read API", () => {
     expect((await get(`/ips/${VIP}@4095`)).status).toBe(400);
     // IPv6 as written anywhere is found as RFC 5952 writes it.
     expect((await get(`/ips/${encodeURIComponent("2001:0db8:0:0::00c8")}`)).body).toMatchObject({ ip: v6, vlan: null, family: 6 });
-    expect((await get(`/incidents?ip=${encodeURIComponent(`${VIP}@40`)}`)).body).toEqual([expect.objectContaining({ vlan: 40 })]);
+    expect((await get(`/incidents?ip=${encodeURIComponent(`${VIP}@40`)}`)).body).toEqual([
+      expect.objectContaining({ vlan: 40, family: 4 }),
+    ]);
+    expect((await get(`/incidents?ip=${encodeURIComponent(v6)}`)).body).toEqual([
+      expect.objectContaining({ ip: v6, vlan: null, family: 6, key: v6, type: "multi-responder" }),
+    ]);
   });
 
   it("answers 401 without or with a wrong token, 404 and 400 with what to do, 405 for writes", async () => {

@@ -116,6 +116,7 @@ export function genericBody(n: Notice): unknown {
     summary: summary(n),
     ip: subjectIsIp(n.ip) ? splitIpKey(n.ip).ip : null,
     vlan: subjectIsIp(n.ip) ? splitIpKey(n.ip).vlan : null,
+    family: subjectIsIp(n.ip) ? splitIpKey(n.ip).family : null,
     node: subjectNode(n.ip),
     services: n.services,
     expectedOwner: n.expectedOwner,
@@ -187,6 +188,7 @@ export function alertmanagerBody(n: Notice): unknown {
     const labels: Record<string, string> = {
       alertname: alertName(a.type),
       ...subjectLabels(n),
+      ...(subjectIsIp(n.ip) ? { family: String(splitIpKey(n.ip).family) } : {}),
       type: a.type,
       severity: SEVERITY[a.type] ?? "warning",
     };

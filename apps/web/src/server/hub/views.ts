@@ -171,14 +171,14 @@ export function ipJson(v: HubIpView) {
 }
 
 /**
- * incidentJson is an incident as the read API documents it: for an IP's incident `ip` is the address and `vlan` its
- * VLAN (null: untagged); a node's or kube-proxy's ConfigMap's incident keeps its subject (node/NAME,
- * cluster/kube-proxy) in `ip`. `key` is what the API's paths name.
+ * incidentJson is an incident as the read API documents it: for an IP's incident `ip` is the address, `vlan` its
+ * VLAN (null: untagged) and `family` 4 or 6; a node's or kube-proxy's ConfigMap's incident keeps its subject
+ * (node/NAME, cluster/kube-proxy) in `ip`, with `vlan` and `family` null. `key` is what the API's paths name.
  */
-export function incidentJson<T extends { readonly ip: string }>(i: T): T & { vlan: number | null; key: string } {
-  if (!subjectIsIp(i.ip)) return { ...i, vlan: null, key: i.ip };
+export function incidentJson<T extends { readonly ip: string }>(i: T): T & { vlan: number | null; family: 4 | 6 | null; key: string } {
+  if (!subjectIsIp(i.ip)) return { ...i, vlan: null, family: null, key: i.ip };
   const parts = splitIpKey(i.ip);
-  return { ...i, ip: parts.ip, vlan: parts.vlan, key: i.ip };
+  return { ...i, ip: parts.ip, vlan: parts.vlan, family: parts.family, key: i.ip };
 }
 
 /** evidenceOf is what an incident records of its IP when it opens. */
