@@ -3,6 +3,13 @@ import { CapturePoint } from "./capture-point.js";
 import { newArpReply, newArpRequest } from "../packet/arp.js";
 import { decodeFrame, newFrameFields, type FrameFields } from "../packet/frame.js";
 import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import {
+  encodeNdpFrame,
+  newNeighborSolicitation,
+  newSolicitedAdvertisement,
+  newUnsolicitedAdvertisement,
+  solicitedNodeMulticast,
+} from "../packet/ndp.js";
 import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
 import { REPLY_WINDOW_MS } from "./findings.js";
 
@@ -18,6 +25,37 @@ function fields(frame: Uint8Array): FrameFields {
 }
 const request = (asker = CLIENT_IP, askerMac = CLIENT_MAC, ip = VIP) => fields(newArpRequest(askerMac, asker, ip));
 const reply = (mac: string, to = CLIENT_IP, toMac = CLIENT_MAC, ip = VIP) => fields(newArpReply(mac, ip, toMac, to));
+
+const VIP6 = "2001:db8::c8";
+const CLIENT6 = "2001:db8::1";
+const NODE_A_LL = "fe80::a";
+const NODE_B_LL = "fe80::b";
+const ns = () => fields(newNeighborSolicitation(CLIENT_MAC, CLIENT6, VIP6));
+const solicitedNa = (mac: string, linkLocal: string) => fields(newSolicitedAdvertisement(mac, linkLocal, VIP6, CLIENT_MAC, CLIENT6));
+const unsolicitedNa = (mac: string, linkLocal: string) => fields(newUnsolicitedAdvertisement(mac, linkLocal, VIP6));
+
+/**
+ * dadProbe is a Duplicate Address Detection NS as a host sends it before using `target` (RFC 4862 5.4.2): from the
+ * unspecified address to the target's solicited-node group, with no source link-layer address option (RFC 4861
+ * 7.2.2: "If the source address of the packet is the unspecified address, the node MUST NOT include" it).
+ */
+function dadProbe(mac: string, target = VIP6): FrameFields {
+  const group = solicitedNodeMulticast(target);
+  return fields(
+    encodeNdpFrame({
+      ethDst: group.mac,
+      ethSrc: mac,
+      type: "ns",
+      src: "::",
+      dst: group.ip,
+      target,
+      router: false,
+      solicited: false,
+      override: false,
+      options: [],
+    }),
+  );
+}
 
 /** inVlan is a decoded frame as if it had come inside an 802.1Q tag with `vlan`. */
 const inVlan = (f: FrameFields, vlan: number): FrameFields => Object.assign(f, { vlan });
@@ -186,5 +224,49 @@ describe("CapturePoint requests", () => {
     for (let i = 0; i < 5; i++) p.addFrame(request(CLIENT_IP, CLIENT_MAC, `192.0.2.${10 + i}`), "eth0", 1000 + i);
     expect(p.pending).toBe(2);
     expect(p.drain(10, 1005).dropped).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe("CapturePoint on NDP", () => {
+  it("holds no request for a DAD probe (NS from ::): none pending, none reported answered or unanswered", () => {
+    const p = new CapturePoint(10);
+    const dad = dadProbe(NODE_B_MAC);
+    expect(dad.kind).toBe("ns-dad");
+    p.addFrame(dad, "eth0", 1000);
+    p.addFrame(inVlan(dadProbe(NODE_B_MAC), 30), "eth0", 1001);
+    expect(p.pending).toBe(0);
+    // Even an NA right after it answers nothing: there is no request to pair it with.
+    p.addFrame(solicitedNa(NODE_A_MAC, NODE_A_LL), "eth0", 1001);
+    const { entries, requests } = p.drain(10, 1000 + REPLY_WINDOW_MS + 1, true);
+    expect(requests).toEqual([]);
+    expect(entries.filter((e) => e.kind === "ns-dad").map((e) => [e.ip, e.vlan, e.mac, e.count])).toEqual([
+      [VIP6, null, NODE_B_MAC, 1],
+      [VIP6, 30, NODE_B_MAC, 1],
+    ]);
+    // A client's NS for the same address is a request: held, and reported unanswered once its window is over.
+    p.addFrame(ns(), "eth0", 5000);
+    expect(p.pending).toBe(1);
+    expect(p.drain(10, 5000 + REPLY_WINDOW_MS + 1).requests).toEqual([
+      { ip: VIP6, asker: CLIENT6, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [5000], replies: [] },
+    ]);
+  });
+
+  it("pairs a solicited NA with its NS, and folds an unsolicited NA as an announcement that answers nothing", () => {
+    const p = new CapturePoint(10);
+    p.addFrame(ns(), "eth0", 1000);
+    p.addFrame(solicitedNa(NODE_A_MAC, NODE_A_LL), "eth0", 1000.5);
+    p.addFrame(unsolicitedNa(NODE_B_MAC, NODE_B_LL), "eth0", 1001);
+    p.addFrame(unsolicitedNa(NODE_B_MAC, NODE_B_LL), "eth0", 1200);
+    const { entries, requests } = p.drain(10, 1000 + REPLY_WINDOW_MS + 1, true);
+    expect(requests).toEqual([
+      { ip: VIP6, asker: CLIENT6, askerMac: CLIENT_MAC, iface: "eth0", vlan: null, times: [1000], replies: [[0, NODE_A_MAC, 0.5]] },
+    ]);
+    expect(entries.find((e) => e.kind === "na-unsolicited")).toMatchObject({
+      ip: VIP6,
+      mac: NODE_B_MAC,
+      count: 2,
+      firstSeen: 1001,
+      lastSeen: 1200,
+    });
   });
 });

@@ -4,9 +4,10 @@ import { IpTable } from "./ip-table.js";
 import type { ObservationAggregate } from "../wire.js";
 import { CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
 
-function agg(kind: ObservationAggregate["kind"], mac: string, t: number, count = 1): ObservationAggregate {
-  return { ip: VIP, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, targetMac: CLIENT_MAC, ethernetMismatch: 0, ethSrc: null };
+function agg(kind: ObservationAggregate["kind"], mac: string, t: number, count = 1, ip = VIP): ObservationAggregate {
+  return { ip, mac, kind, iface: "eth0", count, firstSeen: t, lastSeen: t, targetMac: CLIENT_MAC, ethernetMismatch: 0, ethSrc: null };
 }
+const VIP6 = "2001:db8::c8";
 const nodes = new Map([
   [NODE_A_MAC, "node-a"],
   [NODE_B_MAC, "node-b"],
@@ -66,6 +67,29 @@ describe("IpTable", () => {
     const t = new IpTable();
     t.apply("node-a", [agg("gratuitous-request", NODE_A_MAC, 1000), agg("gratuitous-reply", NODE_A_MAC, 1100)]);
     expect(t.view(VIP, nodeOf)?.responders[0]).toMatchObject({ gratuitous: 2, replies: 0, lastGratuitous: 1100 });
+  });
+
+  it("counts an unsolicited NA as an announcement and a solicited one as a reply, with the last announcement's time", () => {
+    const t = new IpTable();
+    t.apply("node-a", [agg("na-unsolicited", NODE_A_MAC, 1000, 3, VIP6), agg("na-solicited", NODE_A_MAC, 1100, 2, VIP6)]);
+    t.apply("node-a", [agg("na-unsolicited", NODE_A_MAC, 1300, 1, VIP6)]);
+    expect(t.view(VIP6, nodeOf)?.responders).toEqual([
+      expect.objectContaining({ mac: NODE_A_MAC, gratuitous: 4, replies: 2, lastGratuitous: 1300, lastSeen: 1300 }),
+    ]);
+  });
+
+  it.each([
+    { case: "a DAD probe (NS from ::)", kind: "ns-dad" as const, ip: VIP6 },
+    { case: "an ARP probe (sender 0.0.0.0)", kind: "probe" as const, ip: VIP },
+  ])("counts no request and no responder for $case, live or restored", ({ kind, ip }) => {
+    const t = new IpTable();
+    t.apply("node-a", [agg(kind, NODE_B_MAC, 1000, 3, ip)]);
+    t.restore([agg(kind, NODE_B_MAC, 500, 5, ip)]);
+    expect(t.view(ip, nodeOf)).toMatchObject({ requests: 0, lastRequest: null, responders: [], capturedBy: [] });
+    expect(t.recentMacs(ip, 1000)).toEqual([]);
+    // The solicitation a client sends for the same address is a request.
+    t.apply("node-a", [agg(kind === "ns-dad" ? "ns" : "request", CLIENT_MAC, 2000, 2, ip)]);
+    expect(t.view(ip, nodeOf)).toMatchObject({ requests: 2, lastRequest: 2000, responders: [] });
   });
 
   it("reports which IPs a batch touched", () => {

@@ -15,6 +15,17 @@ import type { Lens } from "./ip-judgement.js";
 import { Judge, nodeOfPoint } from "./judge.js";
 import { NO_CONTEXT, type IpContext } from "./rules.js";
 import { OwnRequests } from "./own-requests.js";
+import { CapturePoint } from "./capture-point.js";
+import { keyBatch } from "../net/ip-key.js";
+import { decodeFrame, newFrameFields } from "../packet/frame.js";
+import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import {
+  encodeNdpFrame,
+  newNeighborSolicitation,
+  newSolicitedAdvertisement,
+  newUnsolicitedAdvertisement,
+  solicitedNodeMulticast,
+} from "../packet/ndp.js";
 
 const VIP = "198.51.100.7";
 const CLIENT = "198.51.100.1";
@@ -439,5 +450,108 @@ describe("the judge, per request", () => {
     expect(two.entries[0]?.mac).toBe(mac("node-a"));
     expect(two.requests[0]?.replies[0]?.[1]).toBe(mac("node-a"));
     expect(two.requests[0]?.asker).toBe(CLIENT);
+  });
+});
+
+const VIP6 = "2001:db8::c8";
+const CLIENT6 = "2001:db8::1";
+const CLIENT6_MAC = "02:00:5e:00:00:01";
+const linkLocal = (node: string) => `fe80::${node.slice(-1)}`;
+
+/**
+ * A Segment is one link captured by one capture point that sees every frame on it (a client's tcpdump, or a node
+ * whose speaker answers through it): NDP frames are built as hosts send them, decoded, folded by a CapturePoint and
+ * drained into the Judge every 100 ms, as an agent and the hub do.
+ */
+class Segment {
+  readonly judge = new Judge();
+  readonly point = new CapturePoint(1000);
+  readonly transitions: Transition[] = [];
+  readonly handovers: Handover[] = [];
+  readonly lens: Lens = { nodeOf, watches: () => true };
+  now = 1_000_000;
+
+  frame(bytes: Uint8Array, at = this.now): void {
+    const f = newFrameFields();
+    const err = decodeFrame(bytes, LINKTYPE_ETHERNET, f);
+    if (err !== null) throw new Error(err.message);
+    this.point.addFrame(f, "eth0", at);
+  }
+
+  /** dad: a Duplicate Address Detection probe for VIP6 by `node` (RFC 4862 5.4.2: from ::, no source LLA). */
+  dad(node: string): void {
+    const group = solicitedNodeMulticast(VIP6);
+    const m = { ethDst: group.mac, ethSrc: mac(node), src: "::", dst: group.ip, target: VIP6 };
+    this.frame(encodeNdpFrame({ ...m, type: "ns", router: false, solicited: false, override: false, options: [] }));
+  }
+
+  /** ask: the client's NS for VIP6, answered by `by` with solicited NAs 0.3 ms later. */
+  ask(by: readonly string[]): void {
+    this.frame(newNeighborSolicitation(CLIENT6_MAC, CLIENT6, VIP6));
+    for (const n of by) this.frame(newSolicitedAdvertisement(mac(n), linkLocal(n), VIP6, CLIENT6_MAC, CLIENT6), this.now + 0.3);
+  }
+
+  /** announce: MetalLB's unsolicited NA from `node` (S=0, O=1, to ff02::1). */
+  announce(node: string): void {
+    this.frame(newUnsolicitedAdvertisement(mac(node), linkLocal(node), VIP6));
+  }
+
+  run(ms: number, each?: (step: number) => void): void {
+    for (let step = 0; step < ms / 100; step++) {
+      each?.(step);
+      this.now += 100;
+      const batch = this.point.drain(1000, this.now);
+      keyBatch(batch);
+      this.judge.ingest("node-c", batch, this.now, this.lens);
+      const v = this.judge.judge(VIP6, this.now, NO_CONTEXT, this.lens);
+      this.transitions.push(...v.transitions);
+      this.handovers.push(...v.handovers);
+    }
+  }
+
+  view() {
+    return this.judge.view(VIP6, this.now, this.lens);
+  }
+}
+
+describe("the judge on NDP frames, through a capture point", () => {
+  it("counts a DAD probe as no request, no responder and no asker, and never as unanswered", () => {
+    const s = new Segment();
+    s.run(FINAL_MS + NO_RESPONDER_MS + 2000, (step) => (step % 10 === 0 ? s.dad("node-b") : undefined));
+    expect(s.transitions).toEqual([]);
+    expect(s.view()).toMatchObject({ requests: 0, lastRequest: null, responders: [], askers: [], state: "idle", unansweredSince: null });
+    // The same frames from a client's address are its requests: asked for and unanswered.
+    s.run(FINAL_MS + NO_RESPONDER_MS + 2000, (step) => (step % 10 === 0 ? s.ask([]) : undefined));
+    expect(s.transitions.map((t) => `${t.kind} ${t.finding.type}`)).toEqual(["opened no-responder"]);
+    expect(s.view()?.askers.map((a) => a.ip)).toEqual([CLIENT6]);
+  });
+
+  it("counts an unsolicited NA as an announcement: gratuitous, its time and kind, and a takeover announced", () => {
+    const s = new Segment();
+    s.run(2000, (step) => (step % 5 === 0 ? s.ask(["node-a"]) : undefined));
+    // node-a stops; node-b takes over with MetalLB's burst of unsolicited NAs and answers from then on.
+    s.run(300);
+    const burst = s.now;
+    s.run(300, (step) => (step === 0 ? s.announce("node-b") : undefined));
+    s.announce("node-b");
+    s.run(3000, (step) => (step % 5 === 0 ? s.ask(["node-b"]) : undefined));
+    s.run(FINAL_MS + 1000);
+    const v = s.view();
+    expect(v?.responders.find((r) => r.node === "node-b")).toMatchObject({
+      gratuitous: 2,
+      lastGratuitous: burst + 300,
+      lastAnnouncement: { kind: "na-unsolicited", targetMac: null },
+    });
+    expect(v?.responders.find((r) => r.node === "node-a")).toMatchObject({ gratuitous: 0, lastGratuitous: null, lastAnnouncement: null });
+    // The handover is dated by the burst and checked as announced once its grace passed.
+    expect(v?.handovers).toEqual([
+      expect.objectContaining({
+        from: expect.objectContaining({ node: "node-a" }),
+        to: expect.objectContaining({ node: "node-b" }),
+        at: burst,
+        announced: true,
+      }),
+    ]);
+    expect(s.transitions.filter((t) => t.kind === "opened")).toEqual([]);
   });
 });
