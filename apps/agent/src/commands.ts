@@ -62,7 +62,10 @@ export function egressFor(
     if (one.length === 0) throw new Error(`--interface ${named}: no such interface with an address`);
     if (vlan !== null && vlans.get(named) !== vlan)
       throw new Error(`--interface ${named} is not on VLAN ${vlan} (no VLAN device with that id): it would ask untagged`);
-    return pick(ip, v4, one, true) ?? noSubnet(ip, v4, "");
+    const found = pick(ip, v4, one, true);
+    if (found === null)
+      throw new Error(`--interface ${named} has no ${v4 ? "IPv4 address" : "IPv6 address (link-local ones aside)"} to send from`);
+    return found;
   }
   if (vlan !== null) {
     const onVlan = all.filter(([name]) => vlans.get(name) === vlan);
@@ -201,13 +204,11 @@ export interface AnnounceOptions {
 export async function runAnnounce(o: AnnounceOptions): Promise<number> {
   const clock = o.clock ?? realClock;
   const sched = new GratuitousScheduler();
+  const frames = gratuitousFrames({ name: o.egress.iface, mac: o.egress.mac, linkLocal: o.egress.linkLocal }, o.ip);
+  // MetalLB sends its NAs from the link-local address; without one there is nothing to send, so no capture opens.
+  if (frames.length === 0) throw new Error(`${o.egress.iface} has no IPv6 link-local address to announce ${o.ip} from`);
   const src = o.open(o.egress.iface);
   src.start(() => undefined);
-  const frames = gratuitousFrames({ name: o.egress.iface, mac: o.egress.mac, linkLocal: o.egress.linkLocal }, o.ip);
-  if (frames.length === 0) {
-    src.close();
-    throw new Error(`${o.egress.iface} has no IPv6 link-local address to announce ${o.ip} from`);
-  }
   let bursts = 0;
   const burst = () => {
     for (const f of frames) src.send(f);

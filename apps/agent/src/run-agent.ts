@@ -1,10 +1,10 @@
 import { parseArgs } from "node:util";
-import { PcapSource } from "@whohas/capture";
+import { PcapSource, type PacketSource } from "@whohas/capture";
 import { MAX_HELLO_INTERFACES, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
-import { egressFor, runAnnounce, runProbe } from "./commands.js";
+import { egressFor, runAnnounce, runProbe, type Clock, type Egress } from "./commands.js";
 import { collectFacts } from "./facts.js";
 import { FrameRing } from "./evidence/ring.js";
 import { HubLink } from "./hub-link.js";
@@ -13,11 +13,24 @@ import { AGENT_VERSION } from "./version.js";
 
 type Command = Extract<HubMessage, { type: "announce" | "probe" }>;
 
+/** CommandIo is what a hub command reaches the network through: the node's interfaces, a capture that sends, time. */
+export interface CommandIo {
+  /** Where to send from for an IP on a VLAN (null: untagged); throws, saying why, when this node has no such link. */
+  readonly egress: (ip: string, vlan: number | null) => Egress;
+  readonly open: (iface: string) => PacketSource;
+  readonly clock?: Clock;
+}
+
+const NODE_IO: CommandIo = {
+  egress: (ip, vlan) => egressFor(ip, undefined, vlan),
+  open: (iface) => new PcapSource(iface, "arp or icmp6"),
+};
+
 /**
  * hubCommand runs a probe or an announcement the hub asked for. An announcement is refused unless the hub names this
  * node as the IP's expected owner or sets force: whohas must never create the conflict it exists to find.
  */
-export function hubCommand(node: string) {
+export function hubCommand(node: string, io: CommandIo = NODE_IO) {
   return async (msg: Command, send: HubLink["send"]): Promise<void> => {
     if (msg.type === "announce" && !msg.force && msg.expectedOwner !== node) {
       send({
@@ -29,16 +42,18 @@ export function hubCommand(node: string) {
       });
       return;
     }
-    const egress = egressFor(msg.ip, undefined, msg.vlan ?? null);
-    const open = (iface: string) => new PcapSource(iface, "arp or icmp6");
+    const vlan = msg.vlan ?? null;
+    const egress = io.egress(msg.ip, vlan);
+    const { open, clock } = io;
+    const where = `${vlan === null ? "" : ` on VLAN ${vlan}`} from ${egress.iface}`;
     if (msg.type === "announce") {
-      const bursts = await runAnnounce({ ip: msg.ip, durationMs: msg.durationMs, egress, open });
+      const bursts = await runAnnounce({ ip: msg.ip, durationMs: msg.durationMs, egress, open, clock });
       send({
         v: WIRE_VERSION,
         type: "command-done",
         id: msg.id,
         ok: true,
-        message: `announced ${msg.ip} from ${egress.iface} (${egress.mac})`,
+        message: `announced ${msg.ip}${where} (${egress.mac})`,
         bursts,
       });
       return;
@@ -49,6 +64,7 @@ export function hubCommand(node: string) {
       intervalMs: msg.intervalMs,
       egress,
       open,
+      clock,
       onResult: (r) =>
         send({ v: WIRE_VERSION, type: "probe-result", id: msg.id, seq: r.seq, sentAt: Math.round(r.sentAt), replies: [...r.replies] }),
     });
@@ -57,7 +73,7 @@ export function hubCommand(node: string) {
       type: "command-done",
       id: msg.id,
       ok: true,
-      message: `probed ${msg.ip} from ${egress.iface}`,
+      message: `probed ${msg.ip}${where}`,
       probe: { ...summary, macs: [...summary.macs] },
     });
   };

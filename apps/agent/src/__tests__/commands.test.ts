@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type HubMessage, type AgentMessage } from "@whohas/core";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, type NetworkInterfaceInfo } from "node:os";
 import { join } from "node:path";
 import { egressFor, runAnnounce, runProbe, parseDuration, vlanDevices, type Clock, type Egress } from "../commands.js";
 import { parseSize } from "../config.js";
@@ -99,6 +99,68 @@ describe("egress inside a VLAN", () => {
   });
 });
 
+describe("egress for IPv6", () => {
+  const addr = (cidr: string, mac: string): NetworkInterfaceInfo => {
+    const address = cidr.split("/")[0] ?? "";
+    const base = { address, netmask: "", mac, internal: false, cidr };
+    return address.includes(":") ? { ...base, family: "IPv6", scopeid: 0 } : { ...base, family: "IPv4" };
+  };
+  const MAC0 = "02:00:5e:00:00:0a";
+  const MAC1 = "02:00:5e:00:00:1a";
+  const ifs = {
+    lo: [{ ...addr("::1/128", "00:00:00:00:00:00"), internal: true }],
+    eth0: [addr("10.0.0.5/24", MAC0), addr("fe80::a/64", MAC0), addr("2001:db8::5/64", MAC0)],
+    eth1: [addr("fe80::1a/64", MAC1), addr("2001:db8:1::5/64", MAC1)],
+    "eth0.40": [addr("2001:db8:40::5/64", MAC0), addr("fe80::40/64", MAC0)],
+    // A link with a link-local address alone reaches no prefix.
+    eth2: [addr("fe80::2a/64", "02:00:5e:00:00:2a")],
+  };
+  const vlans = new Map([["eth0.40", 40]]);
+
+  it("sends from the interface holding an address in the VIP's prefix, with that link's link-local address", () => {
+    expect(egressFor("2001:db8::c8", undefined, null, vlans, ifs)).toEqual({
+      iface: "eth0",
+      mac: MAC0,
+      address: "2001:db8::5",
+      linkLocal: "fe80::a",
+    });
+    // Written in any spelling, the address is the same one.
+    expect(egressFor("2001:0db8:0001:0:0::c8", undefined, null, vlans, ifs)).toEqual({
+      iface: "eth1",
+      mac: MAC1,
+      address: "2001:db8:1::5",
+      linkLocal: "fe80::1a",
+    });
+  });
+
+  it("sends inside a VLAN from its device, and refuses a prefix the VLAN's device does not hold", () => {
+    expect(egressFor("2001:db8:40::c8", undefined, 40, vlans, ifs)).toEqual({
+      iface: "eth0.40",
+      mac: MAC0,
+      address: "2001:db8:40::5",
+      linkLocal: "fe80::40",
+    });
+    expect(egressFor("2001:db8:40::c8", undefined, null, vlans, ifs).iface).toBe("eth0.40");
+    expect(() => egressFor("2001:db8::c8", undefined, 40, vlans, ifs)).toThrow(
+      /^no interface on VLAN 40 \(eth0\.40\) has an IPv6 address in the subnet of 2001:db8::c8; name one with --interface$/,
+    );
+    expect(() => egressFor("2001:db8:40::c8", undefined, 30, vlans, ifs)).toThrow(/^this node has no interface on VLAN 30 /);
+  });
+
+  it("says so when no interface is on the VIP's network: link-local and IPv4 addresses do not count", () => {
+    expect(() => egressFor("2001:db8:99::c8", undefined, null, vlans, ifs)).toThrow(
+      /^no interface has an IPv6 address in the subnet of 2001:db8:99::c8; name one with --interface$/,
+    );
+    expect(() => egressFor("2001:db8::c8", undefined, null, new Map(), { eth2: ifs.eth2, eth9: [addr("10.0.0.9/24", MAC0)] })).toThrow(
+      /^no interface has an IPv6 address in the subnet of 2001:db8::c8/,
+    );
+    expect(() => egressFor("2001:db8::c8", "eth2", null, vlans, ifs)).toThrow(
+      /^--interface eth2 has no IPv6 address \(link-local ones aside\) to send from$/,
+    );
+    expect(() => egressFor("192.0.2.10", "eth1", null, vlans, ifs)).toThrow(/^--interface eth1 has no IPv4 address to send from$/);
+  });
+});
+
 describe("runProbe", () => {
   it("broadcasts every interval and counts every MAC per request", async () => {
     const clock = fakeClock();
@@ -185,7 +247,70 @@ describe("runAnnounce", () => {
   });
 });
 
+describe("runAnnounce over IPv6", () => {
+  it("sends MetalLB's unsolicited NA from the link-local address, one a burst", async () => {
+    const clock = fakeClock();
+    let wire: FakeWire | null = null;
+    const vip6 = "2001:db8::c8";
+    const bursts = await runAnnounce({
+      ip: vip6,
+      durationMs: 1000,
+      egress: EGRESS,
+      clock,
+      open: (i) => (wire = new FakeWire(i, clock, () => [])),
+    });
+    const w = wire as unknown as FakeWire;
+    expect(w.sent).toHaveLength(bursts);
+    expect(classifyFrame(w.sent[0]?.frame ?? new Uint8Array())).toMatchObject({
+      obs: { kind: "na-unsolicited", ip: vip6, mac: EGRESS.mac, peerIp: "ff02::1" },
+    });
+  });
+
+  it("refuses, naming the interface, when it has no IPv6 link-local address to announce from", async () => {
+    const opened: string[] = [];
+    const clock = fakeClock();
+    const announce = runAnnounce({
+      ip: "2001:db8::c8",
+      durationMs: 1000,
+      egress: { ...EGRESS, iface: "eth3", linkLocal: null },
+      clock,
+      open: (i) => (opened.push(i), new FakeWire(i, clock, () => [])),
+    });
+    await expect(announce).rejects.toThrow(/^eth3 has no IPv6 link-local address to announce 2001:db8::c8 from/);
+    expect(opened).toEqual([]);
+  });
+});
+
 describe("hubCommand", () => {
+  it("announces an IP seen in VLAN 30 from the egress chosen for that VLAN, and says where", async () => {
+    const sent: AgentMessage[] = [];
+    const asked: [string, number | null][] = [];
+    const clock = fakeClock();
+    let wire: FakeWire | null = null;
+    const egress30: Egress = { ...EGRESS, iface: "eth0.30", address: "10.30.0.5" };
+    const run = hubCommand("node-1", {
+      egress: (ip, vlan) => (asked.push([ip, vlan]), egress30),
+      open: (iface) => (wire = new FakeWire(iface, clock, () => [])),
+      clock,
+    });
+    await run(
+      { v: 2, type: "announce", id: "c2", ip: VIP, vlan: 30, durationMs: 1000, expectedOwner: "node-1", force: false },
+      (m) => (sent.push(m), true),
+    );
+    expect(asked).toEqual([[VIP, 30]]);
+    const w = wire as unknown as FakeWire;
+    expect(w.iface).toBe("eth0.30");
+    expect(classifyFrame(w.sent[0]?.frame ?? new Uint8Array())).toMatchObject({ obs: { kind: "gratuitous-request", ip: VIP } });
+    expect(sent).toEqual([
+      expect.objectContaining({
+        type: "command-done",
+        id: "c2",
+        ok: true,
+        message: `announced ${VIP} on VLAN 30 from eth0.30 (${EGRESS.mac})`,
+      }),
+    ]);
+  });
+
   it("refuses to announce from a node that is not the expected owner", async () => {
     const sent: AgentMessage[] = [];
     const msg: Extract<HubMessage, { type: "announce" }> = {
