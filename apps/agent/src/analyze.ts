@@ -4,17 +4,19 @@ import { CaptureAnalysis, analyzeExitCode, isMac, normalizeIpKey, toJson, toTabl
 
 export const ANALYZE_HELP = `Usage: whohas analyze [--json] [--owner IP=MAC]... FILE... | -
 
-Reads pcap or pcapng captures (Ethernet, or Linux cooked from 'tcpdump -i any') and reports, per IP, which MACs
-answered ARP / NDP for it, its handovers (the IP moved from one MAC to another: when, the gap, the requests left
-unanswered, announced or not) and what is wrong: multi-responder (two MACs answered one request), split-brain,
-no-responder, changed, flip-flop, ethernet-mismatch, and with --owner wrong-owner and stale-announcer. The verdicts
-are the hub's: the same judge, in capture time. Take the capture on a client or router that talks to the
-LoadBalancer IPs:
+Reads pcap or pcapng captures (Ethernet, 802.1Q VLANs, or Linux cooked from 'tcpdump -i any') and reports, per
+address and VLAN (the same address on two VLANs is two reports, judged apart), which MACs answered ARP / NDP for
+it, its handovers (the IP moved from one MAC to another: when, the gap, the requests left unanswered, announced or
+not) and what is wrong: multi-responder (two MACs answered one request), split-brain, no-responder, changed,
+flip-flop, ethernet-mismatch, and with --owner wrong-owner and stale-announcer. The verdicts are the hub's: the
+same judge, in capture time. Take the capture on a client or router that talks to the LoadBalancer IPs, with a
+filter that also keeps frames inside a VLAN tag (a plain 'arp or icmp6' misses the tagged frames the host sends):
 
-  tcpdump -i eth0 -w cap.pcap arp or icmp6     then     whohas analyze cap.pcap
+  tcpdump -i eth0 -w cap.pcap 'arp or icmp6 or (vlan and (arp or icmp6))'     then     whohas analyze cap.pcap
 
 Options:
-  --json           machine-readable output (times in RFC 3339; handovers' "at" in epoch ms, as the read API)
+  --json           machine-readable output: each IP with its "vlan" (null: untagged) and "family" (4 or 6); times
+                   in RFC 3339, handovers' "at" in epoch ms, as the read API
   --owner IP=MAC   the MAC that should answer for IP (repeatable): other answers are 'wrong-owner'; IP@VLAN=MAC
                    names it in one VLAN only
   -                read the capture from standard input (tcpdump -w - ... | whohas analyze -)

@@ -1,17 +1,7 @@
 #!/usr/bin/env node
 // whohas: the node agent and CLI. Each command loads its own modules, so `whohas analyze` starts without libpcap.
+import { USAGE } from "./usage.js";
 import { AGENT_VERSION } from "./version.js";
-
-const USAGE = `Usage: whohas <command> [options]
-
-Commands:
-  agent      capture ARP/NDP on this node and stream it to the whohas hub (run by the DaemonSet)
-  analyze    report who answers for which IP in pcap / pcapng captures
-  probe      count the MACs answering broadcast requests for an IP, request by request
-  announce   send MetalLB's gratuitous announcements for an IP from this node
-
-Run 'whohas <command> --help' for a command's options. 'whohas --version' prints the version.
-`;
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;

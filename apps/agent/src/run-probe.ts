@@ -5,10 +5,11 @@ import { egressFor, parseDuration, runAnnounce, runProbe } from "./commands.js";
 
 export const PROBE_HELP = `Usage: whohas probe IP[@VLAN] [--duration 60s] [--interval 1s] [--interface IF]
 
-Asks who has IP by broadcast ARP (NS for IPv6) every interval and counts every MAC that answers each request: the
-one-minute check operators do by hand with arping, but broadcasting every time (arping turns to unicast after the
-first reply and hides the other responders). Prints one line per request and a summary.
-Needs root, or CAP_NET_RAW.
+Asks who has IP, an IPv4 or IPv6 address, every interval and counts every MAC that answers each request: by
+broadcast ARP for IPv4, by a Neighbor Solicitation to the address's solicited-node multicast group
+(ff02::1:ffXX:XXXX) for IPv6, counting the solicited Neighbor Advertisements. The one-minute check operators do by
+hand with arping (or ndisc6), but asking the whole link every time (arping turns to unicast after the first reply and
+hides the other responders). Prints one line per request and a summary. Needs root, or CAP_NET_RAW.
 
 Options:
   --duration D     how long to probe (default 60s)
@@ -23,9 +24,10 @@ Exit status: 1 when any request was answered by two or more MACs, 0 otherwise, 2
 
 export const ANNOUNCE_HELP = `Usage: whohas announce IP[@VLAN] --force [--duration 5s] [--interface IF]
 
-Sends MetalLB's gratuitous announcements for IP from this node (ARP request and reply with THA ff:ff:ff:ff:ff:ff,
-or an unsolicited NA for IPv6), every 1.1 s until 5 s after the last of --duration: what the speaker does when it
-takes an IP over. Use it on the node that should own IP, to refresh switches and clients holding a stale MAC.
+Sends MetalLB's gratuitous announcements for IP, an IPv4 or IPv6 address, from this node: for IPv4 an ARP request
+and reply with THA ff:ff:ff:ff:ff:ff; for IPv6 MetalLB's unsolicited Neighbor Advertisement burst (S=0, O=1, to
+ff02::1) from the interface's link-local address (an interface without one is refused). They go out every 1.1 s
+until 5 s after the last of --duration: what the speaker does when it takes an IP over. Use it on the node that should own IP, to refresh switches and clients holding a stale MAC.
 Without the hub whohas cannot check that this node owns IP, so --force is required: announcing from another node
 creates exactly the conflict whohas looks for. From the dashboard, "Force re-announce" runs this on the owner.
 
