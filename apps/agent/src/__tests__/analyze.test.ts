@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LINKTYPE_ETHERNET, newArpReply, newArpRequest, pcapFileHeader, pcapRecord, writePcapng } from "@whohas/core";
+import {
+  LINKTYPE_ETHERNET,
+  newArpReply,
+  newArpRequest,
+  newNeighborSolicitation,
+  newSolicitedAdvertisement,
+  pcapFileHeader,
+  pcapRecord,
+  tagFrame,
+  writePcapng,
+} from "@whohas/core";
 import { runAnalyze } from "../analyze.js";
 
 const dir = mkdtempSync(join(tmpdir(), "whohas-analyze-"));
@@ -148,5 +158,69 @@ describe("whohas analyze", () => {
     const { out } = await run(["--json", "--owner", `${VIP}=${B}`, steady]);
     expect(out).toContain('"type": "wrong-owner"');
     await expect(run(["--owner", "nonsense", healthy])).rejects.toThrow(/--owner nonsense: expected IP=MAC/);
+  });
+});
+
+describe("whohas analyze on VLANs and IPv6", () => {
+  const VIP6 = "2001:db8::c8";
+  const CLIENT6 = "2001:db8::1";
+  /** Three rounds a second apart: VIP on VLAN 30 answered by A, on VLAN 40 by A and B; VIP6 on VLAN 40 by A and B. */
+  const trunk = pcap(
+    "trunk.pcap",
+    [0, 1, 2].flatMap((k): [Uint8Array, number][] => {
+      const t = T0 + k * 1000;
+      return [
+        [tagFrame(newArpRequest(CLIENT.mac, CLIENT.ip, VIP), 30), t],
+        [tagFrame(newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), 30), t + 0.2],
+        [tagFrame(newArpRequest(CLIENT.mac, CLIENT.ip, VIP), 40), t + 10],
+        [tagFrame(newArpReply(A, VIP, CLIENT.mac, CLIENT.ip), 40), t + 10.2],
+        [tagFrame(newArpReply(B, VIP, CLIENT.mac, CLIENT.ip), 40), t + 10.3],
+        [tagFrame(newNeighborSolicitation(CLIENT.mac, CLIENT6, VIP6), 40), t + 20],
+        [tagFrame(newSolicitedAdvertisement(A, "fe80::a", VIP6, CLIENT.mac, CLIENT6), 40), t + 20.2],
+        [tagFrame(newSolicitedAdvertisement(B, "fe80::b", VIP6, CLIENT.mac, CLIENT6), 40), t + 20.3],
+      ];
+    }),
+  );
+
+  it("--json: an entry per address and VLAN with vlan and family, multi-responder only where two answered", async () => {
+    const { code, out } = await run(["--json", trunk]);
+    expect(code).toBe(1);
+    const json = JSON.parse(out) as {
+      frames: number;
+      arpFrames: number;
+      ndpFrames: number;
+      ips: {
+        ip: string;
+        vlan: number | null;
+        family: number;
+        requests: number;
+        responders: { mac: string }[];
+        findings: { type: string }[];
+      }[];
+    };
+    expect([json.frames, json.arpFrames, json.ndpFrames]).toEqual([24, 15, 9]);
+    expect(
+      json.ips.map((e) => ({
+        ip: e.ip,
+        vlan: e.vlan,
+        family: e.family,
+        requests: e.requests,
+        macs: e.responders.map((r) => r.mac).sort(),
+        findings: e.findings.map((f) => f.type),
+      })),
+    ).toEqual([
+      { ip: VIP, vlan: 30, family: 4, requests: 3, macs: [A], findings: [] },
+      { ip: VIP, vlan: 40, family: 4, requests: 3, macs: [A, B], findings: ["multi-responder"] },
+      { ip: VIP6, vlan: 40, family: 6, requests: 3, macs: [A, B], findings: ["multi-responder"] },
+    ]);
+  });
+
+  it("the table names each VLAN and flags only the entries two MACs answered", async () => {
+    const { code, out } = await run([trunk]);
+    expect(code).toBe(1);
+    expect(out).toContain(`${VIP} (VLAN 30)  requests 3, responders 1\n`);
+    expect(out).toContain(`${VIP} (VLAN 40)  requests 3, responders 2  <-- SEVERAL RESPONDERS\n`);
+    expect(out).toContain(`${VIP6} (VLAN 40)  requests 3, responders 2  <-- SEVERAL RESPONDERS\n`);
+    expect(out).not.toMatch(/VLAN 30\)[^\n]*SEVERAL/);
   });
 });
