@@ -66,14 +66,17 @@ export async function api<T>(base: string, token: string, path: string): Promise
   return (await res.json()) as T;
 }
 
-/** eventually polls `probe` until it returns a value for which `ok` holds, or fails with the last value seen. */
-export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, ms: number): Promise<T> {
+/**
+ * eventually polls `probe` every `everyMs` until it returns a value for which `ok` holds, or fails with the last value
+ * seen.
+ */
+export async function eventually<T>(probe: () => Promise<T>, ok: (v: T) => boolean, ms: number, everyMs = 250): Promise<T> {
   const end = Date.now() + ms;
   let last: T | undefined;
   while (Date.now() < end) {
     last = await probe();
     if (ok(last)) return last;
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`not reached within ${ms} ms; last value: ${JSON.stringify(last)}`);
 }

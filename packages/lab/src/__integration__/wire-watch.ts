@@ -17,10 +17,12 @@ export interface WireFrame {
   readonly ip: string;
   /** The other end: the asker's IP for requests and NS, the IP answered to for replies and NA. */
   readonly peer: string;
-  /** The IPv6 source address (empty for ARP). */
+  /** The IPv6 source and destination addresses (empty for ARP). */
   readonly ipSrc: string;
-  /** An NA's Solicited flag; false for everything else. */
+  readonly ipDst: string;
+  /** An NA's Solicited and Override flags; false for everything else. */
   readonly solicited: boolean;
+  readonly override: boolean;
 }
 
 /** A WireWatch is tshark running in a namespace; `frames` grows as it decodes. */
@@ -47,6 +49,7 @@ const FIELDS = [
   "ipv6.src",
   "ipv6.dst",
   "icmpv6.nd.na.flag.s",
+  "icmpv6.nd.na.flag.o",
 ] as const;
 /** Each wait for frames the lab sends every few hundred milliseconds; this only turns a hang into a message. */
 const NTH_WAIT_MS = 20_000;
@@ -55,14 +58,16 @@ function parse(line: string): WireFrame {
   const values = line.split("\t");
   const field = (name: (typeof FIELDS)[number]): string => values[FIELDS.indexOf(name)] ?? "";
   const vlan = field("vlan.id");
-  const solicited = field("icmpv6.nd.na.flag.s");
+  const flag = (name: "icmpv6.nd.na.flag.s" | "icmpv6.nd.na.flag.o") => field(name) === "1" || field(name) === "True";
   const base = {
     time: Number(field("frame.time_epoch")) * 1000,
     src: field("eth.src"),
     dst: field("eth.dst"),
     vlan: vlan === "" ? null : Number(vlan),
     ipSrc: field("ipv6.src"),
-    solicited: solicited === "1" || solicited === "True",
+    ipDst: field("ipv6.dst"),
+    solicited: flag("icmpv6.nd.na.flag.s"),
+    override: flag("icmpv6.nd.na.flag.o"),
   };
   const op = field("arp.opcode");
   const type = field("icmpv6.type");
