@@ -27,7 +27,8 @@ export const ANNOUNCE_HELP = `Usage: whohas announce IP[@VLAN] --force [--durati
 Sends MetalLB's gratuitous announcements for IP, an IPv4 or IPv6 address, from this node: for IPv4 an ARP request
 and reply with THA ff:ff:ff:ff:ff:ff; for IPv6 MetalLB's unsolicited Neighbor Advertisement burst (S=0, O=1, to
 ff02::1) from the interface's link-local address (an interface without one is refused). They go out every 1.1 s
-until 5 s after the last of --duration: what the speaker does when it takes an IP over. Use it on the node that should own IP, to refresh switches and clients holding a stale MAC.
+until 5 s after the last of --duration: what the speaker does when it takes an IP over. Use it on the node that
+should own IP, to refresh switches and clients holding a stale MAC.
 Without the hub whohas cannot check that this node owns IP, so --force is required: announcing from another node
 creates exactly the conflict whohas looks for. From the dashboard, "Force re-announce" runs this on the owner.
 
