@@ -113,6 +113,9 @@ export async function startHub(dir: string): Promise<RunningHub> {
       `limits: { newIpsPerMinute: 10000000 }\n`,
   );
   const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
+  // A benchmark that dies on an error must not leave its hub running (and loading the machine for the next run):
+  // the wrapper's end takes the hub with it.
+  process.once("exit", () => hub.kill("SIGKILL"));
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (
