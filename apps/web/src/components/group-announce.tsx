@@ -5,6 +5,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { useTRPC } from "~/trpc/react";
 import { AnnouncedTable } from "./announced";
 import { openConfirm } from "./ui/confirm";
+import { ConfirmDialog } from "./ui/confirm-dialog";
 import { useCan } from "./ui/session";
 
 type Group = { service: { namespace: string; name: string } } | { pool: string };
@@ -67,7 +68,6 @@ function GroupRow({ group }: { group: Group }) {
   const name = groupName(group);
   const finished = batch?.ips.filter((a) => a.state !== "waiting" && a.state !== "announcing").length ?? 0;
   const ok = batch?.ips.filter((a) => a.state === "ok").length ?? 0;
-  const id = name.replace(/[^a-z0-9]+/gi, "-");
   return (
     <div data-testid="group-announce" data-group={name}>
       <div className="actions">
@@ -86,25 +86,16 @@ function GroupRow({ group }: { group: Group }) {
           </span>
         )}
       </div>
-      <dialog
-        ref={confirmRef}
-        aria-labelledby={`confirm-${id}`}
-        onClose={() => confirmRef.current?.returnValue === "yes" && start.mutate(group)}
+      <ConfirmDialog
+        dialogRef={confirmRef}
+        title={`Announce every IP of ${name}?`}
+        action="Announce"
+        testId="confirm-reannounce-group"
+        onConfirm={() => start.mutate(group)}
       >
-        <form method="dialog">
-          <h3 id={`confirm-${id}`}>Announce every IP of {name}?</h3>
-          <p>
-            Each IP&apos;s expected owner sends MetalLB&apos;s gratuitous ARP/NA for it for a few seconds, a few IPs at a time. IPs whose
-            owner whohas does not know are left alone: whohas never announces from another node.
-          </p>
-          <div className="actions">
-            <button value="yes" data-testid="confirm-reannounce-group">
-              Announce
-            </button>
-            <button value="no">Cancel</button>
-          </div>
-        </form>
-      </dialog>
+        Each IP&apos;s expected owner sends MetalLB&apos;s gratuitous ARP/NA for it for a few seconds, a few IPs at a time. IPs whose owner
+        whohas does not know are left alone: whohas never announces from another node.
+      </ConfirmDialog>
       {batch === null ? null : (
         <AnnouncedTable
           rows={batch.ips}

@@ -10,6 +10,7 @@ import { useCan } from "./ui/session";
 import { Head } from "./ui/table";
 import { IpCapture } from "./capture-link";
 import { openConfirm } from "./ui/confirm";
+import { ConfirmDialog } from "./ui/confirm-dialog";
 
 type Probe = NonNullable<RouterOutputs["actions"]["latestProbe"]>;
 
@@ -94,27 +95,16 @@ export function IpActions({ ip, owner, ownerUnknown }: { ip: string; owner: stri
           </span>
         )}
       </div>
-      <dialog
-        ref={confirmRef}
-        aria-labelledby="confirm-h"
-        onClose={() => confirmRef.current?.returnValue === "yes" && announce.mutate({ ip })}
+      <ConfirmDialog
+        dialogRef={confirmRef}
+        title={`Announce ${ip} from ${owner}?`}
+        action="Announce"
+        testId="confirm-reannounce"
+        onConfirm={() => announce.mutate({ ip })}
       >
-        <form method="dialog">
-          <h3 id="confirm-h">
-            Announce {ip} from {owner}?
-          </h3>
-          <p>
-            {owner} sends MetalLB&apos;s gratuitous ARP/NA for {ip} for a few seconds. Switches and clients that cached another node&apos;s
-            MAC switch to {owner}&apos;s. Only the expected owner announces: whohas never announces from another node.
-          </p>
-          <div className="actions">
-            <button value="yes" data-testid="confirm-reannounce">
-              Announce
-            </button>
-            <button value="no">Cancel</button>
-          </div>
-        </form>
-      </dialog>
+        {owner} sends MetalLB&apos;s gratuitous ARP/NA for {ip} for a few seconds. Switches and clients that cached another node&apos;s MAC
+        switch to {owner}&apos;s. Only the expected owner announces: whohas never announces from another node.
+      </ConfirmDialog>
       {probe !== null && <ProbePanel probe={probe} />}
     </section>
   );

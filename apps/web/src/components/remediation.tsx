@@ -8,6 +8,7 @@ import type { RouterOutputs } from "~/server/api";
 import { useTRPC } from "~/trpc/react";
 import { useCan } from "./ui/session";
 import { Empty, Failure, Skeleton } from "./ui/states";
+import { ConfirmDialog } from "./ui/confirm-dialog";
 import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { openConfirm } from "./ui/confirm";
@@ -143,26 +144,17 @@ export function RemediationPage() {
           {apply.error.message}
         </p>
       )}
-      <dialog
-        ref={confirmApply}
-        aria-labelledby="apply-h"
-        onClose={() => confirmApply.current?.returnValue === "yes" && apply.mutate({ resourceVersion: p.resourceVersion, dryRun })}
+      <ConfirmDialog
+        dialogRef={confirmApply}
+        title={dryRun ? "Dry-run the fix?" : "Change the cluster?"}
+        action={dryRun ? "Dry run" : "Apply"}
+        testId="confirm-apply"
+        onConfirm={() => apply.mutate({ resourceVersion: p.resourceVersion, dryRun })}
       >
-        <form method="dialog">
-          <h3 id="apply-h">{dryRun ? "Dry-run the fix?" : "Change the cluster?"}</h3>
-          <p>
-            {dryRun
-              ? "The API server checks the backup and the patch without storing anything."
-              : `whohas backs up kube-proxy's ConfigMap, sets strictARP: true, restarts kube-proxy on every node (${p.affected.length} answer for any local address now), waits for the rollout and verifies.`}
-          </p>
-          <div className="actions">
-            <button value="yes" data-testid="confirm-apply">
-              {dryRun ? "Dry run" : "Apply"}
-            </button>
-            <button value="no">Cancel</button>
-          </div>
-        </form>
-      </dialog>
+        {dryRun
+          ? "The API server checks the backup and the patch without storing anything."
+          : `whohas backs up kube-proxy's ConfigMap, sets strictARP: true, restarts kube-proxy on every node (${p.affected.length} answer for any local address now), waits for the rollout and verifies.`}
+      </ConfirmDialog>
 
       {run !== null && (
         <section aria-labelledby="run-h" data-testid="run" data-result={run.result} data-kind={run.kind}>
@@ -237,25 +229,16 @@ export function RemediationPage() {
           {rollback.error.message}
         </p>
       )}
-      <dialog
-        ref={confirmRollback}
-        aria-labelledby="rollback-h"
-        onClose={() => confirmRollback.current?.returnValue === "yes" && rollbackTo !== null && rollback.mutate({ backup: rollbackTo })}
+      <ConfirmDialog
+        dialogRef={confirmRollback}
+        title={`Roll back to ${rollbackTo ?? ""}?`}
+        action="Roll back"
+        testId="confirm-rollback"
+        onConfirm={() => rollbackTo !== null && rollback.mutate({ backup: rollbackTo })}
       >
-        <form method="dialog">
-          <h3 id="rollback-h">Roll back to {rollbackTo}?</h3>
-          <p>
-            whohas puts back the backed-up config.conf byte for byte and restarts kube-proxy. kube-proxy never resets arp_ignore /
-            arp_announce: the nodes keep answering strictly until they reboot.
-          </p>
-          <div className="actions">
-            <button value="yes" data-testid="confirm-rollback">
-              Roll back
-            </button>
-            <button value="no">Cancel</button>
-          </div>
-        </form>
-      </dialog>
+        whohas puts back the backed-up config.conf byte for byte and restarts kube-proxy. kube-proxy never resets arp_ignore / arp_announce:
+        the nodes keep answering strictly until they reboot.
+      </ConfirmDialog>
     </>
   );
 }
