@@ -103,6 +103,8 @@ export interface HubServerOptions {
   readonly agentsAllowProxied?: boolean;
   /** How often a node's facts are taken at most (tests shorten it). */
   readonly agentFactsEveryMs?: number;
+  /** How often agents are pinged (tests shorten it). */
+  readonly agentPingMs?: number;
   /** Open connections taken at most, and from one address (trusted proxies excepted); config `limits`. */
   readonly connections?: { readonly max: number; readonly perAddress: number };
   /** The largest capture file the hub stores or serves (config evidence.maxFileBytes). */
@@ -175,6 +177,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     limits: opts.agentLimits,
     allowProxied: opts.agentsAllowProxied,
     factsEveryMs: opts.agentFactsEveryMs,
+    pingMs: opts.agentPingMs,
   });
   const actions = opts.actions?.(gateway);
   const backgroundProbe = opts.backgroundProbe?.(gateway, metrics, actions);

@@ -50,10 +50,11 @@ interface Running {
 }
 const open: Running[] = [];
 
-async function start(clock: () => number = Date.now): Promise<Running> {
+async function start(clock: () => number = Date.now, agentPingMs?: number): Promise<Running> {
   const hub = new Hub({ clock });
   const hs = createHubServer({
     hub,
+    agentPingMs,
     agentToken: TOKEN,
     auth: testAuth(hub, { viewerToken: VIEWER }),
     logger: silentLogger,
@@ -123,6 +124,31 @@ describe("agent gateway", () => {
     };
     expect(agents.result.data).toEqual([expect.objectContaining({ node: "node-a", up: true })]);
     c.close();
+  });
+
+  it("keeps an agent whose pongs do not come while its messages do, and drops it once both stop", async () => {
+    const { ws } = await start(Date.now, 100);
+    // No pongs, as from a hub that reads them late behind a backlog of the agent's messages.
+    const c = new WebSocket(ws, { headers: { authorization: `Bearer ${TOKEN}` }, autoPong: false });
+    const closed = once(c, "close");
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    const talking = setInterval(
+      () => c.send(JSON.stringify({ v: 2, type: "observations", entries: [reply], requests: [], dropped: 0 })),
+      20,
+    );
+    try {
+      // Ten pings' worth of silence on the pong side: each would have dropped it.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(c.readyState).toBe(WebSocket.OPEN);
+    } finally {
+      clearInterval(talking);
+    }
+    // Silent on both sides: gone within two pings.
+    const started = Date.now();
+    await closed;
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it.each([

@@ -18,7 +18,10 @@ export type EvidenceAnswer = Extract<AgentMessage, { type: "evidence" }>;
 export const AGENT_PATH = "/agent";
 /** MAX_PAYLOAD_BYTES bounds one agent message: 1,000 aggregates of ~250 bytes fit with room to spare. */
 export const MAX_PAYLOAD_BYTES = 1024 * 1024;
-/** PING_MS: the hub pings and heartbeats each agent this often; one that misses a pong is dropped. */
+/**
+ * PING_MS: the hub pings and heartbeats each agent this often; one from which neither a pong nor a message came in
+ * that time is dropped.
+ */
 export const PING_MS = 10_000;
 
 /**
@@ -68,6 +71,8 @@ export interface AgentGatewayOptions {
   readonly allowProxied?: boolean;
   /** How often a node's facts are taken at most (FACTS_EVERY_MS; tests shorten it). */
   readonly factsEveryMs?: number;
+  /** How often agents are pinged (PING_MS; tests shorten it). */
+  readonly pingMs?: number;
 }
 
 interface Live {
@@ -135,7 +140,7 @@ export class AgentGateway {
       }
       // Allowances of nodes gone and refilled are forgotten (a new one starts full anyway).
       this.#newIps.forget((node) => this.#byNode.has(node), Date.now());
-    }, PING_MS);
+    }, o.pingMs ?? PING_MS);
     this.#ping.unref();
   }
 
@@ -233,6 +238,9 @@ export class AgentGateway {
     ws.on("message", (data: Buffer, isBinary) => {
       // Frames already on the wire after a refusal are dropped, not judged (and counted) again.
       if (ws.readyState !== ws.OPEN) return;
+      // A message is as good a sign of life as a pong: a hub too busy to read its sockets in time reads the pong
+      // after the messages queued before it, and must not drop a live agent (and report its IPs unseen) for that.
+      this.#alive.set(ws, true);
       if (!bucket.take(Date.now()))
         return this.#refuse(ws, node, peer, `rate limit: more than ${RATE_PER_SECOND} messages/s`, "rate-limit");
       // Before hello nothing says who is talking: the connection is refused. After it, a malformed message is dropped
