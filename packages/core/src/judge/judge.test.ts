@@ -284,6 +284,29 @@ describe("the judge, per request", () => {
     expect(run(false, STRANGER_GRACE_MS + 1000)).toEqual([]);
   });
 
+  it("names a host that is no node by its vendor in a finding's text: a probe answered by it and a node", () => {
+    const STRANGER = "00:1b:21:00:00:03";
+    const named: Lens = { ...lens, vendorOf: (m) => (m === STRANGER ? "Intel Corporate" : null) };
+    const judge = new Judge();
+    const now = 1_000_000;
+    // node-a asks for the VIP and hears two answers addressed to it: node-b's and the stranger's.
+    const replies = [agg("reply", "node-b", now + 0.3), { ...agg("reply", "node-b", now + 0.4), mac: STRANGER }];
+    const request: RequestReport = {
+      ip: VIP,
+      asker: "198.51.100.10",
+      iface: "eth0",
+      times: [now],
+      replies: [
+        [0, mac("node-b"), 0.3],
+        [0, STRANGER, 0.4],
+      ],
+    };
+    judge.ingest("node-a", { entries: [agg("request", "node-a", now), ...replies], requests: [request] }, now, named);
+    const opened = judge.judge(VIP, now + 100, NO_CONTEXT, named).transitions.filter((t) => t.kind === "opened");
+    expect(opened.map((t) => t.finding.type)).toEqual(["multi-responder"]);
+    expect(opened[0]?.finding.detail).toContain(`answered by node-b and ${STRANGER} (Intel Corporate, not a cluster node)`);
+  });
+
   it("sees through whohas's own probes a host that answers no request the agents see, and calls it a conflict", () => {
     const STRANGER = "00:1b:21:00:00:02";
     const PROBER = "198.51.100.10";

@@ -14,9 +14,15 @@ export interface Lens {
   ownRequest?(ip: string, asker: string, t: number): boolean;
 }
 
-/** name is how a finding names a MAC: its node, else the MAC itself. */
+/**
+ * name is how a finding names a MAC: its node; else the MAC, said to be no node of the cluster, with the vendor its
+ * prefix is registered to when the lens knows one ("00:1b:21:00:00:2a (Intel Corporate, not a cluster node)").
+ */
 export function name(mac: string, lens: Lens): string {
-  return lens.nodeOf(mac) ?? mac;
+  const node = lens.nodeOf(mac);
+  if (node !== null) return node;
+  const vendor = lens.vendorOf?.(mac) ?? null;
+  return `${mac} (${vendor === null ? "" : `${vendor}, `}not a cluster node)`;
 }
 
 /** names lists MACs as a sentence does: "a and b", "a, b and c". */

@@ -9,7 +9,8 @@ import {
   STRANGER_GRACE_MS,
   type LiveFinding,
 } from "./findings.js";
-import type { IpJudgement, Lens } from "./ip-judgement.js";
+import type { IpJudgement } from "./ip-judgement.js";
+import { name, names, type Lens } from "./lens.js";
 
 /**
  * STALE_RELEVANT_MS: a stale announcement stops mattering after this long: routers and firewalls that default to the
@@ -55,7 +56,7 @@ export interface RuleView {
 /** NO_CONTEXT: offline, nothing is known beyond the frames. */
 export const NO_CONTEXT: IpContext = { owner: null, local: null, downNodes: new Set() };
 
-const nameOf = (r: { readonly mac: string; readonly node: string | null }) => r.node ?? r.mac;
+const nameOf = (r: { readonly mac: string; readonly node: string | null }, lens: Lens) => r.node ?? name(r.mac, lens);
 
 /**
  * findingsNow lists what is wrong with an IP at `now`: the evidence gathered since the last judgement (several
@@ -89,7 +90,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       out.push({
         type: "flip-flop",
         macs: [a, b],
-        detail: `${ip} moved between ${lens.nodeOf(a) ?? a} and ${lens.nodeOf(b) ?? b} ${FLIP_FLOP_MOVES} times within ${FLIP_FLOP_MS / 60_000} min: clients keep switching nodes (two speakers taking turns, or a flapping failover)`,
+        detail: `${ip} moved between ${name(a, lens)} and ${name(b, lens)} ${FLIP_FLOP_MOVES} times within ${FLIP_FLOP_MS / 60_000} min: clients keep switching nodes (two speakers taking turns, or a flapping failover)`,
         at: j.flip.at,
       });
     }
@@ -98,7 +99,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       out.push({
         type: "split-brain",
         macs: split,
-        detail: `${split.map((m) => lens.nodeOf(m) ?? m).join(" and ")} both announced ${ip} within ${SPLIT_BRAIN_MS / 1000} s and kept claiming it: two speakers think they own it`,
+        detail: `${names(split, lens)} both announced ${ip} within ${SPLIT_BRAIN_MS / 1000} s and kept claiming it: two speakers think they own it`,
       });
     }
   }
@@ -154,7 +155,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       out.push({
         type: "wrong-owner",
         macs: wrong.map((r) => r.mac),
-        detail: `${wrong.map(nameOf).join(", ")} answer${wrong.length === 1 ? "s" : ""} for ${ip}; the owner should be ${owner.node ?? owner.macs.join(" or ")}`,
+        detail: `${wrong.map((r) => nameOf(r, lens)).join(", ")} answer${wrong.length === 1 ? "s" : ""} for ${ip}; the owner should be ${owner.node ?? owner.macs.join(" or ")}`,
       });
     }
     const last = j?.lastAnnouncer ?? null;
@@ -167,7 +168,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     ) {
       const ownerSince = owner.macs.some((m) => (j.macs.get(m)?.episodes ?? []).some((e) => e.last > last.at));
       if (!ownerSince) {
-        const who = lens.nodeOf(last.mac) ?? last.mac;
+        const who = name(last.mac, lens);
         // Both sides: the node clients were told about, then the owner's MACs that answer now (else all of them).
         const answeringOwner = owner.macs.filter((m) => answering.some((r) => r.mac === m));
         out.push({
