@@ -2,6 +2,7 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useTRPC } from "~/trpc/react";
+import { whoText } from "./ui/stranger";
 import { Ago } from "./ui/time";
 
 /**
@@ -34,7 +35,7 @@ export function BackgroundProbeLine({ ip }: { ip: string }) {
         ? "listening for answers"
         : last.answeredBy.length === 0
           ? "no other host answered it (a node does not hear its own answer)"
-          : `answered by ${last.answeredBy.map((a) => a.node ?? `${a.mac} (not a cluster node)`).join(", ")}`;
+          : `answered by ${last.answeredBy.map(whoText).join(", ")}`;
   return (
     <p className="muted" data-testid="background-probe" data-state={last.failed === null ? "ok" : "failed"}>
       Background probe ({every}, one node in turn): asked from {last.node} <Ago t={last.at} />, {heard}.

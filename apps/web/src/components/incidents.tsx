@@ -12,6 +12,7 @@ import { Head } from "./ui/table";
 import { Ago } from "./ui/time";
 import { IpLink } from "./ui/ip-name";
 import { IncidentCapture } from "./capture-link";
+import { macText } from "./ui/stranger";
 import { WhatHappened, WhatToDo } from "./incident-story";
 
 type Incident = RouterOutputs["incidents"]["list"][number];
@@ -196,8 +197,10 @@ export function IncidentDetail({ id }: { id: number }) {
   const ev = i.evidence as {
     services?: { namespace: string; name: string }[];
     expectedOwner?: { node: string; source: string } | null;
-    responders?: { mac: string; node: string | null; answering: boolean; replies: number }[];
+    responders?: { mac: string; node: string | null; vendor?: string | null; answering: boolean; replies: number }[];
   };
+  const named = new Map(i.named.map((n) => [n.mac, n]));
+  const macList = (macs: readonly string[]) => macs.map((m) => macText(m, named.get(m))).join(", ") || "-";
   // The findings that hold, the one the incident is named after first.
   const holding = i.facets.filter((f) => f.resolvedAt === null).sort((a, b) => Number(b.type === i.type) - Number(a.type === i.type));
   return (
@@ -215,7 +218,7 @@ export function IncidentDetail({ id }: { id: number }) {
       </p>
       <p className="muted">
         First seen <Ago t={i.firstSeen} />, last evidence <Ago t={i.lastSeen} />, seen {i.count} times. MACs:{" "}
-        <span className="mono">{i.macs.join(", ") || "-"}</span>
+        <span className="mono">{macList(i.macs)}</span>
       </p>
       <h2>What to do now</h2>
       {story.data === undefined ? <Skeleton rows={3} /> : story.data === null ? null : <WhatToDo story={story.data} findings={holding} />}
@@ -250,7 +253,9 @@ export function IncidentDetail({ id }: { id: number }) {
                 <Ago t={f.lastSeen} />
               </td>
               <td>{f.count}×</td>
-              <td className="mono">{f.macs.join(", ") || "-"}</td>
+              <td className="mono" data-testid="facet-macs">
+                {macList(f.macs)}
+              </td>
               <td>{f.detail}</td>
             </tr>
           ))}
@@ -266,7 +271,10 @@ export function IncidentDetail({ id }: { id: number }) {
           <li>
             Responders:{" "}
             {(ev.responders ?? [])
-              .map((r) => `${r.node ?? "unknown"} ${r.mac}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`)
+              .map(
+                (r) =>
+                  `${r.node === null ? macText(r.mac, r) : `${r.node} ${r.mac}`}${r.answering ? "" : " (not answering)"}, ${r.replies} replies`,
+              )
               .join("; ") || "none"}
           </li>
           <li>Sample times: {i.samples.map((t) => new Date(t).toLocaleTimeString()).join(", ")}</li>

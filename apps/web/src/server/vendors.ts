@@ -37,6 +37,18 @@ export function vendorOf(mac: string): string | null {
   return name;
 }
 
+/** A NamedMac is a MAC with its node (null: no agent reports it, not a cluster node) and its vendor. */
+export interface NamedMac {
+  readonly mac: string;
+  readonly node: string | null;
+  readonly vendor: string | null;
+}
+
+/** namesOf says of each MAC whose node it is and whose prefix: what a page needs to name a host that is no node. */
+export function namesOf(macs: Iterable<string>, nodeOf: (mac: string) => string | null): NamedMac[] {
+  return [...new Set(macs)].map((mac) => ({ mac, node: nodeOf(mac), vendor: vendorOf(mac) }));
+}
+
 /** The MACs named lately: every list of IPs names each responder again. */
 const seen = new Map<string, string | null>();
 const MAX_SEEN = 100_000;

@@ -2,6 +2,7 @@ import { TRPCError, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIpKey, normalizeIpKey } from "@whohas/core";
 import { storyOf } from "../../hub/story.js";
+import { namesOf } from "../../vendors.js";
 import { LIST_INTERVAL_MS, held, live, liveInput, matters } from "../live.js";
 import { allows } from "../../auth/roles.js";
 import { operatorProcedure, viewerProcedure } from "../trpc.js";
@@ -23,12 +24,14 @@ export const incidentsRouter = {
   list: viewerProcedure.input(filter.optional()).query(({ ctx, input }) => ctx.hub.judging.incidents(query(filter.parse(input ?? {})))),
 
   /**
-   * byId: one incident with its timeline (opened, updated, acknowledged, resolved) and what is stored of its frames
-   * (null until its snapshot is taken), null when unknown.
+   * byId: one incident with its timeline (opened, updated, acknowledged, resolved), what is stored of its frames (null
+   * until its snapshot is taken) and the node and vendor of each MAC its findings name; null when unknown.
    */
   byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
     const i = ctx.hub.judging.incident(input.id);
-    return i === null ? null : { ...i, capture: ctx.hub.incidentCapture(input.id) };
+    if (i === null) return null;
+    const named = namesOf([...i.macs, ...i.facets.flatMap((f) => f.macs)], (m) => ctx.hub.nodeOfMac(m));
+    return { ...i, capture: ctx.hub.incidentCapture(input.id), named };
   }),
 
   /**

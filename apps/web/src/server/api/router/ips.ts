@@ -4,6 +4,7 @@ import { isIpKey, normalizeIpKey, splitIpKey } from "@whohas/core";
 import { held, live, liveInput, liveIps, matters } from "../live.js";
 import { viewerProcedure } from "../trpc.js";
 import { rowOf } from "../../hub/views.js";
+import { namesOf } from "../../vendors.js";
 
 const ip = z
   .string()
@@ -35,7 +36,7 @@ export const ipsRouter = {
     return {
       enabled: true as const,
       intervalMs: p.o.intervalMs,
-      last: last === null ? null : { ...last, answeredBy: (last.macs ?? []).map((mac) => ({ mac, node: ctx.hub.nodeOfMac(mac) })) },
+      last: last === null ? null : { ...last, answeredBy: namesOf(last.macs ?? [], (m) => ctx.hub.nodeOfMac(m)) },
     };
   }),
 

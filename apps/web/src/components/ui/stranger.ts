@@ -1,0 +1,25 @@
+/** A NamedMac is a MAC with its node (null: no whohas agent reports it) and the vendor its prefix is registered to. */
+export interface NamedMac {
+  readonly mac: string;
+  readonly node: string | null;
+  /** Absent when the page was not told (an incident recorded before vendors were). */
+  readonly vendor?: string | null;
+}
+
+/** notANode says what a MAC no agent reports is: "not a cluster node, Intel Corporate". */
+export function notANode(vendor: string | null | undefined): string {
+  return `not a cluster node, ${vendor ?? "vendor not registered"}`;
+}
+
+/**
+ * macText is how a list of MACs shows one: the MAC, and for a host that is no node what it is
+ * ("00:1b:21:00:00:2a (not a cluster node, Intel Corporate)"). A MAC the page knows nothing of stays bare.
+ */
+export function macText(mac: string, named: NamedMac | undefined): string {
+  return named?.node !== null ? mac : `${mac} (${notANode(named.vendor)})`;
+}
+
+/** whoText is how a sentence names a responder: its node, or its MAC and what it is ("… (not a cluster node, …)"). */
+export function whoText(r: NamedMac): string {
+  return r.node ?? macText(r.mac, r);
+}
