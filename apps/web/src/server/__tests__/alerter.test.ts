@@ -453,6 +453,156 @@ describe("delivery", () => {
   });
 });
 
+describe("one notification stream per incident", () => {
+  const NODES = ["02:00:00:00:00:0a", "02:00:00:00:00:0b"];
+  /** finding is what the judge hands on for `type` of the IP; its times are the test clock's. */
+  const finding = (type: "multi-responder" | "wrong-owner" | "silent-drop", t: number) => ({
+    ip: IP,
+    type,
+    macs: NODES,
+    detail: `${type} on ${IP}`,
+    firstSeen: t,
+    lastSeen: t,
+    count: 1,
+    samples: [t],
+  });
+  type Type = Parameters<typeof finding>[0];
+  interface Body {
+    status: string;
+    alerts: { type: string; status: string }[];
+  }
+  const bodies = (r: { got: Received[] }) => r.got.map((g) => JSON.parse(g.body) as Body);
+  const alerts = (b: Body | undefined) => (b?.alerts ?? []).map((a) => `${a.type}:${a.status}`).sort();
+
+  /** stream sets up a receiver and the hub's clock, and opens and clears findings as the judge does (store, then transition). */
+  async function stream(policy: Partial<AlertPolicy> = {}) {
+    const r = await receiver();
+    const clock = manualClock();
+    const s = setup(
+      [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }],
+      { groupWaitMs: 1000, ...policy },
+      clock.now,
+    );
+    const ids = new Map<string, number>();
+    const open = (type: Type, ip = IP) => {
+      const f = { ...finding(type, clock.now()), ip };
+      ids.set(`${ip} ${type}`, s.hub.store.incidents.open(f, {}).id);
+      s.alerter.onTransition({ kind: "opened", finding: f });
+    };
+    const clear = (type: Type, ip = IP) => {
+      const f = { ...finding(type, clock.now()), ip };
+      s.hub.store.incidents.resolve(ids.get(`${ip} ${type}`) ?? 0, f, clock.now());
+      s.alerter.onTransition({ kind: "cleared", finding: f, at: clock.now() });
+    };
+    /** after moves the clock on and delivers whatever is due then. */
+    const after = async (ms: number) => {
+      clock.advance(ms);
+      await s.alerter.deliverDue();
+    };
+    return { ...s, r, clock, open, clear, after };
+  }
+
+  it("sends nothing when one finding clears while another still pages, and resolved when the last one clears", async () => {
+    const { r, open, clear, after, hub } = await stream();
+    open("multi-responder");
+    open("wrong-owner");
+    await after(1000);
+    expect(alerts(bodies(r)[0])).toEqual(["multi-responder:firing", "wrong-owner:firing"]);
+    clear("wrong-owner");
+    await after(60 * 60_000);
+    // Not a word: the incident still pages (multi-responder holds); no "resolved" that an SRE would read as all clear.
+    expect(r.got).toHaveLength(1);
+    expect(hub.store.outbox.recent(10)).toHaveLength(1);
+    clear("multi-responder");
+    await after(1000);
+    expect(r.got).toHaveLength(2);
+    const resolved = bodies(r)[1];
+    expect(resolved?.status).toBe("resolved");
+    // Both findings, each resolved: the one that cleared earlier is told too, in the next notification.
+    expect(alerts(resolved)).toEqual(["multi-responder:resolved", "wrong-owner:resolved"]);
+    expect(hub.store.outbox.recent(10).map((o) => o.kind)).toEqual(["resolved", "firing"]);
+  });
+
+  it("repeats an incident that still pages once repeat_interval has passed since its last notification, each on its own time", async () => {
+    const HOUR = 3_600_000;
+    const OTHER = "192.0.2.20";
+    const { r, open, clear, after, alerter, hub } = await stream({ repeatIntervalMs: 4 * HOUR, maxPerIpPerHour: 100 });
+    open("multi-responder");
+    await after(1000);
+    await after(HOUR);
+    open("multi-responder", OTHER);
+    await after(1000);
+    expect(r.got).toHaveLength(2);
+    // One millisecond short of four hours after the first: nothing yet.
+    await after(3 * HOUR - 2001);
+    alerter.sweep();
+    await after(0);
+    expect(r.got).toHaveLength(2);
+    await after(1);
+    alerter.sweep();
+    await after(1000);
+    expect(r.got).toHaveLength(3);
+    expect(JSON.parse(r.got[2]?.body ?? "{}")).toMatchObject({ ip: IP, status: "firing" });
+    // The other IP's incident repeats on its own time, an hour later; the first does not repeat again meanwhile.
+    await after(HOUR);
+    alerter.sweep();
+    await after(1000);
+    expect(r.got.slice(3).map((g) => (JSON.parse(g.body) as { ip: string }).ip)).toEqual([OTHER]);
+    // An incident that resolved is not repeated.
+    clear("multi-responder");
+    await after(1000);
+    await after(5 * HOUR);
+    const before = r.got.length;
+    alerter.sweep();
+    await after(1000);
+    expect(r.got.slice(before).map((g) => (JSON.parse(g.body) as { ip: string }).ip)).toEqual([OTHER]);
+    expect(hub.store.outbox.recent(100).filter((o) => o.kind === "repeat")).toHaveLength(3);
+  });
+
+  it("repeats to the receiver whose repeat is due, not to one added since that never heard of the incident", async () => {
+    const { r, open, after, alerter, hub } = await stream({ repeatIntervalMs: 60 * 60_000 });
+    open("multi-responder");
+    await after(1000);
+    const late = await receiver();
+    const receivers = alerter.o.receivers() as Receiver[];
+    receivers.push({ name: "late", url: late.url, format: "generic", secret: null, source: "settings" });
+    await after(60 * 60_000);
+    alerter.sweep();
+    await after(1000);
+    expect(r.got).toHaveLength(2);
+    expect(late.got).toHaveLength(0);
+    expect(hub.store.outbox.recent(10).map((o) => [o.receiver, o.kind])).toEqual([
+      ["ops", "repeat"],
+      ["ops", "firing"],
+    ]);
+  });
+
+  it("sends a finding that joins an incident already notified as one grouped update, groupInterval after the last", async () => {
+    const MIN = 60_000;
+    const { r, open, after, hub } = await stream({ groupIntervalMs: 5 * MIN });
+    open("multi-responder");
+    await after(1000);
+    expect(r.got).toHaveLength(1);
+    // A minute later ETP Local's silent drop joins the incident: not paged at once, nor after groupWait, as a new one.
+    await after(MIN);
+    open("silent-drop");
+    await after(1000);
+    await after(4 * MIN - 2001);
+    expect(r.got).toHaveLength(1);
+    // Another finding joins meanwhile: it goes out with the same update.
+    open("wrong-owner");
+    await after(1);
+    expect(r.got).toHaveLength(2);
+    const update = bodies(r)[1];
+    expect(update?.status).toBe("firing");
+    expect(alerts(update)).toEqual(["multi-responder:firing", "silent-drop:firing", "wrong-owner:firing"]);
+    expect(hub.store.outbox.recent(10).map((o) => o.kind)).toEqual(["update", "firing"]);
+    // One incident throughout: every alert carries its id.
+    const ids = (JSON.parse(r.got[1]?.body ?? "{}") as { alerts: { incidentId: number }[] }).alerts.map((a) => a.incidentId);
+    expect(new Set(ids).size).toBe(1);
+  });
+});
+
 describe("receiver URLs", () => {
   it("takes http and https only, without credentials, and only allowed hosts when a list is set", () => {
     const open = { allowHosts: [], allowPrivate: false };

@@ -51,7 +51,7 @@ describe("loadConfig", () => {
         `backgroundProbe: { interval: 45s }`,
         `limits: { maxIps: 5000, maxMacsPerIp: 16, maxAgents: 300, newIpsPerAgentPerMinute: 500, newIpsPerMinute: 900, maxConnections: 2000, connectionsPerAddress: 32 }`,
         `metrics: { listen: "127.0.0.1:9474", tokenFile: DIR/metrics }`,
-        `alerting: { groupWait: 0, repeatInterval: 2h, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
+        `alerting: { groupWait: 0, groupInterval: 1m, repeatInterval: 2h, maxPerIpPerHour: 3, maxPerMinute: 12, sendResolved: false, allowHosts: [hooks.example], allowPrivate: true, externalUrl: "https://whohas.example" }`,
         `webhooks:`,
         `  - { name: ops, url: "https://hooks.example/whohas", format: generic, secretFile: DIR/hook }`,
         `  - { name: am, url: "https://hooks.example/am", format: alertmanager }`,
@@ -105,6 +105,7 @@ describe("loadConfig", () => {
       tls: null,
       alerting: {
         groupWaitMs: 0,
+        groupIntervalMs: 60_000,
         repeatIntervalMs: 2 * 3_600_000,
         maxPerIpPerHour: 3,
         maxPerMinute: 12,

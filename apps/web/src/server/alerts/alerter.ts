@@ -135,64 +135,71 @@ export class Alerter {
   }
 
   /**
-   * onTransition decides a notification for a subject whose finding opened or cleared: one stream per incident, so a
-   * finding that joins an open incident goes out with it (grouped per subject), and "resolved" once no finding that
-   * pages holds in it any more.
+   * onTransition decides a notification for a subject whose finding opened or cleared: one stream per incident, as
+   * Alertmanager keeps one per group. The first finding that pages opens it ("firing", after groupWait, gathering the
+   * findings that come meanwhile); a finding that joins an incident already notified is an "update" of that stream,
+   * sent no sooner than groupInterval after its last notification (Alertmanager's group_interval), not a new page; a
+   * finding that clears while another still pages sends nothing (the next notification shows it resolved); "resolved"
+   * goes once no finding that pages holds any more.
    */
   onTransition(t: Transition): void {
     if (!NOTIFIED.has(t.finding.type)) return;
-    if (t.kind === "opened") this.enqueue(t.finding.ip, "firing");
-    else if (
-      t.kind === "cleared" &&
-      this.o.policy.sendResolved &&
-      !this.o.hub.judging.incidents({ ip: t.finding.ip, open: true }).some(pages)
-    )
-      this.enqueue(t.finding.ip, "resolved");
+    const open = this.o.hub.judging.incidents({ ip: t.finding.ip, open: true });
+    if (t.kind === "opened") {
+      const others = open.some((i) => paging(i).some((f) => f.resolvedAt === null && f.type !== t.finding.type));
+      this.enqueue(t.finding.ip, others ? "update" : "firing");
+    } else if (t.kind === "cleared" && this.o.policy.sendResolved && !open.some(pages)) this.enqueue(t.finding.ip, "resolved");
   }
 
-  /** enqueue writes one notification per receiver for the IP, unless one is still waiting to go or the IP hit its cap. */
+  /**
+   * enqueue writes one notification per receiver for the IP, unless one is still waiting to go (what changed goes out
+   * with it) or the IP hit its cap. An "update" to a receiver never notified of the IP is its first page ("firing").
+   */
   enqueue(ip: string, kind: OutboxKind): void {
     const now = this.#now;
     const gone = this.#gone();
-    for (const r of this.o.receivers()) {
-      if (gone.has(r.name)) continue;
-      if (this.o.outbox.waiting(r.name, ip) !== null) continue; // it goes out with the one already waiting
-      if (this.o.outbox.sentSince(r.name, ip, now - 3_600_000) >= this.o.policy.maxPerIpPerHour) {
-        this.o.onOutcome?.(r.name, "suppressed");
-        this.o.logger.warn("alert.suppressed", {
-          receiver: r.name,
-          ip,
-          kind,
-          hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping`,
-        });
-        continue;
-      }
-      let budget = this.#perMinute.get(r.name);
-      if (budget === undefined)
-        this.#perMinute.set(r.name, (budget = new TokenBucket(this.o.policy.maxPerMinute / 60, this.o.policy.maxPerMinute, now)));
-      if (!budget.take(now)) {
-        this.o.onOutcome?.(r.name, "suppressed");
-        this.#noisy.warn("alert.storm", r.name, {
-          receiver: r.name,
-          ip,
-          kind,
-          hint: `more than ${this.o.policy.maxPerMinute} notifications to this receiver in a minute (alerting.maxPerMinute): the rest are held back; the dashboard's Incidents lists them all`,
-        });
-        continue;
-      }
-      this.o.outbox.add({
-        id: `msg_${randomBytes(12).toString("hex")}`,
-        receiver: r.name,
-        groupKey: ip,
-        kind,
-        createdAt: now,
-        notBefore: now + this.o.policy.groupWaitMs,
-      });
-    }
+    for (const r of this.o.receivers()) if (!gone.has(r.name)) this.#enqueueTo(r, ip, kind, now);
     if (this.o.policy.groupWaitMs === 0) setImmediate(() => void this.deliverDue());
   }
 
-  /** sweep notifies again IPs that stay broken longer than repeat_interval. */
+  #enqueueTo(r: Receiver, ip: string, kind: OutboxKind, now: number): void {
+    if (this.o.outbox.waiting(r.name, ip) !== null) return;
+    if (this.o.outbox.sentSince(r.name, ip, now - 3_600_000) >= this.o.policy.maxPerIpPerHour) {
+      this.o.onOutcome?.(r.name, "suppressed");
+      this.o.logger.warn("alert.suppressed", {
+        receiver: r.name,
+        ip,
+        kind,
+        hint: `more than ${this.o.policy.maxPerIpPerHour} notifications for this IP in an hour (alerting.maxPerIpPerHour): it is flapping`,
+      });
+      return;
+    }
+    let budget = this.#perMinute.get(r.name);
+    if (budget === undefined)
+      this.#perMinute.set(r.name, (budget = new TokenBucket(this.o.policy.maxPerMinute / 60, this.o.policy.maxPerMinute, now)));
+    if (!budget.take(now)) {
+      this.o.onOutcome?.(r.name, "suppressed");
+      this.#noisy.warn("alert.storm", r.name, {
+        receiver: r.name,
+        ip,
+        kind,
+        hint: `more than ${this.o.policy.maxPerMinute} notifications to this receiver in a minute (alerting.maxPerMinute): the rest are held back; the dashboard's Incidents lists them all`,
+      });
+      return;
+    }
+    const last = kind === "update" ? this.o.outbox.lastCreated(r.name, ip) : null;
+    const notBefore = Math.max(now + this.o.policy.groupWaitMs, last === null ? 0 : last + this.o.policy.groupIntervalMs);
+    this.o.outbox.add({
+      id: `msg_${randomBytes(12).toString("hex")}`,
+      receiver: r.name,
+      groupKey: ip,
+      kind: kind === "update" && last === null ? "firing" : kind,
+      createdAt: now,
+      notBefore,
+    });
+  }
+
+  /** sweep notifies again, per receiver, the subjects whose incident still pages repeat_interval after their last notification. */
   sweep(): void {
     const now = this.#now;
     const ips = new Set(
@@ -201,10 +208,12 @@ export class Alerter {
         .filter(pages)
         .map((i) => i.ip),
     );
+    const gone = this.#gone();
     for (const ip of ips) {
       for (const r of this.o.receivers()) {
+        if (gone.has(r.name)) continue;
         const last = this.o.outbox.lastCreated(r.name, ip);
-        if (last !== null && now - last >= this.o.policy.repeatIntervalMs) this.enqueue(ip, "repeat");
+        if (last !== null && now - last >= this.o.policy.repeatIntervalMs) this.#enqueueTo(r, ip, "repeat", now);
       }
     }
   }

@@ -15,6 +15,11 @@ export interface Receiver {
 export interface AlertPolicy {
   /** How long the first finding of an IP waits for the others before one notification goes out (0: at once). */
   readonly groupWaitMs: number;
+  /**
+   * How long a finding that joins an incident already notified waits after that incident's last notification before
+   * the update goes out (Alertmanager's group_interval): what joins meanwhile goes out with it.
+   */
+  readonly groupIntervalMs: number;
   /** How often an IP that stays broken is notified again. */
   readonly repeatIntervalMs: number;
   /** At most this many notifications per IP and receiver in any hour (a flapping IP). */
@@ -39,6 +44,8 @@ export interface AlertPolicy {
 
 export const DEFAULT_POLICY: AlertPolicy = {
   groupWaitMs: 10_000,
+  // Alertmanager's default group_interval.
+  groupIntervalMs: 5 * 60_000,
   repeatIntervalMs: 4 * 3_600_000,
   maxPerIpPerHour: 6,
   maxPerMinute: 30,

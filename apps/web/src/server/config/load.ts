@@ -340,6 +340,8 @@ function alerting(c: ConfigDoc, key: (k: string) => string): Pick<HubConfig, "al
     webhooks,
     alerting: {
       groupWaitMs: gw === undefined ? DEFAULT_POLICY.groupWaitMs : gw === 0 || gw === "0" ? 0 : (parseDuration(gw) ?? 0),
+      groupIntervalMs:
+        a?.groupInterval === undefined ? DEFAULT_POLICY.groupIntervalMs : durationMs("alerting.groupInterval", a.groupInterval, 1000),
       repeatIntervalMs:
         a?.repeatInterval === undefined ? DEFAULT_POLICY.repeatIntervalMs : durationMs("alerting.repeatInterval", a.repeatInterval, 60_000),
       maxPerIpPerHour: a?.maxPerIpPerHour ?? DEFAULT_POLICY.maxPerIpPerHour,

@@ -120,6 +120,7 @@ export const ConfigSchema = z.strictObject({
   alerting: z
     .strictObject({
       groupWait: z.union([duration, z.literal(0), z.literal("0")]).optional(),
+      groupInterval: duration.optional(),
       repeatInterval: duration.optional(),
       maxPerIpPerHour: z.number().int().min(1).max(1000).optional(),
       maxPerMinute: z.number().int().min(1).max(100_000).optional(),

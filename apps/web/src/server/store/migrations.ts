@@ -134,7 +134,7 @@ export const MIGRATIONS: readonly Migration[] = [
         id           TEXT    PRIMARY KEY, -- the webhook-id
         receiver     TEXT    NOT NULL,
         group_key    TEXT    NOT NULL,    -- the IP
-        kind         TEXT    NOT NULL,    -- firing, resolved, repeat, test
+        kind         TEXT    NOT NULL,    -- firing, update, resolved, repeat, test
         created_at   INTEGER NOT NULL,
         not_before   INTEGER NOT NULL,    -- group_wait, then the next retry
         attempts     INTEGER NOT NULL DEFAULT 0,

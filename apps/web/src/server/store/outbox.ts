@@ -16,7 +16,11 @@ export interface StoredReceiver {
 }
 
 export type OutboxStatus = "pending" | "delivered" | "failed" | "cancelled";
-export type OutboxKind = "firing" | "resolved" | "repeat";
+/**
+ * What decided a notification: a subject's first finding that pages (firing), a finding that joined an incident
+ * already notified (update), repeat_interval passing (repeat), or its last paging finding clearing (resolved).
+ */
+export type OutboxKind = "firing" | "update" | "resolved" | "repeat";
 
 /** An OutboxRow is one notification to one receiver, from the moment it is decided until it is delivered or given up. */
 export interface OutboxRow {
