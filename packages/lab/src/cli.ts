@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { startTestApiServer } from "./kube/server.js";
 import { collectGarbage, requireRoot } from "./lab.js";
-import { startStack } from "./stack.js";
+import { DEMO_VLAN_IPS, startDemo } from "./demo.js";
 
 const USAGE = `Usage: whohas-lab <command> [options]
 
@@ -44,28 +44,12 @@ async function kube(argv: string[]): Promise<void> {
   process.on("SIGTERM", stop);
 }
 
-/** DEMO_VLAN_IPS: one address on VLANs 30 and 40, carried tagged on the lab's link as a trunk carries them. */
-const DEMO_VLAN_IPS = ["198.18.0.240@30", "198.18.0.240@40"];
-
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
   await requireRoot();
   await collectGarbage();
-  const stack = await startStack({
-    nodes: Number(values.nodes ?? 3),
-    vips: Number(values.vips ?? 3),
-    port: Number(values.port ?? 3000),
-    kube: true,
-    cluster: true,
-    ipv6: true,
-    vlanVips: DEMO_VLAN_IPS,
-    backgroundProbe: "30s",
-  });
-  // One address on two VLANs of a trunk: one node answers for it on VLAN 30, two (a split brain) on VLAN 40.
+  const stack = await startDemo({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000) });
   const [first, second] = stack.lab.nodes;
-  const elected = (node: string) => [...stack.owners].filter(([, o]) => o === node).map(([ip]) => ip);
-  if (first !== undefined) stack.own(first.name, [...elected(first.name), ...DEMO_VLAN_IPS]);
-  if (second !== undefined) stack.own(second.name, [...elected(second.name), DEMO_VLAN_IPS[1] ?? ""]);
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
@@ -89,7 +73,7 @@ async function demo(argv: string[]): Promise<void> {
       "  on kube-ipvs0 with arp_ignore=0 (kube-proxy IPVS, strictARP false): every node answers for every VIP.",
       `  IPv6: ${lab.vips6.join(", ")} (Services too), answered by the elected node's speaker alone: Linux does not answer`,
       "  Neighbor Solicitations for addresses on kube-ipvs0.",
-      `  VLANs: ${DEMO_VLAN_IPS[0] ?? ""} is answered by ${first?.name ?? "-"}, ${DEMO_VLAN_IPS[1] ?? ""} by ${first?.name ?? "-"} and ${second?.name ?? "-"}: two rows.`,
+      `  VLANs: ${DEMO_VLAN_IPS[0]} is answered by ${first?.name ?? "-"}, ${DEMO_VLAN_IPS[1]} by ${first?.name ?? "-"} and ${second?.name ?? "-"}: two rows.`,
       `  client ${lab.client.ip} / ${lab.client.ip6 ?? "-"} asks for each address every second. Logs: ${stack.logDir}`,
       `  Kubernetes: a test API server at ${stack.api?.url ?? "-"} holds a LoadBalancer Service per VIP (demo/web-N),`,
       "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",

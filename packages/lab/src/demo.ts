@@ -1,0 +1,36 @@
+import { startStack, type Stack } from "./stack.js";
+
+/** DEMO_VLAN_IPS: one address on VLANs 30 and 40, carried tagged on the lab's link as a trunk carries them. */
+export const DEMO_VLAN_IPS = ["198.18.0.240@30", "198.18.0.240@40"] as const;
+
+export interface DemoOptions {
+  readonly nodes: number;
+  readonly vips: number;
+  /** The dashboard's port; 0: one the kernel picks. */
+  readonly port: number;
+}
+
+/**
+ * startDemo starts the lab as `whohas-lab demo` shows it: a dual-stack cluster of `nodes` nodes that all answer ARP
+ * for every IPv4 VIP (kube-proxy IPVS with strictARP false), each VIP a LoadBalancer Service (every other one
+ * externalTrafficPolicy Local), MetalLB-like speakers answering for the IPv6 VIPs they are elected for, the hub's
+ * background probe at its default 30 s, and one address on VLANs 30 and 40: one node answers for it on VLAN 30, two
+ * (a split brain) on VLAN 40.
+ */
+export async function startDemo(o: DemoOptions): Promise<Stack> {
+  const stack = await startStack({
+    nodes: o.nodes,
+    vips: o.vips,
+    port: o.port,
+    kube: true,
+    cluster: true,
+    ipv6: true,
+    vlanVips: DEMO_VLAN_IPS,
+    backgroundProbe: "30s",
+  });
+  const [first, second] = stack.lab.nodes;
+  const elected = (node: string) => [...stack.owners].filter(([, owner]) => owner === node).map(([ip]) => ip);
+  if (first !== undefined) stack.own(first.name, [...elected(first.name), ...DEMO_VLAN_IPS]);
+  if (second !== undefined) stack.own(second.name, [...elected(second.name), DEMO_VLAN_IPS[1]]);
+  return stack;
+}
