@@ -4,15 +4,18 @@ export interface ProbeTarget {
   readonly owner: string | null;
 }
 
-/** JITTER: each IP's next probe comes within ±10 % of the interval, so that IPs spread out instead of marching together. */
-const JITTER = 0.1;
+/**
+ * JITTER: each IP's next probe comes up to a fifth of the interval early, never late: IPs spread out instead of
+ * marching together, and none waits longer than one interval (a stranger is heard within one).
+ */
+const JITTER = 0.2;
 /** REFUSED_MS: a node that could not probe an IP (no interface on its network) is not asked again for it this long. */
 export const REFUSED_MS = 10 * 60_000;
 
 /**
- * A ProbeSchedule decides when the background probe asks for each IP and from which node: every IP once per
- * interval, at a time of its own (the first within one interval of being seen, the next one interval later give or
- * take JITTER), from the nodes in turn. Not from the expected owner while another node can: a node never hears its
+ * A ProbeSchedule decides when the background probe asks for each IP and from which node: every IP at least once per
+ * interval, at a time of its own (the first within one interval of being seen, the next up to JITTER early), from
+ * the nodes in turn. Not from the expected owner while another node can: a node never hears its
  * own answer to its own request, and the owner's answer is the one that must be heard beside a stranger's. Pure: time
  * and chance are given.
  */
@@ -21,10 +24,20 @@ export class ProbeSchedule {
   readonly #turn = new Map<string, number>();
   readonly #refused = new Map<string, Map<string, number>>();
 
+  /** The span each IP's next probe is due within: the interval, less how late the caller may send a due probe. */
+  readonly #span: number;
+
+  /**
+   * `stepMs` is how late after its time a due probe may go out (how often the caller asks what is due): probes are
+   * planned that much early, so that none goes out later than one interval after the last.
+   */
   constructor(
     readonly intervalMs: number,
     readonly random: () => number = Math.random,
-  ) {}
+    stepMs = 0,
+  ) {
+    this.#span = Math.max(0, intervalMs - stepMs);
+  }
 
   /**
    * due returns the probes to send at `now`: for each target whose time has come, the node to ask from, among
@@ -39,7 +52,7 @@ export class ProbeSchedule {
     for (const target of targets) {
       listed.add(target.ip);
       const at = this.#due.get(target.ip);
-      if (at === undefined) this.#due.set(target.ip, now + this.random() * this.intervalMs);
+      if (at === undefined) this.#due.set(target.ip, now + this.random() * this.#span);
       else if (at <= now) due.push({ target, at });
     }
     // The most overdue first: when the nodes have less room than the IPs need, every IP still takes its turn.
@@ -55,7 +68,7 @@ export class ProbeSchedule {
       const node = candidates[turn % candidates.length] ?? "";
       this.#turn.set(ip, turn + 1);
       left.set(node, (left.get(node) ?? 1) - 1);
-      this.#due.set(ip, now + this.intervalMs * (1 - JITTER + 2 * JITTER * this.random()));
+      this.#due.set(ip, now + this.#span * (1 - JITTER * this.random()));
       out.push({ ip, node });
     }
     for (const ip of this.#due.keys()) {

@@ -86,7 +86,7 @@ describe("the background probe", () => {
     expect(probe.last(VIP)).toMatchObject({ node: first?.node, macs: [STRANGER], failed: null });
     expect(outcomes).toEqual(["answered"]);
     for (let i = 0; i < 30; i++) step(1000);
-    // 31 s at a 10 s interval (within 10 % jitter): three more, each from the next node, never from node-c.
+    // 31 s at a 10 s interval (never more than one apart): three more, each from the next node, never from node-c.
     const nodes = agents.sent.map((s) => s.node);
     expect(nodes).toHaveLength(4);
     for (let i = 1; i < nodes.length; i++) expect(nodes[i]).not.toBe(nodes[i - 1]);

@@ -57,7 +57,8 @@ export class BackgroundProbe {
   #timer: NodeJS.Timeout | null = null;
 
   constructor(readonly o: BackgroundProbeOptions) {
-    this.#schedule = new ProbeSchedule(o.intervalMs, o.random);
+    // Asked what is due every TICK_MS: planned that much early, no IP waits longer than one interval.
+    this.#schedule = new ProbeSchedule(o.intervalMs, o.random, TICK_MS);
   }
 
   start(): void {
