@@ -4,6 +4,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { memo, useEffect, useMemo, useRef, useState, type UIEvent } from "react";
 import { STATE_TEXT, ipsQuery, ownerSourceName, viewRows, type Ip, type SortKey } from "./ui/ips-view";
 import { Options } from "./ui/table";
+import { holders } from "./ui/stranger";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
@@ -174,7 +175,7 @@ export function IpsTable({ initial }: { initial: FirstScreen | null }) {
 /** Row is one IP; memoised, so scrolling renders only the rows that come into view, not every row in it. */
 const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: number }) {
   const owner = ip.expectedOwner?.node ?? null;
-  const answering = ip.responders.filter((r) => r.answering);
+  const answering = holders(ip.responders, ip.findings);
   const fastest = ip.responders.find((r) => r.mac === ip.fastest);
   const lastGrat = Math.max(0, ...ip.responders.map((r) => r.lastGratuitous ?? 0));
   const services = ip.services.map((s) => `${s.namespace}/${s.name}`).join(", ");

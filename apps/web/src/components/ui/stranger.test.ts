@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { macText, notANode, whoText } from "./stranger";
+import { holders, macText, notANode, whoText } from "./stranger";
 
 const INTEL = "00:1b:21:00:00:2a";
 const VM = "52:54:00:12:34:56";
@@ -42,5 +42,23 @@ describe("naming a host that is no node", () => {
     },
   ])("names $case in a sentence", ({ r, want }) => {
     expect(whoText(r)).toBe(want);
+  });
+});
+
+describe("holders", () => {
+  const node = { mac: NODE, node: "node-1", vendor: null, answering: true };
+  const quietNode = { mac: "02:00:00:00:00:02", node: "node-2", vendor: null, answering: false };
+  const stranger = { mac: INTEL, node: null, vendor: "Intel Corporate", answering: false };
+  it.each([
+    { case: "a stranger heard by the last probe, while its address conflict holds", findings: ["address-conflict"], want: [NODE, INTEL] },
+    { case: "no stranger once its conflict cleared", findings: ["multi-responder"], want: [NODE] },
+    { case: "no stranger before it is called a conflict", findings: [], want: [NODE] },
+  ])("lists $case, and never a node that stopped answering", ({ findings, want }) => {
+    expect(
+      holders(
+        [node, quietNode, stranger],
+        findings.map((type) => ({ type })),
+      ).map((r) => r.mac),
+    ).toEqual(want);
   });
 });

@@ -23,3 +23,17 @@ export function macText(mac: string, named: NamedMac | undefined): string {
 export function whoText(r: NamedMac): string {
   return r.node ?? macText(r.mac, r);
 }
+
+/**
+ * holders lists who holds an IP, as the IPs list shows it: the responders answering now, and each host that is no node
+ * while the IP's address conflict holds. Such a host may answer only clients outside the cluster, by unicast, which no
+ * agent sees: whohas hears it at its probes alone (one request an interval), so it is answering "now" for a few
+ * seconds of each interval, yet holds the address all along.
+ */
+export function holders<R extends { readonly node: string | null; readonly answering: boolean }>(
+  responders: readonly R[],
+  findings: readonly { readonly type: string }[],
+): R[] {
+  const conflict = findings.some((f) => f.type === "address-conflict");
+  return responders.filter((r) => r.answering || (conflict && r.node === null));
+}
