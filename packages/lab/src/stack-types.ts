@@ -64,6 +64,12 @@ export interface StackOptions {
    * per VLAN which speakers answer, so one address can have one owner on VLAN 30 and two on VLAN 40.
    */
   readonly vlanVips?: readonly string[];
+  /**
+   * LoadBalancer IPs of Services of their own (demo/spare-N, needs `kube`), in MetalLB's pool like the others, that no
+   * node holds, no speaker takes (they are not in `owners`) and the client does not ask for: a host that is no node
+   * can take one (Lab.addStranger) without changing who answers for the lab's VIPs. Only whohas's probes ask for it.
+   */
+  readonly spareVips?: readonly string[];
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */

@@ -35,6 +35,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     if (v.ip.includes(":") && opts.ipv6 !== true) throw new TypeError(`vlanVips: ${JSON.stringify(text)} is IPv6: start with ipv6`);
     return vlanIpText(v);
   });
+  if ((opts.spareVips ?? []).length > 0 && opts.kube !== true)
+    throw new TypeError("spareVips: a spare VIP is a Service's: start with kube");
   const lab = await createLab({
     nodes: opts.nodes ?? 3,
     vips: opts.vips ?? 3,
@@ -113,7 +115,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           externalTrafficPolicy: i % 2 === 0 ? "Cluster" : "Local",
           endpointNodes: [lab.nodes[(i + 1) % lab.nodes.length]?.name ?? "node-1"],
         });
-      const services = [...lab.vips.map(service("web")), ...lab.vips6.map(service("web6"))];
+      const spare = new Set(opts.spareVips ?? []);
+      const services = [...lab.vips.map(service("web")), ...lab.vips6.map(service("web6")), ...[...spare].map(service("spare"))];
       seedCluster(
         api,
         lab.nodes.map((n) => n.name),
@@ -141,7 +144,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
             speakers: new Set(lab.nodes.map((n) => n.name)),
             l2Advertisements: [{ nodeSelectors: [] }],
           });
-          if (e.owner !== null) owners.set(svc.ip, e.owner);
+          if (e.owner !== null && !spare.has(svc.ip)) owners.set(svc.ip, e.owner);
         }
       }
       kubeconfig = `${lab.names.stateDir}/kubeconfig`;
