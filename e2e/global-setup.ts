@@ -36,6 +36,12 @@ async function signIn(url: string, user: { name: string; password: string }, fil
 
 /** VLAN_IP: an address the lab's client asks for inside VLAN 30 only. */
 const VLAN_IP = "198.18.0.230@30";
+/**
+ * STRANGER: a host that is no node (an Intel MAC, a registered prefix) holding a LoadBalancer IP of its own Service
+ * (demo/spare-0), which no node answers for: an address conflict, heard by the hub's background probe, that leaves
+ * what every other test counts (responders, incidents) as it was.
+ */
+const STRANGER = { ip: "198.18.0.250", mac: "00:1b:21:00:00:2a" };
 
 /** globalSetup starts the whole stack once; the returned function tears it down, also when tests fail. */
 export default async function globalSetup(): Promise<() => Promise<void>> {
@@ -52,11 +58,13 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } },
     ipv6: true,
     vlanVips: [VLAN_IP],
+    spareVips: [STRANGER.ip],
     // The product's default, as the demo runs it.
     backgroundProbe: "30s",
   });
   // node-1 answers for the address on VLAN 30 (beside the Service IPs it was elected for).
   stack.own("node-1", [...[...stack.owners].filter(([, o]) => o === "node-1").map(([ip]) => ip), VLAN_IP]);
+  await stack.lab.addStranger(STRANGER.mac, [STRANGER.ip]);
   mkdirSync(STATE_DIR, { recursive: true });
   for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
   process.env.WHOHAS_E2E_URL = stack.url;
@@ -66,5 +74,6 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.env.WHOHAS_E2E_VIPS = JSON.stringify(stack.lab.vips);
   process.env.WHOHAS_E2E_VIPS6 = JSON.stringify(stack.lab.vips6.map((ip) => ({ ip, owner: stack.owners.get(ip) ?? "" })));
   process.env.WHOHAS_E2E_VLAN_IP = VLAN_IP;
+  process.env.WHOHAS_E2E_STRANGER = JSON.stringify(STRANGER);
   return () => stack.stop();
 }

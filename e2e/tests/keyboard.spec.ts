@@ -1,7 +1,8 @@
 import { expect, test, type Locator, type Page } from "@playwright/test";
 
 // Runs after the actions tests (files run in name order): its probe must not overlap theirs. It signs in on its own,
-// since signing out ends the session, and changes nothing in the cluster: each confirmation is cancelled.
+// since signing out ends the session, and changes nothing in the cluster: each confirmation is cancelled (it does
+// acknowledge one incident, whohas's own record).
 const url = process.env.WHOHAS_E2E_URL ?? "";
 const users = JSON.parse(process.env.WHOHAS_E2E_USERS ?? "{}") as Record<"operator", { name: string; password: string }>;
 const vips = JSON.parse(process.env.WHOHAS_E2E_VIPS ?? "[]") as string[];
@@ -42,7 +43,7 @@ async function navigate(page: Page, label: string, path: RegExp): Promise<void> 
 test.use({ storageState: { cookies: [], origins: [] } });
 
 test("the keyboard alone signs in, reaches every main action and uses it, with a focus ring on each", async ({ page }) => {
-  test.setTimeout(120_000);
+  test.setTimeout(180_000);
   await page.goto(`${url}/login`);
   await tabTo(page, page.getByLabel("User name"));
   await page.keyboard.type(users.operator.name);
@@ -53,6 +54,28 @@ test("the keyboard alone signs in, reaches every main action and uses it, with a
 
   await navigate(page, "Nodes", /\/nodes$/);
   await navigate(page, "Incidents", /\/incidents$/);
+
+  // An incident: opened from the list; acknowledged, a command copied and its frames downloaded, all by the keyboard.
+  const unacknowledged = page
+    .locator('[data-testid="incidents-open"] tr[data-type="multi-responder"]')
+    .filter({ has: page.getByTestId("acknowledge") })
+    .first();
+  await tabTo(page, unacknowledged.getByRole("link", { name: /^#\d+$/ }));
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/\/incidents\/\d+$/);
+  await expect(page.getByTestId("incident-state")).toHaveText("open");
+  await tabTo(page, page.getByTestId("acknowledge"));
+  await page.keyboard.press("Enter");
+  await expect(page.getByTestId("acknowledged")).toContainText(`by ${users.operator.name}`);
+  const copy = page.getByRole("button", { name: "copy the command" }).first();
+  await tabTo(page, copy);
+  await page.keyboard.press("Enter");
+  // Copied, or (where the browser refuses the clipboard) the command selected, with a word on how to copy it.
+  await expect(copy.locator("xpath=..")).toContainText(/Copied|the text is selected/);
+  const download = page.getByTestId("download-capture");
+  await tabTo(page, download);
+  const [file] = await Promise.all([page.waitForEvent("download"), page.keyboard.press("Enter")]);
+  expect(file.suggestedFilename()).toMatch(/^whohas-.*-incident-\d+\.pcapng$/);
 
   // Fix: the main button opens its confirmation with the focus on Cancel, whose Enter changes nothing.
   await navigate(page, "Fix", /\/fix$/);
@@ -112,6 +135,31 @@ test("the keyboard alone signs in, reaches every main action and uses it, with a
   await expect(dialog).toBeHidden();
   await expect(reannounce).toBeFocused();
   await expect(page.getByRole("status").filter({ hasText: "is announcing" })).toHaveCount(0);
+
+  // Re-announce together: the Service's button opens its confirmation on Cancel, and Enter there announces nothing.
+  const together = page.getByTestId("reannounce-group").first();
+  const label = await together.innerText();
+  await tabTo(page, together);
+  await page.keyboard.press("Enter");
+  await expect(dialog).toContainText("Announce every IP of");
+  await expect(dialog.getByRole("button", { name: "Cancel" })).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(dialog).toBeHidden();
+  await expect(together).toBeFocused();
+  await expect(together).toHaveText(label);
+
+  // The timeline's range, by Enter and by Space, and back.
+  const range = page.getByRole("group", { name: "time range" });
+  for (const [label, key] of [
+    ["last 15m", "Enter"],
+    ["last 24h", "Space"],
+    ["last 1h", "Enter"],
+  ] as const) {
+    const button = range.getByRole("button", { name: label, exact: true });
+    await tabTo(page, button);
+    await page.keyboard.press(key);
+    await expect(button).toHaveAttribute("aria-pressed", "true");
+  }
 
   await navigate(page, "Overview", new RegExp(`^${url}/$`));
 

@@ -9,6 +9,8 @@ const vip0 = vips[0] ?? "";
 const vip1 = vips[1] ?? "";
 const vips6 = JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string; owner: string }[];
 const vlanIp = process.env.WHOHAS_E2E_VLAN_IP ?? "";
+/** A host that is no node, holding a LoadBalancer IP that no node answers for (global-setup). */
+const stranger = JSON.parse(process.env.WHOHAS_E2E_STRANGER ?? "{}") as { ip: string; mac: string };
 /** downloaded clicks a download link and saves what the browser received; returns its suggested name and path. */
 async function downloaded(page: Page, link: Locator) {
   const [d] = await Promise.all([page.waitForEvent("download"), link.click()]);
@@ -72,12 +74,18 @@ test("the IPs page lists the responders, filters and sorts with the state in the
   const owner = await row.getByTestId("owner").getAttribute("data-owner");
   await expect(row.locator('[data-testid="responder"].wrong')).toHaveCount(nodes.filter((n) => n.name !== owner).length);
   expect(errors.filter((e) => /hydrat|did not match|error #(418|423|425)/i.test(e))).toEqual([]);
-  await shots(page, "ips", [
-    ...columns(page.getByTestId("ips"), ["IP", "State", "Answering", "Findings", "Requests"]),
-    row.getByRole("link"),
-    row.getByTestId("state"),
-    row.getByTestId("findings"),
-  ]);
+  await shots(
+    page,
+    "ips",
+    [
+      ...columns(page.getByTestId("ips"), ["IP", "State", "Answering", "Findings", "Requests"]),
+      row.getByRole("link"),
+      row.getByTestId("state"),
+      row.getByTestId("findings"),
+    ],
+    // On a desktop monitor every column shows, the secondary ones folded at 1280 px included.
+    columns(page.getByTestId("ips"), ["Service", "ETP", "Expected owner", "Usually first", "Announced"]),
+  );
 
   await page.getByTestId("search").fill(vip1);
   await expect(page).toHaveURL(new RegExp(`q=${vip1.replaceAll(".", "\\.")}`));
@@ -175,6 +183,54 @@ test("the IP detail shows the three responders, the timeline, the silent drop an
   }
   await page.getByRole("button", { name: "switch between light and dark theme" }).click();
   await chart.screenshot({ path: "test-results/pages/ip-timeline-toggled-theme.png" });
+});
+
+test("a host that is no node holding a LoadBalancer IP: an address conflict, named by its vendor everywhere", async ({ page }) => {
+  // The hub's background probe (one request every 30 s) hears it; it is an address conflict once it has answered
+  // probes for 20 s: about a minute after the lab started at worst, long past when this file runs after the others.
+  test.setTimeout(180_000);
+  const wait = { timeout: 120_000 };
+  const isIt = `(not a cluster node, Intel Corporate)`;
+  await page.goto(`${url}/incidents`);
+  const incident = page
+    .locator('[data-testid="incidents-open"] tr[data-incident]')
+    .filter({ has: page.getByRole("link", { name: stranger.ip, exact: true }) });
+  await expect(incident).toHaveAttribute("data-type", "address-conflict", wait);
+  await expect(incident).toHaveCount(1);
+  await expect(incident).toContainText(`${stranger.mac} (Intel Corporate), not a node of the cluster`);
+
+  await page.goto(`${url}/ips`);
+  const row = page.locator(`[data-testid="ips"] [data-ip="${stranger.ip}"]`);
+  await expect(row.getByTestId("services")).toHaveText("demo/spare-0");
+  await expect(row.getByTestId("findings")).toContainText("address-conflict");
+  const chip = row.locator(`[data-testid="responder"][data-mac="${stranger.mac}"]`);
+  await expect(chip).toHaveText("Intel Corporate (not a node)");
+  await expect(chip).toHaveAttribute("data-node", "");
+
+  await row.getByRole("link").click();
+  await expect(page).toHaveURL(new RegExp(`/ips/${stranger.ip.replaceAll(".", "\\.")}$`));
+  const responder = page.locator(`[data-testid="responders"] [data-testid="responder"][data-mac="${stranger.mac}"]`);
+  await expect(responder.getByTestId("stranger")).toHaveText("not a cluster node");
+  await expect(responder.getByTestId("vendor")).toHaveText("Intel Corporate");
+  // Only the probe's node asks for it, and only the stranger answers: the probe's line names it by its vendor.
+  const background = page.getByTestId("background-probe");
+  await expect(background).toContainText(`answered by ${stranger.mac} ${isIt}`, { timeout: 45_000 });
+  await expect(page.getByTestId("ip-incidents")).toContainText("address-conflict");
+  await shots(page, "ip-detail-stranger", [
+    page.getByTestId("ip-state"),
+    ...columns(page.getByTestId("responders"), ["Node", "MAC", "Answering now", "Replies", "Last seen"]),
+    responder.getByTestId("vendor"),
+    background,
+  ]);
+
+  // Its incident: the finding's MACs and the evidence name it too.
+  await page.goto(`${url}/incidents`);
+  await incident.getByRole("link", { name: /^#\d+$/ }).click();
+  await expect(page.locator('[data-testid="incident-facets"] tr[data-finding="address-conflict"] [data-testid="facet-macs"]')).toHaveText(
+    `${stranger.mac} ${isIt}`,
+  );
+  await expect(page.getByTestId("evidence")).toContainText(`${stranger.mac} ${isIt}`);
+  await shot(page, "incident-stranger");
 });
 
 test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's page with its one responder", async ({ page }) => {
