@@ -34,8 +34,12 @@ async function signIn(url: string, user: { name: string; password: string }, fil
   writeFileSync(file, JSON.stringify(state));
 }
 
-/** VLAN_IP: an address the lab's client asks for inside VLAN 30 only. */
+/** VLAN_IP: an address the lab's client asks for inside VLAN 30 (node-1 answers there). */
 const VLAN_IP = "198.18.0.230@30";
+/** The same address on VLAN 40, where node-2 answers: a row of its own. */
+const VLAN_IP_40 = "198.18.0.230@40";
+/** An IPv6 address on VLAN 40, answered by node-3. */
+const VLAN_IP6 = "2001:2::230@40";
 /**
  * STRANGER: a host that is no node (an Intel MAC, a registered prefix) holding a LoadBalancer IP of its own Service
  * (demo/spare-0), which no node answers for: an address conflict, heard by the hub's background probe, that leaves
@@ -57,13 +61,17 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
     probeDuration: "6s",
     hubConfig: { alerting: { allowHosts: ["127.0.0.1"] } },
     ipv6: true,
-    vlanVips: [VLAN_IP],
+    vlanVips: [VLAN_IP, VLAN_IP_40, VLAN_IP6],
     spareVips: [STRANGER.ip],
     // The product's default, as the demo runs it.
     backgroundProbe: "30s",
   });
-  // node-1 answers for the address on VLAN 30 (beside the Service IPs it was elected for).
-  stack.own("node-1", [...[...stack.owners].filter(([, o]) => o === "node-1").map(([ip]) => ip), VLAN_IP]);
+  // node-1 answers for the address on VLAN 30, node-2 for the same address on VLAN 40, node-3 for the IPv6 address on
+  // VLAN 40 (each beside the Service IPs it was elected for).
+  const elected = (node: string) => [...stack.owners].filter(([, o]) => o === node).map(([ip]) => ip);
+  stack.own("node-1", [...elected("node-1"), VLAN_IP]);
+  stack.own("node-2", [...elected("node-2"), VLAN_IP_40]);
+  stack.own("node-3", [...elected("node-3"), VLAN_IP6]);
   await stack.lab.addStranger(STRANGER.mac, [STRANGER.ip]);
   mkdirSync(STATE_DIR, { recursive: true });
   for (const role of ["viewer", "operator", "admin"] as const) await signIn(stack.url, stack.users[role], `${STATE_DIR}/${role}.json`);
@@ -74,6 +82,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   process.env.WHOHAS_E2E_VIPS = JSON.stringify(stack.lab.vips);
   process.env.WHOHAS_E2E_VIPS6 = JSON.stringify(stack.lab.vips6.map((ip) => ({ ip, owner: stack.owners.get(ip) ?? "" })));
   process.env.WHOHAS_E2E_VLAN_IP = VLAN_IP;
+  process.env.WHOHAS_E2E_VLAN_IP_40 = VLAN_IP_40;
+  process.env.WHOHAS_E2E_VLAN_IP6 = VLAN_IP6;
   process.env.WHOHAS_E2E_STRANGER = JSON.stringify(STRANGER);
   return () => stack.stop();
 }

@@ -9,6 +9,8 @@ const vip0 = vips[0] ?? "";
 const vip1 = vips[1] ?? "";
 const vips6 = JSON.parse(process.env.WHOHAS_E2E_VIPS6 ?? "[]") as { ip: string; owner: string }[];
 const vlanIp = process.env.WHOHAS_E2E_VLAN_IP ?? "";
+const vlanIp40 = process.env.WHOHAS_E2E_VLAN_IP_40 ?? "";
+const vlanIp6 = process.env.WHOHAS_E2E_VLAN_IP6 ?? "";
 /** A host that is no node, holding a LoadBalancer IP that no node answers for (global-setup). */
 const stranger = JSON.parse(process.env.WHOHAS_E2E_STRANGER ?? "{}") as { ip: string; mac: string };
 /** downloaded clicks a download link and saves what the browser received; returns its suggested name and path. */
@@ -233,7 +235,7 @@ test("a host that is no node holding a LoadBalancer IP: an address conflict, nam
   await shot(page, "incident-stranger");
 });
 
-test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's page with its one responder", async ({ page }) => {
+test("an IPv6 Service IP and addresses on VLANs: their rows, and the IPv6 IPs' pages with their one responder", async ({ page }) => {
   const v6 = vips6[0] ?? { ip: "", owner: "" };
   const owner = nodes.find((n) => n.name === v6.owner);
   await page.goto(`${url}/ips`);
@@ -246,6 +248,15 @@ test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's
   await expect(vlanRow).toContainText("198.18.0.230");
   await expect(vlanRow.getByTestId("vlan")).toHaveText("VLAN 30");
   await expect(vlanRow.locator('[data-testid="responder"]')).toHaveAttribute("data-node", "node-1");
+  // The same address on VLAN 40 is another row, answered by another node.
+  const vlanRow40 = page.locator(`[data-ip="${vlanIp40}"]`);
+  await expect(vlanRow40).toContainText("198.18.0.230");
+  await expect(vlanRow40.getByTestId("vlan")).toHaveText("VLAN 40");
+  await expect(vlanRow40.locator('[data-testid="responder"]')).toHaveAttribute("data-node", "node-2");
+  // An IPv6 address on VLAN 40, written compressed.
+  const row6vlan = page.locator(`[data-ip="${vlanIp6}"]`);
+  await expect(row6vlan).toContainText("2001:2::230");
+  await expect(row6vlan.getByTestId("vlan")).toHaveText("VLAN 40");
   await shot(page, "ips-dual-stack");
 
   await vlanRow.getByRole("link", { name: /198\.18\.0\.230/ }).click();
@@ -264,6 +275,16 @@ test("an IPv6 Service IP and an address on a VLAN: their rows, and the IPv6 IP's
   await expect(background).toContainText(`answered by ${v6.owner}`, { timeout: 45_000 });
   await expect(background).not.toContainText(`asked from ${v6.owner}`);
   await shot(page, "ip-detail-ipv6");
+
+  // The IPv6 address on VLAN 40: its page names the VLAN and its one responder, node-3, with its MAC.
+  await page.goto(`${url}/ips/${encodeURIComponent(vlanIp6)}`);
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("2001:2::230");
+  await expect(page.getByRole("heading", { level: 1 }).getByTestId("vlan")).toHaveText("VLAN 40");
+  await expect(page.getByTestId("ip-state")).toHaveAttribute("data-state", "single");
+  const node3 = nodes.find((n) => n.name === "node-3");
+  await expect(page.locator('[data-testid="responder"][data-answering="true"]')).toHaveCount(1);
+  await expect(page.locator('[data-testid="responder"][data-answering="true"][data-node="node-3"]')).toContainText(node3?.mac ?? "?");
+  await shot(page, "ip-detail-ipv6-vlan");
 });
 
 test("the Nodes page shows every agent online with its ARP settings", async ({ page }) => {
