@@ -144,6 +144,29 @@ export type NodeFacts = z.infer<typeof NodeFactsSchema>;
 const commandId = z.string().min(1).max(64);
 const durationMs = z.number().int().positive().max(600_000);
 
+/**
+ * MAX_PROBE_TARGETS: the IPs one probe-many may ask at most. One round's results of that many, each with
+ * MAX_PROBE_REPLIES replies at their longest, fit one message well under the hub's 1 MiB limit (wire-probe-many.test.ts
+ * builds the worst case); an agent of this release says so in its hello and refuses more, and the hub splits.
+ */
+export const MAX_PROBE_TARGETS = 512;
+/**
+ * PROBE_MANY_WIRE_MAX bounds what a probe-many message may carry at all: more than any agent takes, so that an agent
+ * asked for more than its own limit refuses in words (command-done) instead of dropping the command as malformed.
+ */
+export const PROBE_MANY_WIRE_MAX = 8 * MAX_PROBE_TARGETS;
+/**
+ * MAX_PROBE_REPLIES: the replies one request of a probe-many reports at most (the fastest). Two already make the
+ * request answered by several MACs; the rest only lengthen the message.
+ */
+export const MAX_PROBE_REPLIES = 16;
+/** MAX_PROBE_ROUNDS: the requests per IP of one probe-many at most (a minute at one a second). */
+export const MAX_PROBE_ROUNDS = 60;
+/** MIN_PROBE_MANY_INTERVAL_MS: a probe-many never asks one IP more often than once a second, as a client re-asking would. */
+export const MIN_PROBE_MANY_INTERVAL_MS = 1000;
+/** A ProbeTarget names one IP of a probe-many and the VLAN to ask it in (null: untagged). */
+const ProbeTargetSchema = z.object({ ip, vlan: z.number().int().min(1).max(4094).nullable() });
+
 /** ProbeReplySchema / ProbeSummarySchema mirror node/probe.ts. */
 const ProbeReplySchema = z.object({ mac, latencyMs: z.number().nonnegative() });
 export const ProbeSummarySchema = z.object({
@@ -210,6 +233,11 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     node: nodeName,
     agentVersion: z.string().max(64),
     interfaces: z.array(InterfaceInfoSchema).max(MAX_HELLO_INTERFACES),
+    /**
+     * The agent takes probe-many commands of at most `maxTargets` IPs. Agents before it leave it out (the hub then
+     * probes their IPs one probe command each); a hub before it drops it, so neither end needs a new version.
+     */
+    probeMany: z.object({ maxTargets: z.number().int().min(1).max(PROBE_MANY_WIRE_MAX) }).optional(),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -230,6 +258,19 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     sentAt: millis,
     replies: z.array(ProbeReplySchema).max(1024),
   }),
+  /**
+   * One round of a probe-many, once every reply window of it has passed: for each IP asked, when its request went
+   * out and the MACs that answered it (at most MAX_PROBE_REPLIES, the fastest first).
+   */
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("probe-many-result"),
+    id: commandId,
+    seq: z.number().int().positive().max(MAX_PROBE_ROUNDS),
+    results: z
+      .array(ProbeTargetSchema.extend({ sentAt: millis, replies: z.array(ProbeReplySchema).max(MAX_PROBE_REPLIES) }))
+      .max(PROBE_MANY_WIRE_MAX),
+  }),
   /** The end of a command: its summary, or why it was refused or failed. */
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -239,6 +280,11 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     message: z.string().max(1000),
     probe: ProbeSummarySchema.optional(),
     bursts: z.number().int().nonnegative().optional(),
+    /** The IPs of a probe-many this node could not ask (no interface on their network), each with why. */
+    unprobed: z
+      .array(ProbeTargetSchema.extend({ message: z.string().max(300) }))
+      .max(PROBE_MANY_WIRE_MAX)
+      .optional(),
   }),
   /**
    * evidence answers an evidence-request at once, from the frames the agent still holds: those about the IP in the
@@ -288,6 +334,20 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
     intervalMs: z.number().int().min(100).max(60_000),
   }),
   /**
+   * probe-many: `rounds` broadcast requests for each of `targets` (ARP, or NS to the solicited-node group for IPv6),
+   * one round every `intervalMs`, the targets' requests spread over the interval, from one capture per interface;
+   * every reply MAC counted per request. Each round is reported once its replies are in (probe-many-result), then
+   * command-done. Sent only to agents whose hello names probeMany, with at most its maxTargets.
+   */
+  z.object({
+    v: z.literal(WIRE_VERSION),
+    type: z.literal("probe-many"),
+    id: commandId,
+    targets: z.array(ProbeTargetSchema).min(1).max(PROBE_MANY_WIRE_MAX),
+    rounds: z.number().int().min(1).max(MAX_PROBE_ROUNDS),
+    intervalMs: z.number().int().min(MIN_PROBE_MANY_INTERVAL_MS).max(60_000),
+  }),
+  /**
    * evidence-request: the raw frames the agent holds about `ip` in `vlan` (null: untagged) captured in [fromMs, toMs],
    * at most `maxBytes` of them (captured bytes, summed). ARP frames count when the IP is their sender or target, NDP
    * ones when it is their target or IPv6 source. Answered at once with an evidence message.
@@ -306,6 +366,10 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
     .refine((m) => m.fromMs <= m.toMs, { message: "fromMs is after toMs", path: ["toMs"] }),
 ]);
 export type HubMessage = z.infer<typeof HubMessageSchema>;
+
+/** A HubCommand is what the hub asks an agent to run; its results come back as CommandResults, command-done last. */
+export type HubCommand = Extract<HubMessage, { type: "announce" | "probe" | "probe-many" }>;
+export type CommandResult = Extract<AgentMessage, { type: "probe-result" | "probe-many-result" | "command-done" }>;
 
 /** A ParseFailure explains, in one line a person can act on, why a message was refused, and what kind of fault it is. */
 export interface ParseFailure {
