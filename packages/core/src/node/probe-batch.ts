@@ -1,0 +1,125 @@
+import { ProbeSession, type ProbeRequestResult } from "./probe.js";
+
+/**
+ * CLOCK_STEP_MS: the resolution of the clock a batch is fed (Date.now, whole milliseconds). Two requests for one
+ * target are at least intervalMs + CLOCK_STEP_MS apart as that clock reads them, so never closer than intervalMs in
+ * truth.
+ */
+const CLOCK_STEP_MS = 1;
+
+/** A ClosedRound is one round of a batch whose every reply window has passed: each target's request and replies. */
+export interface ClosedRound {
+  readonly seq: number;
+  /** One per target, in the targets' order. */
+  readonly results: readonly ProbeRequestResult[];
+}
+
+/** A DueRequest is the request a batch sends next: its target, its round (from 1) and the earliest time it may go. */
+export interface DueRequest {
+  readonly target: number;
+  readonly seq: number;
+  readonly at: number;
+}
+
+/**
+ * A ProbeBatch schedules the broadcast requests of one probe of many targets from one node, and matches their
+ * replies: `rounds` requests per target, a round every `intervalMs`. Within a round the targets' requests are spread
+ * evenly over the interval (target i at i × intervalMs / n), so n targets cost n frames a second, never n frames at
+ * once; and a target's requests are always more than intervalMs apart, however late the caller wakes, so no IP is
+ * asked faster than a client re-asking once a second. Replies match as in ProbeSession: the target's latest request,
+ * within intervalMs. A round closes once every target's request of it is out and its reply window has passed.
+ *
+ * Pure: the caller asks `next()`, sends once the clock reaches its `at`, and calls `sent` with the clock read after
+ * sending (so that a send delayed after the check only widens the gap); it feeds replies and collects `closed` rounds.
+ */
+export class ProbeBatch {
+  readonly #sessions: ProbeSession[];
+  /** When each target's latest request went out (null: none yet). */
+  readonly #last: (number | null)[];
+  /** The requests sent so far: round-major, target-minor (request k is target k % n of round k / n). */
+  #sent = 0;
+  #closed = 0;
+
+  constructor(
+    targets: readonly string[],
+    readonly rounds: number,
+    readonly intervalMs: number,
+    readonly start: number,
+  ) {
+    if (targets.length === 0) throw new RangeError("probe batch: no target");
+    if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`probe batch: ${rounds} rounds (at least 1)`);
+    if (!(intervalMs > 0)) throw new RangeError(`probe batch: interval ${intervalMs} ms`);
+    this.#sessions = targets.map((ip) => new ProbeSession(ip, intervalMs));
+    this.#last = targets.map(() => null);
+  }
+
+  get size(): number {
+    return this.#sessions.length;
+  }
+
+  /** done: every round has closed. */
+  get done(): boolean {
+    return this.#closed >= this.rounds;
+  }
+
+  /** next is the request to send next, null once every request has gone. */
+  next(): DueRequest | null {
+    const n = this.#sessions.length;
+    if (this.#sent >= n * this.rounds) return null;
+    const round = Math.floor(this.#sent / n);
+    const target = this.#sent % n;
+    const planned = this.start + round * this.intervalMs + Math.floor((target * this.intervalMs) / n);
+    const last = this.#last[target] ?? null;
+    return { target, seq: round + 1, at: last === null ? planned : Math.max(planned, last + this.intervalMs + CLOCK_STEP_MS) };
+  }
+
+  /**
+   * sent records that the next request went out, `now` being the clock read after sending; returns its target.
+   * Throws when every request has gone, or when `now` is before the request was due (the caller sent too early).
+   */
+  sent(now: number): number {
+    const due = this.next();
+    if (due === null) throw new RangeError("probe batch: every request was sent already");
+    if (now < due.at) throw new RangeError(`probe batch: request ${due.seq} of target ${due.target} sent at ${now}, due at ${due.at}`);
+    this.#sessions[due.target]?.request(now);
+    this.#last[due.target] = now;
+    this.#sent++;
+    return due.target;
+  }
+
+  /** reply records a reply from `mac` to `target` at `now`: it answers that target's latest request, if recent enough. */
+  reply(target: number, mac: string, now: number): void {
+    this.#sessions[target]?.reply(mac, now);
+  }
+
+  /**
+   * #closeAt is when the next round to close does (its last request out, plus its reply window), null while some of
+   * its requests are still to go or once every round has closed. Requests go out in order on a clock that does not
+   * go back, so a round's last request is its latest.
+   */
+  #closeAt(): number | null {
+    if (this.#closed >= this.rounds) return null;
+    const n = this.#sessions.length;
+    if (this.#sent < (this.#closed + 1) * n) return null;
+    const lastOfRound = this.#sessions[n - 1]?.result(this.#closed + 1)?.sentAt ?? 0;
+    return lastOfRound + this.intervalMs + CLOCK_STEP_MS;
+  }
+
+  /** closed returns the rounds closed by `now` that were not returned before, in order. */
+  closed(now: number): ClosedRound[] {
+    const out: ClosedRound[] = [];
+    for (let at = this.#closeAt(); at !== null && now >= at; at = this.#closeAt()) {
+      const seq = ++this.#closed;
+      out.push({ seq, results: this.#sessions.map((s) => s.result(seq) ?? { seq, sentAt: 0, replies: [] }) });
+    }
+    return out;
+  }
+
+  /** wake is when there is something to do next (a request due or a round to close); null once the batch is done. */
+  wake(): number | null {
+    const due = this.next()?.at ?? null;
+    const close = this.#closeAt();
+    if (due === null) return close;
+    return close === null ? due : Math.min(due, close);
+  }
+}
