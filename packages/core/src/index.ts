@@ -37,6 +37,8 @@ export * from "./kubeproxy/revert.js";
 export * from "./node/kernel.js";
 export * from "./node/probe.js";
 export * from "./node/probe-rounds.js";
+export * from "./node/probe-batch.js";
+export * from "./node/probe-plan.js";
 export * from "./node/probe-schedule.js";
 export * from "./cluster/announcers.js";
 export * from "./cluster/expected-owner.js";
