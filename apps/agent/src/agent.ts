@@ -9,6 +9,7 @@ import {
   roleOf,
   type DecodeFailure,
   type FrameFields,
+  type HubCommand,
   type HubMessage,
   type Logger,
   type NodeFacts,
@@ -47,7 +48,7 @@ export interface AgentDeps {
   /** Reads the node's facts; the agent adds what it knows of its captures. */
   readonly facts?: (captured: ReadonlySet<string>, capture: NodeFacts["capture"]) => Promise<NodeFacts>;
   /** Runs a command from the hub; results go back through `send`. */
-  readonly command?: (msg: Extract<HubMessage, { type: "announce" | "probe" }>, send: HubLink["send"]) => Promise<void>;
+  readonly command?: (msg: HubCommand, send: HubLink["send"]) => Promise<void>;
   readonly metrics?: AgentMetrics;
   /** Keeps the recent raw frames for evidence (absent or null: evidence turned off). */
   readonly evidence?: FrameRing | null;
@@ -268,7 +269,7 @@ export class Agent {
       });
       return;
     }
-    if (msg.type !== "announce" && msg.type !== "probe") return;
+    if (msg.type !== "announce" && msg.type !== "probe" && msg.type !== "probe-many") return;
     const send = (m: Parameters<HubLink["send"]>[0]) => this.deps.link.send(m);
     if (this.deps.command === undefined || this.#running >= MAX_CONCURRENT_COMMANDS) {
       send({
@@ -281,7 +282,11 @@ export class Agent {
       return;
     }
     this.#running++;
-    this.deps.logger.info("command.started", { id: msg.id, type: msg.type, ip: msg.ip });
+    this.deps.logger.info("command.started", {
+      id: msg.id,
+      type: msg.type,
+      ...(msg.type === "probe-many" ? { ips: msg.targets.length, rounds: msg.rounds } : { ip: msg.ip }),
+    });
     void this.deps
       .command(msg, send)
       .catch((e: unknown) => send({ v: WIRE_VERSION, type: "command-done", id: msg.id, ok: false, message: (e as Error).message }))

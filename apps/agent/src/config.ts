@@ -27,7 +27,8 @@ export interface AgentConfig {
 export const AGENT_HELP = `Usage: whohas agent --hub URL --token-file FILE [options]
 
 Captures ARP and NDP on this node with libpcap and streams who answers for which IP to the whohas hub; reports
-the node's ARP sysctls and kube-ipvs0; runs probes and re-announcements the hub asks for.
+the node's ARP sysctls and kube-ipvs0; runs probes and re-announcements the hub asks for (a probe of many IPs asks
+up to 512 at once on one capture, one request per IP a second, spread over the second).
 Needs root, or CAP_NET_RAW and CAP_NET_ADMIN.
 
 Options:

@@ -1,11 +1,12 @@
 import { parseArgs } from "node:util";
 import { PcapSource, type PacketSource } from "@whohas/capture";
-import { MAX_HELLO_INTERFACES, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
+import { MAX_HELLO_INTERFACES, MAX_PROBE_TARGETS, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
 import { egressFor, runAnnounce, runProbe, type Clock, type Egress } from "./commands.js";
 import { collectFacts } from "./facts.js";
+import { probeManyCommand } from "./probe-many.js";
 import { FrameRing } from "./evidence/ring.js";
 import { HubLink } from "./hub-link.js";
 import { AgentMetrics, serveMetrics } from "./metrics.js";
@@ -111,6 +112,11 @@ export async function runAgent(argv: string[]): Promise<number> {
     config.logLevel,
   );
   const metrics = new AgentMetrics();
+  const single = hubCommand(config.node);
+  const probeManyIo = {
+    egress: (ip: string, vlan: number | null) => egressFor(ip, undefined, vlan),
+    open: (iface: string) => new PcapSource(iface, "arp or icmp6"),
+  };
   // The agent is created below; the link needs it for hello and commands, so they are wired through `agent`.
   let agent: Agent | null = null;
   const link = new HubLink({
@@ -125,6 +131,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       node: config.node,
       agentVersion: AGENT_VERSION,
       interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
+      probeMany: { maxTargets: MAX_PROBE_TARGETS },
     }),
     onMessage: (m) => agent?.onHubMessage(m),
   });
@@ -136,7 +143,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     openSource: (iface) => new PcapSource(iface),
     maxBufferBytes: config.maxBufferBytes,
     facts: (captured, capture) => collectFacts({ node: config.node, captured, capture, logger }),
-    command: hubCommand(config.node),
+    command: (msg, send) => (msg.type === "probe-many" ? probeManyCommand(msg, send, probeManyIo) : single(msg, send)),
     metrics,
     evidence: config.evidenceBytes > 0 ? new FrameRing({ maxBytes: config.evidenceBytes, maxAgeMs: config.evidenceAgeMs }) : null,
   });
