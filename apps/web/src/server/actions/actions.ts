@@ -5,13 +5,15 @@ import {
   WIRE_VERSION,
   chooseProbers,
   type AgentMessage,
-  type HubMessage,
+  type CommandResult,
+  type HubCommand,
   type Logger,
   type ProbeRound,
   type ProbeSummary,
   splitIpKey,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+import { probeAll, type ProbedIp } from "./probe-all.js";
 
 /** onLink is what a command names of an IP key: the address, and the VLAN to act in (null: untagged). */
 const onLink = (key: string): { ip: string; vlan: number | null } => {
@@ -21,11 +23,7 @@ const onLink = (key: string): { ip: string; vlan: number | null } => {
 
 /** A CommandSender reaches one node's agent (the AgentGateway). */
 export interface CommandSender {
-  command(
-    node: string,
-    msg: Extract<HubMessage, { type: "announce" | "probe" }>,
-    onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void,
-  ): boolean;
+  command(node: string, msg: HubCommand, onResult: (m: CommandResult) => void): boolean;
   /** abandon forgets a command whose agent never said it was done (absent: nothing is held per command). */
   abandon?(id: string): void;
 }
@@ -44,6 +42,8 @@ const PROBE_INTERVAL_MS = 1000;
 const COMMAND_GRACE_MS = 15_000;
 /** MAX_RUNNING_PROBES bounds probes at once (each sends a broadcast a second from two nodes). */
 const MAX_RUNNING_PROBES = 8;
+/** AUDITED_IPS: the IPs a probe of many's audit entry names (the count says how many there were). */
+const AUDITED_IPS = 20;
 /** KEEP_FINISHED_MS: how long a finished probe stays readable (a page reloaded after it ended still shows it). */
 const KEEP_FINISHED_MS = 15 * 60_000;
 
@@ -105,6 +105,8 @@ export class Actions {
   readonly #runs = new Map<string, ProbeRun>();
   /** Re-announcements whose agent has not reported back yet. */
   #announcing = 0;
+  /** Probes of many IPs at once (the strictARP fix's verification) still running. */
+  #probingAll = 0;
   readonly #events = new EventEmitter<{ change: [string] }>();
 
   constructor(readonly o: ActionsOptions) {
@@ -193,7 +195,7 @@ export class Actions {
 
   /** busy tells whether an operator's probe or re-announcement (the strictARP fix's included) is running. */
   get busy(): boolean {
-    if (this.#announcing > 0) return true;
+    if (this.#announcing > 0 || this.#probingAll > 0) return true;
     for (const r of this.#runs.values()) if (r.endedAt === null) return true;
     return false;
   }
@@ -281,8 +283,51 @@ export class Actions {
     return run.id;
   }
 
-  #onResult(run: ProbeRun, node: string, m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>): void {
-    if (run.endedAt !== null) return;
+  /**
+   * probeAll asks every IP in `ips` at once, `rounds` requests each from two nodes (probe-all.ts), and resolves with
+   * what each IP's probers heard; `done` gets each IP as it is through. The strictARP fix verifies with it. Audited
+   * as one action; the background probe waits meanwhile (busy).
+   */
+  async probeAll(
+    ips: readonly string[],
+    actor: string,
+    rounds: number,
+    say: (line: string) => void,
+    done: (p: ProbedIp) => void,
+  ): Promise<ProbedIp[]> {
+    this.#probingAll++;
+    const up = this.#upAgents();
+    const input = { count: ips.length, ips: ips.slice(0, AUDITED_IPS), rounds, nodes: up };
+    try {
+      const out = await probeAll({
+        hub: this.o.hub,
+        agents: this.o.agents,
+        ips,
+        rounds,
+        up,
+        random: this.o.random ?? Math.random,
+        say,
+        done,
+      });
+      const missing = out.filter((p) => p.failedProbers.length > 0).length;
+      this.#audit(
+        actor,
+        "ips.probe",
+        input,
+        "ok",
+        `${ips.length} IPs, ${rounds} requests each from two nodes; ${missing === 0 ? "every prober reported" : `${missing} IPs with a prober missing`}`,
+      );
+      return out;
+    } catch (e) {
+      this.#audit(actor, "ips.probe", input, "failed", (e as Error).message);
+      throw e;
+    } finally {
+      this.#probingAll--;
+    }
+  }
+
+  #onResult(run: ProbeRun, node: string, m: CommandResult): void {
+    if (run.endedAt !== null || m.type === "probe-many-result") return;
     if (m.type === "probe-result") run.rounds.add(node, m);
     else {
       run.pending.delete(node);

@@ -1,7 +1,15 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { WIRE_VERSION, parseAgentMessage, type AgentMessage, type HubMessage, type ParseFailure } from "@whohas/core";
+import {
+  WIRE_VERSION,
+  parseAgentMessage,
+  type AgentMessage,
+  type CommandResult,
+  type HubCommand,
+  type HubMessage,
+  type ParseFailure,
+} from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import { limitKey, peerAddress, type ClientAddresses } from "../client-address.js";
 import { AttemptLimiter, TokenBucket } from "../limits.js";
@@ -99,11 +107,8 @@ export class AgentGateway {
   readonly #ping: NodeJS.Timeout;
   /** The live connection of each node, for commands. */
   readonly #byNode = new Map<string, Live>();
-  /** Listeners of command results (probe-result, command-done) by command id, with the connection it went to. */
-  readonly #results = new Map<
-    string,
-    { readonly ws: WebSocket; readonly onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void }
-  >();
+  /** Listeners of command results (probe-result, probe-many-result, command-done) by id, with the connection it went to. */
+  readonly #results = new Map<string, { readonly ws: WebSocket; readonly onResult: (m: CommandResult) => void }>();
   /** Who waits for each evidence-request's answer (null: the connection closed first), with the connection it went to. */
   readonly #evidence = new Map<string, { readonly ws: WebSocket; readonly onAnswer: (m: EvidenceAnswer | null) => void }>();
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
@@ -288,6 +293,7 @@ export class AgentGateway {
           if (node !== null) this.#facts.offer(node, m.facts);
           return;
         case "probe-result":
+        case "probe-many-result":
         case "command-done": {
           const waiting = this.#results.get(m.id);
           // Only the connection the command was sent on may answer it: another agent cannot forge a probe's replies.
@@ -375,14 +381,10 @@ export class AgentGateway {
   }
 
   /**
-   * command sends an announce or probe to one node's agent; results come to `onResult` until command-done, from
+   * command sends an announce, probe or probe-many to one node's agent; results come to `onResult` until command-done, from
    * that connection only. Returns false when the node has no agent connected.
    */
-  command(
-    node: string,
-    msg: Extract<HubMessage, { type: "announce" | "probe" }>,
-    onResult: (m: Extract<AgentMessage, { type: "probe-result" | "command-done" }>) => void,
-  ): boolean {
+  command(node: string, msg: HubCommand, onResult: (m: CommandResult) => void): boolean {
     const live = this.#byNode.get(node);
     if (live === undefined) return false;
     this.#results.set(msg.id, { ws: live.ws, onResult });

@@ -28,6 +28,8 @@ interface AgentRecord {
   lastSeen: number;
   dropped: number;
   facts: NodeFacts | null;
+  /** The IPs its agent takes in one probe-many, as its hello said (null: it takes none, or has not said hello yet). */
+  probeMany: number | null;
 }
 
 /** A MacConflict: two nodes' agents report the same MAC; the first live one keeps it. */
@@ -65,7 +67,7 @@ export class AgentRegistry {
   ) {
     this.#startedAt = clock();
     for (const a of repo.list()) {
-      this.#agents.set(a.node, { ...a, connections: 0 });
+      this.#agents.set(a.node, { ...a, connections: 0, probeMany: null });
       this.#relist(a.node, false);
     }
   }
@@ -106,6 +108,14 @@ export class AgentRegistry {
     return [...new Set([...this.macsOf(node), ...addresses])];
   }
 
+  /**
+   * probeManyLimit is how many IPs `node`'s agent takes in one probe-many, as its latest hello said; null when it
+   * takes none (an agent of a release before it), or is unknown.
+   */
+  probeManyLimit(node: string): number | null {
+    return this.#agents.get(node)?.probeMany ?? null;
+  }
+
   has(node: string): boolean {
     return this.#agents.has(node);
   }
@@ -133,9 +143,15 @@ export class AgentRegistry {
         lastSeen: now,
         dropped: 0,
         facts: null,
+        probeMany: hello.probeMany?.maxTargets ?? null,
       });
     } else {
-      Object.assign(rec, { version: hello.agentVersion, interfaces: hello.interfaces, lastSeen: now });
+      Object.assign(rec, {
+        version: hello.agentVersion,
+        interfaces: hello.interfaces,
+        lastSeen: now,
+        probeMany: hello.probeMany?.maxTargets ?? null,
+      });
       rec.connections++;
     }
     this.#relist(hello.node, true);
