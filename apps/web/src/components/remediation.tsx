@@ -165,6 +165,9 @@ export function RemediationPage() {
             {run.steps.map((s) => (
               <li key={s.name} data-step={s.name} data-state={s.state}>
                 {STEP_TEXT[s.name] ?? s.name}
+                {s.startedAt === null || s.endedAt === null ? null : (
+                  <span className="muted"> ({Math.max(1, Math.round((s.endedAt - s.startedAt) / 1000))} s)</span>
+                )}
                 {s.detail === "" ? null : <span className="muted"> : {s.detail}</span>}
               </li>
             ))}

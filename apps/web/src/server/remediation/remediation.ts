@@ -28,6 +28,9 @@ export interface Step {
   readonly name: string;
   state: StepState;
   detail: string;
+  /** When it started and ended, on the hub's clock (null: not yet). */
+  startedAt: number | null;
+  endedAt: number | null;
 }
 
 /** A Run is one apply or rollback as the dashboard follows it. */
@@ -157,7 +160,7 @@ export class Remediation {
       endedAt: null,
       result: "running",
       message: "",
-      steps: steps.map((name) => ({ name, state: "pending", detail: "" })),
+      steps: steps.map((name) => ({ name, state: "pending", detail: "", startedAt: null, endedAt: null })),
       backup: null,
       checked: [],
       announced: [],
@@ -177,6 +180,7 @@ export class Remediation {
     const s = run.steps.find((x) => x.name === name);
     if (s === undefined) throw new Error(`no step ${name}`);
     s.state = "running";
+    s.startedAt = this.o.hub.clock();
     this.#emit();
     try {
       const out = await fn((detail) => {
@@ -184,11 +188,13 @@ export class Remediation {
         this.#emit();
       });
       s.state = "ok";
+      s.endedAt = this.o.hub.clock();
       this.#emit();
       return out;
     } catch (e) {
       s.state = "failed";
       s.detail = (e as Error).message;
+      s.endedAt = this.o.hub.clock();
       this.#emit();
       throw e;
     }

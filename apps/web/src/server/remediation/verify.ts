@@ -1,5 +1,6 @@
 import { fixVerdict, nodesAfterFix, nodesNotFixed, probeCoverage, type NodeFacts } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
+import type { ProbedIp } from "../actions/probe-all.js";
 
 export interface VerifyNodesOptions {
   /** The cluster's Nodes, or null when it lists none (the agents' nodes are checked then). */
@@ -34,10 +35,15 @@ export async function verifyNodes(o: VerifyNodesOptions): Promise<void> {
 }
 
 /**
- * PROBE_BATCH: LoadBalancer IPs probed at once during verification (each from two nodes; the dashboard's probes
- * share the limit of eight at once). Every IP is probed, batch after batch.
+ * VERIFY_ROUNDS: requests each of an IP's two probers sends it during verification, one a second, every IP at once.
+ * A kernel with arp_ignore=0 and a second speaker answer every request, so one request would show them; more are
+ * for a responder that answers only some (a speaker flapping between memberlist views, a host rate-limiting its ARP
+ * replies): one answering half the requests escapes ten rounds with a chance of 2^-10, under one in a thousand, even
+ * when it is itself a prober (the other prober's requests alone). Every request must be answered once, by the owner,
+ * so more rounds are also more chances for one lost frame to fail the run; ten keep verification at about eleven
+ * seconds whatever the number of IPs, where a minute per IP in batches of six took fifty minutes for 300.
  */
-export const PROBE_BATCH = 6;
+export const VERIFY_ROUNDS = 10;
 
 /** A Checked IP is what verification found for one LoadBalancer IP: `problem` null when it proved the fix. */
 export interface Checked {
@@ -50,51 +56,46 @@ export interface Checked {
 export interface VerifyProbesOptions {
   /** Every LoadBalancer IP announced over ARP/NDP, with its expected owner (null: any one node will do). */
   readonly ips: readonly { readonly ip: string; readonly owner: string | null }[];
-  readonly actions: Pick<Actions, "probe" | "view" | "durations">;
+  readonly actions: Pick<Actions, "probeAll">;
   /** How many nodes can probe (agents up). */
   readonly nodesUp: () => number;
   readonly by: string;
-  /** Progress, one line per batch. */
+  /** Progress, one line at a time. */
   readonly say: (line: string) => void;
   /** Each IP as it is judged (the run shows them as they come). */
   readonly checked: (c: Checked) => void;
-  /** How long to wait between looks at running probes. */
-  readonly pollMs?: number;
 }
 
 /**
- * verifyProbes probes every IP in batches of PROBE_BATCH and judges each: answered once per request, by its owner,
- * seen by every prober. A probe that is gone, failed, or lacks a prober is no evidence, and so a problem.
+ * judgeProbed says whether one IP's probe proves the fix: answered once per request, by its owner, seen by every
+ * prober. A probe that failed or lacks a prober is no evidence, and so a problem.
+ */
+export function judgeProbed(p: ProbedIp, owner: string | null, nodesUp: number): Checked {
+  const problem =
+    p.probers.length > 0 && p.failedProbers.length === p.probers.length
+      ? `${p.ip}: the probe failed on every prober (${p.messages.join("; ")})`
+      : (probeCoverage(p.ip, p.probers, p.failedProbers, nodesUp) ?? fixVerdict(p.ip, owner, p.rounds));
+  return { ip: p.ip, owner, requests: p.rounds.length, problem };
+}
+
+/**
+ * verifyProbes probes every IP at once, VERIFY_ROUNDS requests each from two nodes (Actions.probeAll), and judges
+ * each as its probers are through (judgeProbed).
  */
 export async function verifyProbes(o: VerifyProbesOptions): Promise<Checked[]> {
+  const owners = new Map(o.ips.map((v) => [v.ip, v.owner]));
+  const nodesUp = o.nodesUp();
   const out: Checked[] = [];
-  const batches = Math.ceil(o.ips.length / PROBE_BATCH);
-  for (let b = 0; b < batches; b++) {
-    const batch = o.ips.slice(b * PROBE_BATCH, (b + 1) * PROBE_BATCH);
-    o.say(
-      `probing ${batch.map((v) => v.ip).join(", ")} from two nodes for ${Math.round(o.actions.durations.probeMs / 1000)} s (batch ${b + 1} of ${batches}, ${o.ips.length} IPs)`,
-    );
-    const ids = batch.map((v) => o.actions.probe(v.ip, o.by));
-    const nodesUp = o.nodesUp();
-    for (;;) {
-      const views = ids.map((id) => o.actions.view(id));
-      if (views.every((v) => v?.state !== "running")) {
-        batch.forEach(({ ip, owner }, i) => {
-          const v = views[i] ?? null;
-          const problem =
-            v === null
-              ? `${ip}: the probe is gone`
-              : v.state === "failed"
-                ? `${ip}: the probe failed on every prober (${v.messages.join("; ")})`
-                : (probeCoverage(ip, v.probers, v.failedProbers, nodesUp) ?? fixVerdict(ip, owner, v.rounds));
-          const c = { ip, owner, requests: v?.rounds.length ?? 0, problem };
-          out.push(c);
-          o.checked(c);
-        });
-        break;
-      }
-      await new Promise((r) => setTimeout(r, o.pollMs ?? 500));
-    }
-  }
+  await o.actions.probeAll(
+    o.ips.map((v) => v.ip),
+    o.by,
+    VERIFY_ROUNDS,
+    o.say,
+    (p) => {
+      const c = judgeProbed(p, owners.get(p.ip) ?? null, nodesUp);
+      out.push(c);
+      o.checked(c);
+    },
+  );
   return out;
 }
