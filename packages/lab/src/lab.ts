@@ -7,6 +7,12 @@ import { LAB_STATE_DIR, labIdOfNs, labNames, newLabId, type LabNames } from "./n
  * and since the bridge lives in the lab's own namespace, labs running side by side never see each other.
  */
 export const LAB_SUBNET = "198.18.0";
+/**
+ * LAB_PREFIX_LEN: every address on the link is in the whole benchmarking block, 198.18.0.0/15, so the VIPs past the
+ * 56th (198.19.0.0/16, vipAt) are on the nodes' network too, as a MetalLB pool is: a node asks for an IP from the
+ * interface with an address in its subnet, and with a /24 it would have none for them.
+ */
+export const LAB_PREFIX_LEN = 15;
 export const CLIENT_IP = `${LAB_SUBNET}.2`;
 /** HUB_IP is the hub's address on the lab link, when it runs there (LabOptions.hubOnLink). */
 export const HUB_IP = `${LAB_SUBNET}.3`;
@@ -159,7 +165,7 @@ export async function createLab(opts: LabOptions): Promise<Lab> {
       // Create the pair with each end already in its namespace: no name is ever taken in the host namespace.
       await ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", port, "netns", names.switchNs);
       await ip("-n", names.switchNs, "link", "set", port, "master", "br0", "up");
-      await ip("-n", ns, "addr", "add", `${addr}/24`, "dev", "eth0");
+      await ip("-n", ns, "addr", "add", `${addr}/${LAB_PREFIX_LEN}`, "dev", "eth0");
       if (ipv6) {
         // The lab hands out every address itself: duplicate address detection would only hold the link-local
         // address back (tentative) for a second or more after the link comes up.
@@ -228,7 +234,7 @@ export async function createLab(opts: LabOptions): Promise<Lab> {
         await ip("link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", "stranger", "netns", names.switchNs);
         await ip("-n", names.switchNs, "link", "set", "stranger", "master", "br0", "up");
         await ip("-n", ns, "link", "set", "eth0", "address", mac);
-        await ip("-n", ns, "addr", "add", `${STRANGER_IP}/24`, "dev", "eth0");
+        await ip("-n", ns, "addr", "add", `${STRANGER_IP}/${LAB_PREFIX_LEN}`, "dev", "eth0");
         for (const a of held) await ip("-n", ns, "addr", "add", hostPrefix(a), "dev", "eth0");
         await ip("-n", ns, "link", "set", "eth0", "up");
         return { ns, mac, ip: STRANGER_IP };
