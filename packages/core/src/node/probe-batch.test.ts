@@ -81,6 +81,26 @@ describe("ProbeBatch", () => {
     }
   });
 
+  it("sends at once only what fell due in the last 10 ms when the caller wakes late, and moves the rest of the plan later", () => {
+    const targets = Array.from({ length: 300 }, (_, i) => `198.19.${Math.floor(i / 250)}.${(i % 250) + 1}`);
+    const batch = new ProbeBatch(targets, 3, 1000, 0);
+    // The first wake 600 ms late (a capture slow to open), another 300 ms late in the second round; on time otherwise.
+    let wakes = 0;
+    const { sentAt, closed } = drive(batch, () => (++wakes === 1 ? 600 : wakes === 250 ? 300 : 0));
+    expect(closed).toEqual([1, 2, 3]);
+    const all = sentAt.flat().sort((a, b) => a - b);
+    let most = 0;
+    for (let i = 0, j = 0; i < all.length; i++) {
+      while ((all[j] ?? 0) <= (all[i] ?? 0) - 10) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    // Three requests are planned per 10 ms: a late wake sends those of its last 10 ms (not the 180 it missed), and the
+    // plan goes on from there; so any 10 ms holds at most twice the plan's three, and one on the edge.
+    expect(most).toBeLessThanOrEqual(2 * 3 + 1);
+    expect(sentAt[0]?.[0]).toBe(600);
+    expect(batch.start).toBe(590 + 300 - 10);
+  });
+
   it("matches a reply to its target's latest request within the interval, and closes a round once its windows passed", () => {
     const batch = new ProbeBatch(["192.0.2.1", "192.0.2.2"], 2, 1000, 0);
     expect(batch.next()).toEqual({ target: 0, seq: 1, at: 0 });

@@ -6,6 +6,12 @@ import { ProbeSession, type ProbeRequestResult } from "./probe.js";
  * truth.
  */
 const CLOCK_STEP_MS = 1;
+/**
+ * SLIP_MS: how late a request may go before the rest of the plan moves later with it. A caller that wakes late (a busy
+ * event loop, a slow capture open) sends at once what fell due in the last SLIP_MS, never more: the rounds run that
+ * much later instead of catching up in a burst.
+ */
+const SLIP_MS = 10;
 
 /** A ClosedRound is one round of a batch whose every reply window has passed: each target's request and replies. */
 export interface ClosedRound {
@@ -27,7 +33,8 @@ export interface DueRequest {
  * evenly over the interval (target i at i × intervalMs / n), so n targets cost n frames a second, never n frames at
  * once; and a target's requests are always more than intervalMs apart, however late the caller wakes, so no IP is
  * asked faster than a client re-asking once a second. Replies match as in ProbeSession: the target's latest request,
- * within intervalMs. A round closes once every target's request of it is out and its reply window has passed.
+ * within intervalMs. A round closes once every target's request of it is out and its reply window has passed. A caller
+ * late by more than SLIP_MS moves the rest of the plan later rather than sending what it missed at once.
  *
  * Pure: the caller asks `next()`, sends once the clock reaches its `at`, and calls `sent` with the clock read after
  * sending (so that a send delayed after the check only widens the gap); it feeds replies and collects `closed` rounds.
@@ -39,18 +46,26 @@ export class ProbeBatch {
   /** The requests sent so far: round-major, target-minor (request k is target k % n of round k / n). */
   #sent = 0;
   #closed = 0;
+  /** When round 1 starts: the plan's origin, moved later by a late caller. */
+  #start: number;
 
   constructor(
     targets: readonly string[],
     readonly rounds: number,
     readonly intervalMs: number,
-    readonly start: number,
+    start: number,
   ) {
+    this.#start = start;
     if (targets.length === 0) throw new RangeError("probe batch: no target");
     if (!Number.isInteger(rounds) || rounds < 1) throw new RangeError(`probe batch: ${rounds} rounds (at least 1)`);
     if (!(intervalMs > 0)) throw new RangeError(`probe batch: interval ${intervalMs} ms`);
     this.#sessions = targets.map((ip) => new ProbeSession(ip, intervalMs));
     this.#last = targets.map(() => null);
+  }
+
+  /** start is when the plan's first request was due, after any move later. */
+  get start(): number {
+    return this.#start;
   }
 
   get size(): number {
@@ -68,7 +83,7 @@ export class ProbeBatch {
     if (this.#sent >= n * this.rounds) return null;
     const round = Math.floor(this.#sent / n);
     const target = this.#sent % n;
-    const planned = this.start + round * this.intervalMs + Math.floor((target * this.intervalMs) / n);
+    const planned = this.#start + round * this.intervalMs + Math.floor((target * this.intervalMs) / n);
     const last = this.#last[target] ?? null;
     return { target, seq: round + 1, at: last === null ? planned : Math.max(planned, last + this.intervalMs + CLOCK_STEP_MS) };
   }
@@ -81,6 +96,7 @@ export class ProbeBatch {
     const due = this.next();
     if (due === null) throw new RangeError("probe batch: every request was sent already");
     if (now < due.at) throw new RangeError(`probe batch: request ${due.seq} of target ${due.target} sent at ${now}, due at ${due.at}`);
+    if (now - due.at > SLIP_MS) this.#start += now - due.at - SLIP_MS;
     this.#sessions[due.target]?.request(now);
     this.#last[due.target] = now;
     this.#sent++;
