@@ -88,12 +88,7 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
     ips.set(a.target.ip, i);
     byIface.set(a.egress.iface, ips);
   });
-  const batch = new ProbeBatch(
-    asked.map((a) => a.target.ip),
-    o.rounds,
-    o.intervalMs,
-    clock.now(),
-  );
+  let batch: ProbeBatch | null = null;
   const sources = new Map<string, PacketSource>();
   try {
     for (const [iface, ips] of byIface) {
@@ -108,9 +103,16 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
         const i = ips.get(v4 ? formatIPv4Number(fields.ip4) : fields.ip6);
         if (i === undefined) return;
         if (v4 && formatIPv4Number(fields.peer4) !== asked[i]?.egress.address) return;
-        batch.reply(i, formatMacNumber(fields.mac), now);
+        batch?.reply(i, formatMacNumber(fields.mac), now);
       });
     }
+    // The plan starts once the captures are open: opening them is no part of the first round.
+    batch = new ProbeBatch(
+      asked.map((a) => a.target.ip),
+      o.rounds,
+      o.intervalMs,
+      clock.now(),
+    );
     while (!batch.done && o.signal?.aborted !== true) {
       for (let due = batch.next(); due !== null && clock.now() >= due.at; due = batch.next()) {
         const a = asked[due.target];
