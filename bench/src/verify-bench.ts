@@ -98,8 +98,12 @@ function wireFigures(requests: readonly Request[], askers: ReadonlySet<string>, 
   const gaps = pairs.flatMap((t) => t.slice(1).map((x, i) => x - (t[i] ?? 0)));
   const perAsker = new Map<string, number[]>();
   for (const r of mine) perAsker.set(r.asker, [...(perAsker.get(r.asker) ?? []), r.t]);
+  const times = mine.map((r) => r.t);
   return {
     requests: mine.length,
+    /** The first and last request, in ms from `from`. */
+    firstMs: Math.min(...times) - from,
+    lastMs: Math.max(...times) - from,
     pairs: pairs.length,
     perPair: [Math.min(...pairs.map((t) => t.length)), Math.max(...pairs.map((t) => t.length))],
     minGapMs: gaps.length === 0 ? Number.NaN : Math.min(...gaps),
@@ -210,8 +214,12 @@ async function main(): Promise<void> {
       `${"".padEnd(44)} ${"time".padStart(8)} ${"requests".padStart(9)} ${"per IP+asker".padStart(13)} ${"min gap".padStart(10)} ${"max/s IP+asker".padStart(15)} ${"max/s IP".padStart(9)} ${"max/10 ms".padStart(10)}`,
       `${"whohas verification (2 probers per IP)".padEnd(44)} ${`${verifyS.toFixed(1)} s`.padStart(8)} ${String(ours.requests).padStart(9)} ${ours.perPair.join("-").padStart(13)} ${`${ours.minGapMs.toFixed(1)} ms`.padStart(10)} ${String(ours.perSecondPerAsker).padStart(15)} ${String(ours.perSecondPerIp).padStart(9)} ${String(ours.per10Ms).padStart(10)}`,
       `${`arping -c ${ROUNDS} x ${vips} at once, node-1`.padEnd(44)} ${`${((ref.to - ref.from) / 1000).toFixed(1)} s`.padStart(8)} ${String(theirs.requests).padStart(9)} ${theirs.perPair.join("-").padStart(13)} ${`${theirs.minGapMs.toFixed(1)} ms`.padStart(10)} ${String(theirs.perSecondPerAsker).padStart(15)} ${String(theirs.perSecondPerIp).padStart(9)} ${String(theirs.per10Ms).padStart(10)}`,
+      "(per IP+asker: requests each asker sent each IP; min gap: the shortest time between two of them; max/s: the most",
+      " within any second, per asker and IP, then all askers of one IP together; max/10 ms: the most one asker sent within",
+      " any 10 ms, all IPs together: a spread round or a burst)",
       "",
-      `whohas: ${run.checked.length} IPs judged, ${problems.length} with a problem${problems.length > 0 ? ` (first: ${problems[0]?.problem ?? ""})` : ""}; arping: ${ref.answered} of ${vips * ROUNDS} requests answered (from node-1 alone: the IPs it owns answer nobody it can hear)`,
+      `whohas: ${run.checked.length} IPs judged, ${problems.length} with a problem${problems.length > 0 ? ` (first: ${problems[0]?.problem ?? ""})` : ""}; arping: ${ref.answered} of ${vips * ROUNDS} requests answered (from one node, and it counts no second responder: a reference for time and rate, not a check)`,
+      `whohas's requests went out from ${(ours.firstMs / 1000).toFixed(1)} s to ${(ours.lastMs / 1000).toFixed(1)} s of the ${verifyS.toFixed(1)} s step (the rest: commands on their way, the last round's reply window, judging)`,
       `ratio to arping's time: ${(verifyS / ((ref.to - ref.from) / 1000)).toFixed(2)}`,
       `before (computed from its rounds): ${Math.ceil(vips / OLD_BATCH)} batches of ${OLD_BATCH} IPs x ${OLD_PROBE_S} s = ${oldS} s; with ${ROUNDS} requests per IP, ${oldRoundsS} s`,
       "",
