@@ -118,6 +118,14 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** CommandIo is what a hub command reaches the network through: the node's interfaces, a capture that sends, time. */
+export interface CommandIo {
+  /** Where to send from for an IP on a VLAN (null: untagged); throws, saying why, when this node has no such link. */
+  readonly egress: (ip: string, vlan: number | null) => Egress;
+  readonly open: (iface: string) => PacketSource;
+  readonly clock?: Clock;
+}
+
 export const realClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>

@@ -15,7 +15,7 @@ import {
   type ProbeReply,
 } from "@whohas/core";
 import type { PacketSource } from "@whohas/capture";
-import { realClock, type Clock, type Egress } from "./commands.js";
+import { realClock, type Clock, type CommandIo, type Egress } from "./commands.js";
 import type { HubLink } from "./hub-link.js";
 
 export type ProbeManyCommand = Extract<HubMessage, { type: "probe-many" }>;
@@ -140,19 +140,14 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
   return { probed: asked.length, ifaces: [...sources.keys()], unprobed };
 }
 
-/** ProbeManyIo is what a probe-many reaches the network through. */
-export interface ProbeManyIo {
-  readonly egress: (ip: string, vlan: number | null) => Egress;
-  readonly open: (iface: string) => PacketSource;
-  readonly clock?: Clock;
-}
+/** CommandIo is what a probe-many reaches the network through. */
 
 /**
  * probeManyCommand runs a probe-many from the hub: refused (command-done, ok false) above MAX_PROBE_TARGETS, the
  * limit this agent's hello names, or when it names one IP twice in one VLAN; else each round streams as a
  * probe-many-result and command-done ends it, naming the IPs this node could not ask.
  */
-export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["send"], io: ProbeManyIo): Promise<void> {
+export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["send"], io: CommandIo): Promise<void> {
   const done = (ok: boolean, message: string, unprobed: ProbeManyOutcome["unprobed"] = []) =>
     send({
       v: WIRE_VERSION,

@@ -1,10 +1,10 @@
 import { parseArgs } from "node:util";
-import { PcapSource, type PacketSource } from "@whohas/capture";
+import { PcapSource } from "@whohas/capture";
 import { MAX_HELLO_INTERFACES, MAX_PROBE_TARGETS, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
 import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
-import { egressFor, runAnnounce, runProbe, type Clock, type Egress } from "./commands.js";
+import { egressFor, runAnnounce, runProbe, type CommandIo } from "./commands.js";
 import { collectFacts } from "./facts.js";
 import { probeManyCommand } from "./probe-many.js";
 import { FrameRing } from "./evidence/ring.js";
@@ -13,14 +13,6 @@ import { AgentMetrics, serveMetrics } from "./metrics.js";
 import { AGENT_VERSION } from "./version.js";
 
 type Command = Extract<HubMessage, { type: "announce" | "probe" }>;
-
-/** CommandIo is what a hub command reaches the network through: the node's interfaces, a capture that sends, time. */
-export interface CommandIo {
-  /** Where to send from for an IP on a VLAN (null: untagged); throws, saying why, when this node has no such link. */
-  readonly egress: (ip: string, vlan: number | null) => Egress;
-  readonly open: (iface: string) => PacketSource;
-  readonly clock?: Clock;
-}
 
 const NODE_IO: CommandIo = {
   egress: (ip, vlan) => egressFor(ip, undefined, vlan),
@@ -113,10 +105,6 @@ export async function runAgent(argv: string[]): Promise<number> {
   );
   const metrics = new AgentMetrics();
   const single = hubCommand(config.node);
-  const probeManyIo = {
-    egress: (ip: string, vlan: number | null) => egressFor(ip, undefined, vlan),
-    open: (iface: string) => new PcapSource(iface, "arp or icmp6"),
-  };
   // The agent is created below; the link needs it for hello and commands, so they are wired through `agent`.
   let agent: Agent | null = null;
   const link = new HubLink({
@@ -143,7 +131,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     openSource: (iface) => new PcapSource(iface),
     maxBufferBytes: config.maxBufferBytes,
     facts: (captured, capture) => collectFacts({ node: config.node, captured, capture, logger }),
-    command: (msg, send) => (msg.type === "probe-many" ? probeManyCommand(msg, send, probeManyIo) : single(msg, send)),
+    command: (msg, send) => (msg.type === "probe-many" ? probeManyCommand(msg, send, NODE_IO) : single(msg, send)),
     metrics,
     evidence: config.evidenceBytes > 0 ? new FrameRing({ maxBytes: config.evidenceBytes, maxAgeMs: config.evidenceAgeMs }) : null,
   });
