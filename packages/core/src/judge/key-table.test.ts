@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyTable } from "./key-table.js";
+import { KeyTable, keyHash } from "./key-table.js";
 
 describe("KeyTable", () => {
   it("finds each key it was given, and no other", () => {
@@ -60,5 +60,31 @@ describe("KeyTable", () => {
       for (const [k, id] of model) expect(t.find(...key(k))).toBe(id);
     }
     expect(t.size).toBe(model.size);
+  });
+
+  it("refuses to remove an id it does not hold, and loses no key for trying", () => {
+    const t = new KeyTable(16, 1);
+    const a = t.add(1, 2, 3);
+    const b = t.add(4, 5, 6);
+    for (const bad of [-1, 2, 1.5, 99]) expect(() => t.remove(bad)).toThrow(RangeError);
+    t.remove(a);
+    expect(() => t.remove(a)).toThrow(/not held/);
+    expect(t.find(4, 5, 6)).toBe(b);
+    expect(t.size).toBe(1);
+  });
+
+  it("hashes with a seed of its own: keys made to collide under one seed spread under another", () => {
+    // A host on the link chooses its MACs: 300 of them for one IP, all starting their probe in one bucket of a table
+    // seeded 1 (2,048 buckets: the top 11 bits of the hash).
+    const ip = 3_323_068_417;
+    const home = (mac: number, seed: number) => keyHash(ip, mac, 1, seed) >>> 21;
+    const target = home(0x02_00_00_00_00_00, 1);
+    const flood: number[] = [];
+    for (let mac = 0x02_00_00_00_00_00; flood.length < 300; mac++) if (home(mac, 1) === target) flood.push(mac);
+    // Seeded 1, they queue up behind each other; seeded otherwise, they land all over the table.
+    expect(new Set(flood.map((m) => home(m, 1))).size).toBe(1);
+    expect(new Set(flood.map((m) => home(m, 0x5eed))).size).toBeGreaterThan(200);
+    // Tables draw their seeds at random.
+    expect(new KeyTable().seed).not.toBe(new KeyTable().seed);
   });
 });

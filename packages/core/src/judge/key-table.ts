@@ -4,6 +4,10 @@
  * arrays: a lookup hashes three numbers and compares a few doubles, where nested Maps keyed by numbers past 2^30
  * hash each key as a heap number. Ids are dense and reused after remove(), so callers keep what they need per key in
  * plain arrays indexed by id.
+ *
+ * The keys come off the wire (addresses and MACs any host on the link may choose), so each table hashes with a seed
+ * of its own, drawn at random: keys that collide in one table do not in another, and nobody can compute a flood of
+ * colliding keys in advance.
  */
 export class KeyTable {
   /** Per bucket: the id held there plus one (0: empty). */
@@ -15,11 +19,17 @@ export class KeyTable {
   #a: Float64Array;
   #b: Float64Array;
   #c: Int32Array;
+  /** Per id: whether it holds a key. */
+  #live: Uint8Array;
   #free: number[] = [];
   #next = 0;
   #size = 0;
 
-  constructor(capacity = 1024) {
+  constructor(
+    capacity = 1024,
+    /** The hash's seed: random unless given (tests give one). */
+    readonly seed: number = crypto.getRandomValues(new Uint32Array(1))[0] ?? 0,
+  ) {
     const n = 2 ** Math.ceil(Math.log2(Math.max(16, capacity)));
     this.#buckets = new Int32Array(n * 2);
     this.#mask = n * 2 - 1;
@@ -27,6 +37,7 @@ export class KeyTable {
     this.#a = new Float64Array(n);
     this.#b = new Float64Array(n);
     this.#c = new Int32Array(n);
+    this.#live = new Uint8Array(n);
   }
 
   /** size is the number of keys held. */
@@ -38,7 +49,7 @@ export class KeyTable {
   find(a: number, b: number, c: number): number {
     const buckets = this.#buckets;
     const mask = this.#mask;
-    for (let i = hash(a, b, c) >>> this.#shift; ; i = (i + 1) & mask) {
+    for (let i = keyHash(a, b, c, this.seed) >>> this.#shift; ; i = (i + 1) & mask) {
       const held = buckets[i] ?? 0;
       if (held === 0) return -1;
       const id = held - 1;
@@ -56,22 +67,24 @@ export class KeyTable {
     this.#a[id] = a;
     this.#b[id] = b;
     this.#c[id] = c;
+    this.#live[id] = 1;
     this.#place(id);
     this.#size++;
     return id;
   }
 
-  /** remove lets `id` go (its key is no longer found; the id is given out again). */
+  /** remove lets `id` go (its key is no longer found; the id is given out again); an id not held is an error. */
   remove(id: number): void {
+    if (!Number.isInteger(id) || id < 0 || id >= this.#next || this.#live[id] !== 1) throw new RangeError(`KeyTable: id ${id} is not held`);
     const buckets = this.#buckets;
     const mask = this.#mask;
-    let i = hash(this.#a[id] ?? 0, this.#b[id] ?? 0, this.#c[id] ?? 0) >>> this.#shift;
+    let i = this.#home(id);
     while (buckets[i] !== id + 1) i = (i + 1) & mask;
     // Backward shift: the keys after the hole that probed past it move back, so no lookup stops at it.
     for (let j = (i + 1) & mask; ; j = (j + 1) & mask) {
       const held = buckets[j] ?? 0;
       if (held === 0) break;
-      const home = hash(this.#a[held - 1] ?? 0, this.#b[held - 1] ?? 0, this.#c[held - 1] ?? 0) >>> this.#shift;
+      const home = this.#home(held - 1);
       // Move it when its home is not within (i, j] on the ring.
       if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
         buckets[i] = held;
@@ -79,14 +92,20 @@ export class KeyTable {
       }
     }
     buckets[i] = 0;
+    this.#live[id] = 0;
     this.#free.push(id);
     this.#size--;
+  }
+
+  /** #home is the bucket where the key of `id` starts its probe. */
+  #home(id: number): number {
+    return keyHash(this.#a[id] ?? 0, this.#b[id] ?? 0, this.#c[id] ?? 0, this.seed) >>> this.#shift;
   }
 
   #place(id: number): void {
     const buckets = this.#buckets;
     const mask = this.#mask;
-    let i = hash(this.#a[id] ?? 0, this.#b[id] ?? 0, this.#c[id] ?? 0) >>> this.#shift;
+    let i = this.#home(id);
     while (buckets[i] !== 0) i = (i + 1) & mask;
     buckets[i] = id + 1;
   }
@@ -97,23 +116,28 @@ export class KeyTable {
     const a = new Float64Array(n);
     const b = new Float64Array(n);
     const c = new Int32Array(n);
+    const live = new Uint8Array(n);
     a.set(this.#a);
     b.set(this.#b);
     c.set(this.#c);
+    live.set(this.#live);
+    this.#live = live;
     this.#a = a;
     this.#b = b;
     this.#c = c;
     this.#buckets = new Int32Array(n * 2);
     this.#mask = n * 2 - 1;
     this.#shift = 32 - Math.log2(n * 2);
-    const free = new Set(this.#free);
-    for (let id = 0; id < this.#next; id++) if (!free.has(id)) this.#place(id);
+    for (let id = 0; id < this.#next; id++) if (this.#live[id] === 1) this.#place(id);
   }
 }
 
-/** hash mixes three numbers (the first two up to 2^53) into 32 bits, the top ones best; multiplicative, so one subnet spreads. */
-function hash(a: number, b: number, c: number): number {
-  let h = Math.imul((a % 4_294_967_296) | 0, 0x9e3779b1) ^ Math.floor(a / 4_294_967_296);
+/**
+ * keyHash mixes three numbers (the first two up to 2^53) and a seed into 32 bits, the top ones best; multiplicative,
+ * so one subnet spreads.
+ */
+export function keyHash(a: number, b: number, c: number, seed: number): number {
+  let h = Math.imul(((a % 4_294_967_296) | 0) ^ seed, 0x9e3779b1) ^ Math.floor(a / 4_294_967_296);
   h = Math.imul(h ^ (b % 16_777_216), 0x85ebca77);
   h = Math.imul(h ^ Math.floor(b / 16_777_216) ^ Math.imul(c, 0x27d4eb2f), 0xc2b2ae3d);
   return (h ^ (h >>> 15)) >>> 0;
