@@ -79,6 +79,9 @@ describe("whohas analyze judges a capture as the hub judges the agents", () => {
     expect(s.ips).toHaveLength(1);
     expect(s.ips[0]?.findings.map((f) => [f.type, f.macs])).toEqual([["multi-responder", [A, B, C]]]);
     expect(s.ips[0]?.requests).toBe(10);
+    // Offline no MAC is known to be a node or not: the finding names the MACs, and claims nothing about them.
+    expect(s.ips[0]?.findings[0]?.detail).toContain(`answered by ${A}, ${B} and ${C}:`);
+    expect(s.ips[0]?.findings[0]?.detail).not.toContain("cluster node");
     expect(analyzeExitCode(s)).toBe(1);
   });
 

@@ -88,7 +88,7 @@ export class CaptureAnalysis {
   readonly #fields = newFrameFields();
   readonly #owners: ReadonlyMap<string, readonly string[]>;
   /** A file sees every reply its host gets: whether a MAC answered is always known. Nodes are not known offline. */
-  readonly #lens: Lens = { nodeOf: () => null, watches: () => true };
+  readonly #lens: Lens = { nodeOf: () => null, knowsNodes: false, watches: () => true };
   readonly #findings = new Map<string, Map<FindingType, FindingReport>>();
   #reader: CaptureReader | null = null;
   #file = "";

@@ -4,6 +4,11 @@
  */
 export interface Lens {
   nodeOf(mac: string): string | null;
+  /**
+   * false when the lens knows no node at all (a capture file read offline): a MAC without a node is then just a MAC,
+   * not one shown to belong to no node.
+   */
+  readonly knowsNodes?: boolean;
   watches(mac: string, points: Iterable<string>): boolean;
   /** The organisation the IEEE registered a MAC's prefix to (null: not registered, or locally administered). */
   vendorOf?(mac: string): string | null;
@@ -16,12 +21,14 @@ export interface Lens {
 
 /**
  * name is how a finding names a MAC: its node; else the MAC, said to be no node of the cluster, with the vendor its
- * prefix is registered to when the lens knows one ("00:1b:21:00:00:2a (Intel Corporate, not a cluster node)").
+ * prefix is registered to when the lens knows one ("00:1b:21:00:00:2a (Intel Corporate, not a cluster node)"). A lens
+ * that knows no node (offline) names the MAC alone, with its vendor if known: nothing says whose it is.
  */
 export function name(mac: string, lens: Lens): string {
   const node = lens.nodeOf(mac);
   if (node !== null) return node;
   const vendor = lens.vendorOf?.(mac) ?? null;
+  if (lens.knowsNodes === false) return vendor === null ? mac : `${mac} (${vendor})`;
   return `${mac} (${vendor === null ? "" : `${vendor}, `}not a cluster node)`;
 }
 
