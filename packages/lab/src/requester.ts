@@ -50,6 +50,8 @@ function main(args: string[]): void {
   };
   const timer = setInterval(send, interval);
   send();
+  // Whoever started it waits for this: the first requests are on the wire.
+  process.stdout.write("asking\n");
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
 }

@@ -297,6 +297,12 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       ...lab.vips6,
       ...vlanVips,
     ]);
+    // The stack is up once the client asks: a test that starts capturing at once must see requests, however long
+    // a loaded machine takes to start the requester's Node.
+    await new Promise<void>((resolve, reject) => {
+      requester.stdout?.once("data", () => resolve());
+      requester.once("exit", (code) => reject(new Error(`the client's requester exited (${code}); see ${logDir}/client.log`)));
+    });
     return {
       lab,
       url,
