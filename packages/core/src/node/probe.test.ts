@@ -6,6 +6,19 @@ const A = "02:00:5e:00:00:0a";
 const B = "02:00:5e:00:00:0b";
 
 describe("ProbeSession", () => {
+  it("keeps at most maxReplies distinct MACs per request and counts the rest as overflow, still answered by several", () => {
+    const p = new ProbeSession("192.0.2.200", 1000, 4);
+    p.request(0);
+    const mac = (i: number) => `02:00:5e:00:01:${i.toString(16).padStart(2, "0")}`;
+    for (let i = 0; i < 200; i++) expect(p.reply(mac(i), 1 + i / 1000)).toBe(1);
+    expect(p.reply(mac(0), 5)).toBe(1);
+    expect(p.result(1)?.replies.map((r) => r.mac)).toEqual([mac(0), mac(1), mac(2), mac(3)]);
+    expect(p.overflow(1)).toBe(196);
+    expect(p.summary()).toMatchObject({ requests: 1, multiAnswered: 1 });
+    expect(new ProbeSession("192.0.2.200", 1000).maxReplies).toBe(16);
+    expect(() => new ProbeSession("192.0.2.200", 1000, 1)).toThrow(RangeError);
+  });
+
   it("attributes replies to the latest request and counts multi-answered requests", () => {
     const p = new ProbeSession("192.0.2.200", 1000);
     p.request(0);

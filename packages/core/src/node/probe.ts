@@ -1,3 +1,5 @@
+import { MAX_PROBE_REPLIES } from "../wire.js";
+
 /** A ProbeReply is one MAC answering one probe request, and how long after the request it came. */
 export interface ProbeReply {
   readonly mac: string;
@@ -29,17 +31,24 @@ export interface ProbeSummary {
  * the frames and feeds the times.
  */
 export class ProbeSession {
-  readonly #results: { seq: number; sentAt: number; replies: ProbeReply[] }[] = [];
+  readonly #results: { seq: number; sentAt: number; replies: ProbeReply[]; macs: Set<string>; overflow: number }[] = [];
 
+  /**
+   * `maxReplies`: the distinct MACs kept per request (the first to answer). Forged replies from ever new MACs only
+   * raise a request's overflow count past that; two or more kept already make it answered by several.
+   */
   constructor(
     readonly ip: string,
     readonly windowMs: number,
-  ) {}
+    readonly maxReplies: number = MAX_PROBE_REPLIES,
+  ) {
+    if (!(maxReplies >= 2)) throw new RangeError(`probe session: keeps ${maxReplies} replies (at least 2)`);
+  }
 
   /** request records a request sent at `now` and returns its sequence number. */
   request(now: number): number {
     const seq = this.#results.length + 1;
-    this.#results.push({ seq, sentAt: now, replies: [] });
+    this.#results.push({ seq, sentAt: now, replies: [], macs: new Set(), overflow: 0 });
     return seq;
   }
 
@@ -48,13 +57,25 @@ export class ProbeSession {
     const last = this.#results.at(-1);
     if (last === undefined || now < last.sentAt || now - last.sentAt > this.windowMs) return null;
     // A MAC answering the same request twice (two interfaces, a retransmit) counts once.
-    if (!last.replies.some((r) => r.mac === mac)) last.replies.push({ mac, latencyMs: now - last.sentAt });
+    if (last.macs.has(mac)) return last.seq;
+    if (last.replies.length >= this.maxReplies) {
+      last.overflow++;
+      return last.seq;
+    }
+    last.macs.add(mac);
+    last.replies.push({ mac, latencyMs: now - last.sentAt });
     return last.seq;
   }
 
   /** result returns one request's outcome so far. */
   result(seq: number): ProbeRequestResult | null {
-    return this.#results[seq - 1] ?? null;
+    const r = this.#results[seq - 1];
+    return r === undefined ? null : { seq: r.seq, sentAt: r.sentAt, replies: r.replies };
+  }
+
+  /** overflow is how many replies to request `seq` came, past the first maxReplies MACs, from MACs not kept. */
+  overflow(seq: number): number {
+    return this.#results[seq - 1]?.overflow ?? 0;
   }
 
   summary(): ProbeSummary {
