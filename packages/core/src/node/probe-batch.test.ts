@@ -149,12 +149,52 @@ describe("ProbeBatch", () => {
     expect(batch.closed(10_000)).toEqual([]);
   });
 
-  it("refuses a request sent before it was due, one too many, and a batch of nothing", () => {
+  it("refuses one request too many and a batch of nothing", () => {
     const batch = new ProbeBatch(["192.0.2.1"], 1, 1000, 100);
-    expect(() => batch.sent(99)).toThrow("probe batch: request 1 of target 0 sent at 99, due at 100");
     batch.sent(100);
     expect(() => batch.sent(5000)).toThrow("every request was sent already");
     expect(() => new ProbeBatch([], 1, 1000, 0)).toThrow("no target");
     expect(() => new ProbeBatch(["192.0.2.1"], 0, 1000, 0)).toThrow("0 rounds");
+  });
+
+  it("takes a clock that steps back, between check and send or during a sleep: no throw, no burst, no wait as long as the step", () => {
+    const n = 5;
+    const batch = new ProbeBatch(["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5"], 6, 1000, 0);
+    // real: time as it passes; the batch reads real + offset, a wall clock stepped back an hour twice.
+    let real = 0;
+    let offset = 0;
+    const now = () => real + offset;
+    const sends: { target: number; real: number }[] = [];
+    const closed: number[] = [];
+    let steps = 0;
+    for (let wake = batch.wake(); wake !== null; wake = batch.wake()) {
+      real += Math.max(0, wake - now());
+      // The second step comes during a sleep: the clock read on waking is an hour before the one read going to sleep.
+      if (sends.length === 18 && steps === 1) {
+        offset -= 3_600_000;
+        steps++;
+      }
+      for (let due = batch.next(); due !== null && now() >= due.at; due = batch.next()) {
+        // The first step comes between the check that a request is due and the read after sending it.
+        if (sends.length === 7 && steps === 0) {
+          offset -= 3_600_000;
+          steps++;
+        }
+        sends.push({ target: batch.sent(now()), real });
+        real += 1;
+      }
+      closed.push(...batch.closed(now()).map((r) => r.seq));
+    }
+    expect(steps).toBe(2);
+    expect(closed).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(sends).toHaveLength(6 * n);
+    for (let t = 0; t < n; t++) {
+      const times = sends.filter((s) => s.target === t).map((s) => s.real);
+      for (let i = 1; i < times.length; i++) expect((times[i] ?? 0) - (times[i - 1] ?? 0)).toBeGreaterThan(1000);
+    }
+    // No more than one request per 1000 / n ms on the whole, and no hour-long wait: about six seconds in truth.
+    const gaps = sends.slice(1).map((s, i) => s.real - (sends[i]?.real ?? 0));
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(1000 / n - 1);
+    expect(real).toBeLessThan(8_000);
   });
 });

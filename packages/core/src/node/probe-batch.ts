@@ -38,11 +38,16 @@ export interface DueRequest {
  *
  * Pure: the caller asks `next()`, sends once the clock reaches its `at`, and calls `sent` with the clock read after
  * sending (so that a send delayed after the check only widens the gap); it feeds replies and collects `closed` rounds.
+ * The clock may go back (the agent's is the wall clock, which a time sync can step): a time fed to `sent` or `closed`
+ * before the latest fed to `sent`, or a request sent before it was due, moves the whole plan back by that much, so that its
+ * gaps stay as long in truth as planned: neither a throw nor a burst, nor a wait as long as the step.
  */
 export class ProbeBatch {
   readonly #sessions: ProbeSession[];
   /** When each target's latest request went out (null: none yet). */
-  readonly #last: (number | null)[];
+  #last: (number | null)[];
+  /** The latest time fed to sent. */
+  #seen = -Infinity;
   /** The requests sent so far: round-major, target-minor (request k is target k % n of round k / n). */
   #sent = 0;
   #closed = 0;
@@ -89,13 +94,29 @@ export class ProbeBatch {
   }
 
   /**
+   * #back moves the plan, the requests sent and the latest time seen back by `ref - now` when `now` is before `ref`:
+   * the clock went back by at least that much.
+   */
+  #back(now: number, ref: number): void {
+    if (!(now < ref)) return;
+    const d = ref - now;
+    this.#start -= d;
+    this.#last = this.#last.map((t) => (t === null ? null : t - d));
+    for (const s of this.#sessions) s.shift(-d);
+    this.#seen -= d;
+  }
+
+  /**
    * sent records that the next request went out, `now` being the clock read after sending; returns its target.
-   * Throws when every request has gone, or when `now` is before the request was due (the caller sent too early).
+   * Throws when every request has gone. A `now` before the request was due, or before a time fed earlier, is the clock
+   * gone back: the plan moves back with it.
    */
   sent(now: number): number {
-    const due = this.next();
+    let due = this.next();
     if (due === null) throw new RangeError("probe batch: every request was sent already");
-    if (now < due.at) throw new RangeError(`probe batch: request ${due.seq} of target ${due.target} sent at ${now}, due at ${due.at}`);
+    this.#back(now, Math.max(this.#seen, due.at));
+    this.#seen = now;
+    due = this.next() ?? due;
     if (now - due.at > SLIP_MS) this.#start += now - due.at - SLIP_MS;
     this.#sessions[due.target]?.request(now);
     this.#last[due.target] = now;
@@ -110,8 +131,8 @@ export class ProbeBatch {
 
   /**
    * #closeAt is when the next round to close does (its last request out, plus its reply window), null while some of
-   * its requests are still to go or once every round has closed. Requests go out in order on a clock that does not
-   * go back, so a round's last request is its latest.
+   * its requests are still to go or once every round has closed. Requests go out in order, on a clock moved back with
+   * the plan when it goes back, so a round's last request is its latest.
    */
   #closeAt(): number | null {
     if (this.#closed >= this.rounds) return null;
@@ -123,6 +144,7 @@ export class ProbeBatch {
 
   /** closed returns the rounds closed by `now` that were not returned before, in order. */
   closed(now: number): ClosedRound[] {
+    this.#back(now, this.#seen);
     const out: ClosedRound[] = [];
     for (let at = this.#closeAt(); at !== null && now >= at; at = this.#closeAt()) {
       const seq = ++this.#closed;

@@ -67,6 +67,11 @@ export class ProbeSession {
     return last.seq;
   }
 
+  /** shift moves every request's time by `ms`: the clock it was read from stepped (ProbeBatch). */
+  shift(ms: number): void {
+    for (const r of this.#results) r.sentAt += ms;
+  }
+
   /** result returns one request's outcome so far. */
   result(seq: number): ProbeRequestResult | null {
     const r = this.#results[seq - 1];
