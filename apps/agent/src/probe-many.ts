@@ -11,6 +11,7 @@ import {
   newArpRequest,
   newFrameFields,
   newNeighborSolicitation,
+  normalizeIpKey,
   type HubMessage,
   type ProbeReply,
 } from "@whohas/core";
@@ -69,9 +70,20 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
   const clock = o.clock ?? realClock;
   const asked: Asked[] = [];
   const unprobed: (ProbeManyTarget & { message: string })[] = [];
+  // The target first asked per interface and address: egressFor may pick a VLAN's device for an IP named untagged, so
+  // two targets that differ in text or VLAN can be one IP on one link, which must not be asked twice a second.
+  const first = new Map<string, ProbeManyTarget>();
   for (const target of o.targets) {
     try {
       const egress = o.egress(target.ip, target.vlan);
+      const at = `${egress.iface} ${normalizeIpKey(target.ip) ?? target.ip}`;
+      const before = first.get(at);
+      if (before !== undefined) {
+        const named = `${before.ip}${before.vlan === null ? "" : ` on VLAN ${before.vlan}`}`;
+        unprobed.push({ ...target, message: `asked already as ${named} from ${egress.iface}: one request a second per IP on a link` });
+        continue;
+      }
+      first.set(at, target);
       const frame = isIPv4(target.ip)
         ? newArpRequest(egress.mac, egress.address, target.ip)
         : newNeighborSolicitation(egress.mac, egress.address, target.ip);
@@ -85,7 +97,7 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
   const byIface = new Map<string, Map<string, number>>();
   asked.forEach((a, i) => {
     const ips = byIface.get(a.egress.iface) ?? new Map<string, number>();
-    ips.set(a.target.ip, i);
+    ips.set(normalizeIpKey(a.target.ip) ?? a.target.ip, i);
     byIface.set(a.egress.iface, ips);
   });
   let batch: ProbeBatch | null = null;
@@ -144,8 +156,8 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
 
 /**
  * probeManyCommand runs a probe-many from the hub: refused (command-done, ok false) above MAX_PROBE_TARGETS, the
- * limit this agent's hello names, or when it names one IP twice in one VLAN; else each round streams as a
- * probe-many-result and command-done ends it, naming the IPs this node could not ask.
+ * limit this agent's hello names; else each round streams as a probe-many-result and command-done ends it, naming
+ * the IPs this node could not ask (no interface on their network, or the same IP on the same link named again).
  */
 export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["send"], io: CommandIo): Promise<void> {
   const done = (ok: boolean, message: string, unprobed: ProbeManyOutcome["unprobed"] = []) =>
@@ -160,16 +172,6 @@ export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["sen
   const n = msg.targets.length;
   if (n > MAX_PROBE_TARGETS)
     return void done(false, `refused: ${n} IPs in one probe, this agent asks at most ${MAX_PROBE_TARGETS} at once (split them)`);
-  const seen = new Set<string>();
-  for (const t of msg.targets) {
-    const key = `${t.ip}@${t.vlan ?? ""}`;
-    if (seen.has(key))
-      return void done(
-        false,
-        `refused: ${t.ip}${t.vlan === null ? "" : ` on VLAN ${t.vlan}`} is named twice: its answers would count twice`,
-      );
-    seen.add(key);
-  }
   const out = await runProbeMany({
     targets: msg.targets,
     rounds: msg.rounds,
@@ -181,6 +183,9 @@ export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["sen
   });
   if (out.probed === 0)
     return void done(false, `asked none of ${n} IPs: ${out.unprobed[0]?.message ?? "no interface to ask from"}`, out.unprobed);
-  const left = out.unprobed.length > 0 ? `; ${out.unprobed.length} not asked (no interface on their network)` : "";
+  const left =
+    out.unprobed.length > 0
+      ? `; ${out.unprobed.length} not asked (${out.unprobed[0]?.message ?? ""}${out.unprobed.length > 1 ? "; …" : ""})`
+      : "";
   done(true, `probed ${out.probed} IPs from ${out.ifaces.join(", ")}, ${msg.rounds} requests each${left}`, out.unprobed);
 }

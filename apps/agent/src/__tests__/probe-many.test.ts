@@ -189,15 +189,6 @@ describe("probeManyCommand", () => {
       targets: Array.from({ length: 513 }, (_, i) => ({ ip: `198.19.${i >> 8}.${i & 255}`, vlan: null })),
       message: "refused: 513 IPs in one probe, this agent asks at most 512 at once (split them)",
     },
-    {
-      case: "an IP named twice in one VLAN",
-      targets: [
-        { ip: "192.0.2.10", vlan: 30 },
-        { ip: "192.0.2.10", vlan: null },
-        { ip: "192.0.2.10", vlan: 30 },
-      ],
-      message: "refused: 192.0.2.10 on VLAN 30 is named twice: its answers would count twice",
-    },
   ])("refuses $case before asking any", async ({ targets, message }) => {
     const sent: AgentMessage[] = [];
     let opened = 0;
@@ -234,8 +225,52 @@ describe("probeManyCommand", () => {
       type: "command-done",
       id: "verify-1",
       ok: true,
-      message: "probed 1 IPs from eth0, 2 requests each; 1 not asked (no interface on their network)",
+      message: "probed 1 IPs from eth0, 2 requests each; 1 not asked (this node has no interface on VLAN 40)",
       unprobed: [{ ip: "192.0.2.10", vlan: 40, message: "this node has no interface on VLAN 40" }],
+    });
+  });
+
+  it("asks an IP once per link however it is named: the second naming is not asked, the rest still are", async () => {
+    const clock = fakeClock();
+    const wires = new Map<string, Wire>();
+    const sent: AgentMessage[] = [];
+    // As egressFor may: 10.30.0.0/24 is on eth0.30 only, so an untagged 10.30.0.5 is asked there too.
+    const viaVlan = (ip: string, vlan: number | null): Egress => (ip.startsWith("10.30.") ? VLAN30 : egress(ip, vlan));
+    await probeManyCommand(
+      command([
+        { ip: "10.30.0.5", vlan: 30 },
+        { ip: "10.30.0.5", vlan: null },
+        { ip: "2001:db8::5", vlan: null },
+        { ip: "2001:db8:0:0::0:5", vlan: null },
+        { ip: "192.0.2.10", vlan: null },
+        { ip: "192.0.2.10", vlan: 30 },
+      ]),
+      (m) => (sent.push(m), true),
+      {
+        egress: viaVlan,
+        open: (iface) => {
+          const w = new Wire(iface, clock, () => [OWNER]);
+          wires.set(iface, w);
+          return w;
+        },
+        clock,
+      },
+    );
+    const asked = (iface: string) => wires.get(iface)?.sent.map((s) => s.ip) ?? [];
+    expect(asked("eth0.30").sort()).toEqual(["10.30.0.5", "10.30.0.5", "192.0.2.10", "192.0.2.10"]);
+    expect(asked("eth0").sort()).toEqual(["192.0.2.10", "192.0.2.10", "2001:db8::5", "2001:db8::5"]);
+    expect(sent.flatMap((m) => (m.type === "probe-many-result" ? [m.results.length] : []))).toEqual([4, 4]);
+    expect(sent.at(-1)).toMatchObject({
+      type: "command-done",
+      ok: true,
+      unprobed: [
+        {
+          ip: "10.30.0.5",
+          vlan: null,
+          message: "asked already as 10.30.0.5 on VLAN 30 from eth0.30: one request a second per IP on a link",
+        },
+        { ip: "2001:db8:0:0::0:5", vlan: null, message: "asked already as 2001:db8::5 from eth0: one request a second per IP on a link" },
+      ],
     });
   });
 
