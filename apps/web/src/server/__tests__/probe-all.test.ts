@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MAX_PROBE_TARGETS, type CommandResult, type HubCommand } from "@whohas/core";
+import { MAX_PROBE_REPLIES, MAX_PROBE_TARGETS, type CommandResult, type HubCommand } from "@whohas/core";
 import type { CommandSender } from "../actions/actions.js";
 import { probeAll, type ProbedIp } from "../actions/probe-all.js";
 import { Hub } from "../hub/hub.js";
@@ -37,14 +37,15 @@ class Agents implements CommandSender {
   done(msg: HubCommand, ok = true, message = "probed", unprobed?: { ip: string; vlan: number | null; message: string }[]): void {
     this.#listeners.get(msg.id)?.({ v: 2, type: "command-done", id: msg.id, ok, message, ...(unprobed ? { unprobed } : {}) });
   }
-  probeResult(msg: HubCommand, seq: number, by: string): void {
+  /** probeResult answers request `seq` of a probe: by one MAC, or with these replies. */
+  probeResult(msg: HubCommand, seq: number, by: string | { mac: string; latencyMs: number }[]): void {
     this.#listeners.get(msg.id)?.({
       v: 2,
       type: "probe-result",
       id: msg.id,
       seq,
       sentAt: 1000 * seq,
-      replies: [{ mac: by, latencyMs: 0.3 }],
+      replies: typeof by === "string" ? [{ mac: by, latencyMs: 0.3 }] : by,
     });
   }
 }
@@ -175,6 +176,32 @@ describe("probeAll", () => {
         ],
       ]),
     );
+  });
+
+  it("takes each request of a prober once, at most MAX_PROBE_REPLIES MACs: a repeat fails that prober for that IP", async () => {
+    const { agents, run } = setup({ "node-a": 512, "node-old": null });
+    const { result } = run(["192.0.2.1", "192.0.2.2"], 1);
+    const [a] = agents.of("node-a", "probe-many");
+    if (a === undefined) throw new Error("node-a's batch expected");
+    agents.round(a, 1, MAC["node-old"]);
+    // Seq 1 again, for 192.0.2.1 only, with ever new MACs: none of it is kept, however often it comes.
+    for (let i = 0; i < 50; i++) agents.round(a, 1, `02:00:00:00:01:${i.toString(16).padStart(2, "0")}`, (ip) => ip !== "192.0.2.1");
+    agents.done(a);
+    const singles = agents.of("node-old", "probe");
+    // A one-IP probe's request may carry many more MACs on the wire: no more than MAX_PROBE_REPLIES are kept.
+    const many = Array.from({ length: 100 }, (_, i) => ({ mac: `02:00:00:00:02:${i.toString(16).padStart(2, "0")}`, latencyMs: 1 }));
+    for (const single of singles) {
+      agents.probeResult(single, 1, single.type === "probe" && single.ip === "192.0.2.2" ? many : MAC["node-a"]);
+      agents.done(single);
+      await Promise.resolve();
+    }
+    const out = await result;
+    const [one, two] = out;
+    expect(one?.failedProbers).toEqual(["node-a"]);
+    expect(one?.messages).toEqual(["node-a: reported request 1 twice (a protocol error): what it heard is not counted"]);
+    expect(one?.rounds.flatMap((r) => r.replies.map((x) => x.mac))).toHaveLength(2);
+    expect(two?.failedProbers).toEqual([]);
+    expect(two?.rounds.flatMap((r) => r.replies)).toHaveLength(1 + MAX_PROBE_REPLIES);
   });
 
   it("names a prober missing when it is refused, cannot ask an IP, or reports fewer requests than asked", async () => {

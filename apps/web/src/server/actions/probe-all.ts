@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  MAX_PROBE_REPLIES,
   MAX_PROBE_TARGETS,
   ProbeRounds,
   WIRE_VERSION,
@@ -122,11 +123,19 @@ export async function probeAll(o: ProbeAllOptions): Promise<ProbedIp[]> {
   const heard = (key: string, node: string, r: ProbeRequestResult) => {
     const s = states.get(key);
     // A request past those asked for (an older agent's probe may send one more) would be a round one prober alone heard.
-    if (s === undefined || !s.pending.has(node) || r.seq > o.rounds) return;
-    s.rounds.add(node, r);
+    if (s === undefined || !s.pending.has(node) || s.failed.has(node) || r.seq > o.rounds) return;
     const seqs = s.heard.get(node) ?? new Set<number>();
+    if (seqs.has(r.seq)) {
+      // An agent reports each request once: a repeat is a broken or hostile agent, and what it says of this IP is
+      // worth nothing. Its prober fails here (verification cannot pass on it), and nothing more from it is kept.
+      s.failed.add(node);
+      s.messages.push(`${node}: reported request ${r.seq} twice (a protocol error): what it heard is not counted`);
+      return;
+    }
     seqs.add(r.seq);
     s.heard.set(node, seqs);
+    // The MACs of one request are bounded as a probe-many's are on the wire, a one-IP probe's included.
+    s.rounds.add(node, r.replies.length > MAX_PROBE_REPLIES ? { ...r, replies: r.replies.slice(0, MAX_PROBE_REPLIES) } : r);
   };
   const end = (key: string, node: string, failure: string | null) => {
     const s = states.get(key);
