@@ -93,4 +93,41 @@ describe("verifyProbes", () => {
       ["192.0.2.2@30", "node-2", 2, "192.0.2.2@30: 0 requests answered by several MACs, 2 by a node other than node-2, 0 unanswered"],
     ]);
   });
+  it("probes an IP named twice once, and names a problem for an IP the probe returned nothing for", async () => {
+    const asked: (readonly string[])[] = [];
+    const seen: Checked[] = [];
+    const checked = await verifyProbes({
+      ips: [
+        { ip: "192.0.2.1", owner: "node-1" },
+        { ip: "192.0.2.2", owner: "node-2" },
+        { ip: "192.0.2.1", owner: "node-1" },
+        { ip: "2001:db8::3", owner: null },
+        { ip: "2001:db8:0:0::3", owner: null },
+      ],
+      actions: {
+        probeAll: (ips, _by, _rounds, _say, done) => {
+          asked.push(ips);
+          // 192.0.2.2 never comes back; 192.0.2.1 comes back twice.
+          const out = [
+            probed("192.0.2.1", { rounds: byOwner }),
+            probed("192.0.2.1", { rounds: byOwner }),
+            probed("2001:db8::3", { rounds: byOwner }),
+          ];
+          out.forEach(done);
+          return Promise.resolve(out);
+        },
+      },
+      nodesUp: () => 2,
+      by: "olga",
+      say: () => undefined,
+      checked: (c) => seen.push(c),
+    });
+    expect(asked).toEqual([["192.0.2.1", "192.0.2.2", "2001:db8::3"]]);
+    expect(seen).toEqual(checked);
+    expect(checked.map((c) => [c.ip, c.problem])).toEqual([
+      ["192.0.2.1", null],
+      ["2001:db8::3", null],
+      ["192.0.2.2", "192.0.2.2: the probe returned nothing for it, so nothing shows the fix worked"],
+    ]);
+  });
 });

@@ -1,4 +1,4 @@
-import { fixVerdict, nodesAfterFix, nodesNotFixed, probeCoverage, type NodeFacts } from "@whohas/core";
+import { fixVerdict, nodesAfterFix, nodesNotFixed, normalizeIpKey, probeCoverage, type NodeFacts } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import type { ProbedIp } from "../actions/probe-all.js";
 
@@ -80,22 +80,33 @@ export function judgeProbed(p: ProbedIp, owner: string | null, nodesUp: number):
 
 /**
  * verifyProbes probes every IP at once, VERIFY_ROUNDS requests each from two nodes (Actions.probeAll), and judges
- * each as its probers are through (judgeProbed).
+ * each as its probers are through (judgeProbed). An IP named twice (in any spelling) is probed once, as first named:
+ * planProbes would give a prober the same IP twice in one command, which its agent does not ask twice. An IP probeAll
+ * returns nothing for is a problem too: nothing shows the fix worked there.
  */
 export async function verifyProbes(o: VerifyProbesOptions): Promise<Checked[]> {
-  const owners = new Map(o.ips.map((v) => [v.ip, v.owner]));
+  const owners = new Map<string, string | null>();
+  const named = new Set<string>();
+  for (const v of o.ips) {
+    const key = normalizeIpKey(v.ip) ?? v.ip;
+    if (named.has(key)) continue;
+    named.add(key);
+    owners.set(v.ip, v.owner);
+  }
   const nodesUp = o.nodesUp();
   const out: Checked[] = [];
-  await o.actions.probeAll(
-    o.ips.map((v) => v.ip),
-    o.by,
-    VERIFY_ROUNDS,
-    o.say,
-    (p) => {
-      const c = judgeProbed(p, owners.get(p.ip) ?? null, nodesUp);
-      out.push(c);
-      o.checked(c);
-    },
-  );
+  const judged = new Set<string>();
+  const record = (c: Checked) => {
+    judged.add(c.ip);
+    out.push(c);
+    o.checked(c);
+  };
+  await o.actions.probeAll([...owners.keys()], o.by, VERIFY_ROUNDS, o.say, (p) => {
+    if (!owners.has(p.ip) || judged.has(p.ip)) return;
+    record(judgeProbed(p, owners.get(p.ip) ?? null, nodesUp));
+  });
+  for (const [ip, owner] of owners)
+    if (!judged.has(ip))
+      record({ ip, owner, requests: 0, problem: `${ip}: the probe returned nothing for it, so nothing shows the fix worked` });
   return out;
 }
