@@ -13,6 +13,8 @@ type Entry = Story["entries"][number];
 const ACTION_NAMES: Readonly<Record<string, string>> = {
   "ip.probe": "probe started",
   "ip.probe.result": "probe finished",
+  "ips.probe": "fix verification probe started",
+  "ips.probe.result": "fix verification probe finished",
   "ip.reannounce": "force re-announce",
   "capture.download": "capture downloaded",
   "remediation.apply": "strictARP fix",

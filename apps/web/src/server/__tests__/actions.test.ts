@@ -99,4 +99,25 @@ describe("Actions", () => {
     const { actions } = setup([]);
     expect(() => actions.probe("192.0.2.10", "olga")).toThrow("no agent is connected: deploy the whohas agent DaemonSet");
   });
+
+  it("audits the fix's verification probe as it starts, and as it ends", async () => {
+    const { hub, actions, agents } = setup(["node-a", "node-b"]);
+    const result = actions.probeAll(
+      ["192.0.2.10", "2001:db8::10"],
+      "fix",
+      1,
+      () => undefined,
+      () => undefined,
+    );
+    const log = () => hub.store.audit.list().map((e) => `${e.actor} ${e.action} ${e.outcome}`);
+    // Its requests are out: a hub that stops now still shows so.
+    expect(log()).toEqual(["fix ips.probe ok"]);
+    for (const id of agents.sent.map((s) => s.msg.id)) {
+      agents.answer(id, { v: 2, type: "probe-result", id, seq: 1, sentAt: 1000, replies: [] });
+      agents.answer(id, { v: 2, type: "command-done", id, ok: true, message: "probed" });
+      await Promise.resolve();
+    }
+    await result;
+    expect(log()).toEqual(["fix ips.probe.result ok", "fix ips.probe ok"]);
+  });
 });

@@ -286,7 +286,8 @@ export class Actions {
   /**
    * probeAll asks every IP in `ips` at once, `rounds` requests each from two nodes (probe-all.ts), and resolves with
    * what each IP's probers heard; `done` gets each IP as it is through. The strictARP fix verifies with it. Audited
-   * as one action; the background probe waits meanwhile (busy).
+   * when it starts (a hub that stops midway still shows that requests went out) and when it ends; the background
+   * probe waits meanwhile (busy).
    */
   async probeAll(
     ips: readonly string[],
@@ -298,6 +299,7 @@ export class Actions {
     this.#probingAll++;
     const up = this.#upAgents();
     const input = { count: ips.length, ips: ips.slice(0, AUDITED_IPS), rounds, nodes: up };
+    this.#audit(actor, "ips.probe", input, "ok", `started: ${ips.length} IPs, ${rounds} requests each from two nodes of ${up.join(", ")}`);
     try {
       const out = await probeAll({
         hub: this.o.hub,
@@ -312,14 +314,14 @@ export class Actions {
       const missing = out.filter((p) => p.failedProbers.length > 0).length;
       this.#audit(
         actor,
-        "ips.probe",
+        "ips.probe.result",
         input,
         "ok",
         `${ips.length} IPs, ${rounds} requests each from two nodes; ${missing === 0 ? "every prober reported" : `${missing} IPs with a prober missing`}`,
       );
       return out;
     } catch (e) {
-      this.#audit(actor, "ips.probe", input, "failed", (e as Error).message);
+      this.#audit(actor, "ips.probe.result", input, "failed", (e as Error).message);
       throw e;
     } finally {
       this.#probingAll--;
