@@ -120,4 +120,29 @@ describe("Actions", () => {
     await result;
     expect(log()).toEqual(["fix ips.probe.result ok", "fix ips.probe ok"]);
   });
+
+  it("refuses a probe of an IP the fix's verification asks, and counts that verification as one probe running", async () => {
+    const { actions, agents } = setup(["node-a", "node-b"]);
+    const result = actions.probeAll(
+      ["192.0.2.10", "2001:db8::10"],
+      "fix",
+      1,
+      () => undefined,
+      () => undefined,
+    );
+    const verifying = agents.sent.map((s) => s.msg.id);
+    expect(verifying).toHaveLength(4);
+    for (const ip of ["192.0.2.10", "2001:db8:0::10"])
+      expect(() => actions.probe(ip, "olga")).toThrow(`${ip} is being verified by the strictARP fix's run; try again when it ends`);
+    // Seven probes of other IPs beside it; the eighth is one too many.
+    for (let i = 1; i <= 7; i++) actions.probe(`192.0.2.${i}`, "olga");
+    expect(() => actions.probe("192.0.2.8", "olga")).toThrow("8 probes are running already (at most 8)");
+    for (const id of verifying) {
+      agents.answer(id, { v: 2, type: "probe-result", id, seq: 1, sentAt: 1000, replies: [] });
+      agents.answer(id, { v: 2, type: "command-done", id, ok: true, message: "probed" });
+      await Promise.resolve();
+    }
+    await result;
+    expect(typeof actions.probe("192.0.2.10", "olga")).toBe("string");
+  });
 });

@@ -10,6 +10,7 @@ import {
   type Logger,
   type ProbeRound,
   type ProbeSummary,
+  normalizeIpKey,
   splitIpKey,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
@@ -107,6 +108,8 @@ export class Actions {
   #announcing = 0;
   /** Probes of many IPs at once (the strictARP fix's verification) still running. */
   #probingAll = 0;
+  /** The IP keys (normalized) a probeAll is asking now, with how many probeAll runs ask each. */
+  readonly #verifying = new Map<string, number>();
   readonly #events = new EventEmitter<{ change: [string] }>();
 
   constructor(readonly o: ActionsOptions) {
@@ -206,7 +209,15 @@ export class Actions {
    */
   probe(ip: string, actor: string): string {
     for (const r of this.#runs.values()) if (r.ip === ip && r.endedAt === null) return r.id;
-    const running = [...this.#runs.values()].filter((r) => r.endedAt === null).length;
+    // A probe beside the verification's would ask the IP twice a second from one node, and each would credit the
+    // other's replies: refused, not joined, since the verification's rounds are no run the dashboard can follow.
+    if (this.#verifying.has(normalizeIpKey(ip) ?? ip)) {
+      const message = `${ip} is being verified by the strictARP fix's run; try again when it ends`;
+      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      throw new ActionRefused(message);
+    }
+    // A probe of many (the verification's) counts as one probe running.
+    const running = [...this.#runs.values()].filter((r) => r.endedAt === null).length + this.#probingAll;
     if (running >= MAX_RUNNING_PROBES) {
       const message = `${running} probes are running already (at most ${MAX_RUNNING_PROBES}): wait for one to finish`;
       this.#audit(actor, "ip.probe", { ip }, "refused", message);
@@ -287,7 +298,9 @@ export class Actions {
    * probeAll asks every IP in `ips` at once, `rounds` requests each from two nodes (probe-all.ts), and resolves with
    * what each IP's probers heard; `done` gets each IP as it is through. The strictARP fix verifies with it. Audited
    * when it starts (a hub that stops midway still shows that requests went out) and when it ends; the background
-   * probe waits meanwhile (busy).
+   * probe waits meanwhile (busy), and an operator's probe of one of its IPs is refused. It counts as one of
+   * MAX_RUNNING_PROBES but is never refused by it: it runs after the fix was applied, and refusing would leave the
+   * fix unverified; its own load is bounded (one request per IP a second from each of two nodes).
    */
   async probeAll(
     ips: readonly string[],
@@ -297,6 +310,8 @@ export class Actions {
     done: (p: ProbedIp) => void,
   ): Promise<ProbedIp[]> {
     this.#probingAll++;
+    const keys = ips.map((ip) => normalizeIpKey(ip) ?? ip);
+    for (const k of keys) this.#verifying.set(k, (this.#verifying.get(k) ?? 0) + 1);
     const up = this.#upAgents();
     const input = { count: ips.length, ips: ips.slice(0, AUDITED_IPS), rounds, nodes: up };
     this.#audit(actor, "ips.probe", input, "ok", `started: ${ips.length} IPs, ${rounds} requests each from two nodes of ${up.join(", ")}`);
@@ -325,6 +340,11 @@ export class Actions {
       throw e;
     } finally {
       this.#probingAll--;
+      for (const k of keys) {
+        const n = (this.#verifying.get(k) ?? 0) - 1;
+        if (n > 0) this.#verifying.set(k, n);
+        else this.#verifying.delete(k);
+      }
     }
   }
 
