@@ -137,6 +137,41 @@ describe("runProbeMany", () => {
     expect(clock.t).toBe(2752 + 1001);
   });
 
+  it("goes on when the wall clock steps back an hour mid-run: every round, no burst", async () => {
+    const fake = fakeClock();
+    let offset = 0;
+    let wire: Wire | null = null;
+    // The step comes right after the third request goes, before the batch reads the clock to note it.
+    const clock: Clock = { now: () => fake.t + offset, sleep: (ms) => fake.sleep(ms) };
+    const rounds: number[] = [];
+    const truly: number[] = [];
+    await runProbeMany({
+      targets: ["192.0.2.10", "192.0.2.11", "192.0.2.12"].map((ip) => ({ ip, vlan: null })),
+      rounds: 3,
+      intervalMs: 1000,
+      egress,
+      open: (iface) => {
+        const w = new Wire(iface, clock, () => [OWNER]);
+        const send = w.send.bind(w);
+        w.send = (f) => {
+          truly.push(fake.t);
+          send(f);
+          if (w.sent.length === 3) offset -= 3_600_000;
+        };
+        wire = w;
+        return w;
+      },
+      clock,
+      onRound: (seq) => rounds.push(seq),
+    });
+    expect(rounds).toEqual([1, 2, 3]);
+    const sent = (wire as Wire | null)?.sent ?? [];
+    expect(sent).toHaveLength(9);
+    // In true time (fake.t): requests a third of a second apart at least, and seconds in all, not an hour.
+    expect(Math.min(...truly.slice(1).map((t, i) => t - (truly[i] ?? 0)))).toBeGreaterThanOrEqual(333);
+    expect(fake.t).toBeLessThan(10_000);
+  });
+
   it("counts only answers to this node's requests, on the interface the IP was asked from", async () => {
     const clock = fakeClock();
     const rounds: TargetResult[][] = [];
