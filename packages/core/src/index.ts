@@ -12,6 +12,7 @@ export * from "./packet/classify.js";
 export * from "./judge/capture-point.js";
 export * from "./judge/ip-table.js";
 export * from "./wire.js";
+export * from "./wire-parse.js";
 export * from "./log.js";
 export * from "./capture/pcap.js";
 export * from "./capture/pcapng-writer.js";

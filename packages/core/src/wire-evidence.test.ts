@@ -1,13 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  EVIDENCE_MESSAGE_BYTES,
-  MAX_EVIDENCE_FRAMES,
-  WIRE_VERSION,
-  evidenceFrameBytes,
-  parseAgentMessage,
-  parseHubMessage,
-  type EvidenceFrame,
-} from "./wire.js";
+import { EVIDENCE_MESSAGE_BYTES, MAX_EVIDENCE_FRAMES, WIRE_VERSION, evidenceFrameBytes, type EvidenceFrame } from "./wire.js";
+import { parseAgentMessage, parseHubMessage } from "./wire-parse.js";
 import { newArpRequest } from "./packet/arp.js";
 
 const REQUEST = {

@@ -1,13 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  EVIDENCE_MESSAGE_BYTES,
-  MAX_PROBE_REPLIES,
-  MAX_PROBE_TARGETS,
-  PROBE_MANY_WIRE_MAX,
-  WIRE_VERSION,
-  parseAgentMessage,
-  parseHubMessage,
-} from "./wire.js";
+import { EVIDENCE_MESSAGE_BYTES, MAX_PROBE_REPLIES, MAX_PROBE_TARGETS, PROBE_MANY_WIRE_MAX, WIRE_VERSION } from "./wire.js";
+import { parseAgentMessage, parseHubMessage } from "./wire-parse.js";
 
 const probeMany = (over: Record<string, unknown> = {}) => ({
   v: WIRE_VERSION,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { WIRE_VERSION, fastObservations, parseAgentMessage, parseHubMessage } from "./wire.js";
+import { WIRE_VERSION } from "./wire.js";
+import { fastObservations, parseAgentMessage, parseHubMessage } from "./wire-parse.js";
 
 describe("parseAgentMessage", () => {
   it("accepts a hello", () => {
