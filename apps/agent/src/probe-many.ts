@@ -16,7 +16,7 @@ import {
   type ProbeReply,
 } from "@whohas/core";
 import type { PacketSource } from "@whohas/capture";
-import { realClock, type Clock, type CommandIo, type Egress } from "./commands.js";
+import { realClock, type CommandIo, type Egress } from "./commands.js";
 import type { HubLink } from "./hub-link.js";
 
 export type ProbeManyCommand = Extract<HubMessage, { type: "probe-many" }>;
@@ -33,15 +33,11 @@ export interface TargetResult extends ProbeManyTarget {
   readonly replies: ProbeReply[];
 }
 
-export interface ProbeManyOptions {
+/** ProbeManyOptions: what to ask, and the node's interfaces, captures and clock to ask it through (CommandIo). */
+export interface ProbeManyOptions extends CommandIo {
   readonly targets: readonly ProbeManyTarget[];
   readonly rounds: number;
   readonly intervalMs: number;
-  /** Where to ask an IP from (egressFor); throws, saying why, when this node has no interface on its network. */
-  readonly egress: (ip: string, vlan: number | null) => Egress;
-  /** Opens a capture that can also send, on an interface. */
-  readonly open: (iface: string) => PacketSource;
-  readonly clock?: Clock;
   readonly signal?: AbortSignal;
   /** Each round once its replies are in: one result per target asked, in the targets' order. */
   readonly onRound: (seq: number, results: TargetResult[]) => void;
@@ -152,8 +148,6 @@ export async function runProbeMany(o: ProbeManyOptions): Promise<ProbeManyOutcom
   return { probed: asked.length, ifaces: [...sources.keys()], unprobed };
 }
 
-/** CommandIo is what a probe-many reaches the network through. */
-
 /**
  * probeManyCommand runs a probe-many from the hub: refused (command-done, ok false) above MAX_PROBE_TARGETS, the
  * limit this agent's hello names; else each round streams as a probe-many-result and command-done ends it, naming
@@ -176,9 +170,7 @@ export async function probeManyCommand(msg: ProbeManyCommand, send: HubLink["sen
     targets: msg.targets,
     rounds: msg.rounds,
     intervalMs: msg.intervalMs,
-    egress: io.egress,
-    open: io.open,
-    clock: io.clock,
+    ...io,
     onRound: (seq, results) => send({ v: WIRE_VERSION, type: "probe-many-result", id: msg.id, seq, results }),
   });
   if (out.probed === 0)

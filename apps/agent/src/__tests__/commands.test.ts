@@ -8,22 +8,10 @@ import { egressFor, runAnnounce, runProbe, parseDuration, vlanDevices, type Cloc
 import { parseSize } from "../config.js";
 import { parseListen } from "../metrics.js";
 import { hubCommand } from "../run-agent.js";
+import { fakeClock } from "./fake-clock.js";
 
 const EGRESS: Egress = { iface: "eth0", mac: "02:00:5e:00:00:01", address: "192.0.2.1", linkLocal: "fe80::1" };
 const VIP = "192.0.2.200";
-
-/** FakeClock: sleep advances time at once, so a 60 s probe runs in microseconds. */
-function fakeClock(): Clock & { t: number } {
-  const c = {
-    t: 0,
-    now: () => c.t,
-    sleep: async (ms: number) => {
-      c.t += ms;
-      await Promise.resolve();
-    },
-  };
-  return c;
-}
 
 /** FakeWire records what was sent and lets responders answer each request at once. */
 class FakeWire implements PacketSource {

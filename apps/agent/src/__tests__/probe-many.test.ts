@@ -3,25 +3,13 @@ import type { PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type AgentMessage } from "@whohas/core";
 import type { Clock, Egress } from "../commands.js";
 import { probeManyCommand, runProbeMany, type ProbeManyCommand, type TargetResult } from "../probe-many.js";
+import { fakeClock } from "./fake-clock.js";
 
 const ETH0: Egress = { iface: "eth0", mac: "02:00:5e:00:00:01", address: "192.0.2.1", linkLocal: "fe80::1" };
 const ETH0_6: Egress = { ...ETH0, address: "2001:db8::1" };
 const VLAN30: Egress = { iface: "eth0.30", mac: "02:00:5e:00:00:01", address: "10.30.0.1", linkLocal: "fe80::1" };
 const OWNER = "02:00:5e:00:00:0a";
 const OTHER = "02:00:5e:00:00:0b";
-
-/** fakeClock: sleep advances time at once, so ten rounds run in microseconds. */
-function fakeClock(): Clock & { t: number } {
-  const c = {
-    t: 0,
-    now: () => c.t,
-    sleep: async (ms: number) => {
-      c.t += ms;
-      await Promise.resolve();
-    },
-  };
-  return c;
-}
 
 /** egress as a node with eth0 (192.0.2.0/24, 2001:db8::/64) and eth0.30 would pick it; nothing for 198.51.100.0/24. */
 function egress(ip: string, vlan: number | null): Egress {
