@@ -4,7 +4,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { memo, useEffect, useMemo, useRef, useState, type UIEvent } from "react";
 import { STATE_TEXT, ipsQuery, ownerSourceName, viewRows, type Ip, type SortKey } from "./ui/ips-view";
 import { Options } from "./ui/table";
-import { holders } from "./ui/stranger";
+import { holders, notANode } from "./ui/stranger";
 import { useIps } from "./ui/use-ips";
 import { Empty, Failure, Skeleton } from "./ui/states";
 import { Ago } from "./ui/time";
@@ -223,7 +223,7 @@ const Row = memo(function Row({ ip, y, index }: { ip: Ip; y: number; index: numb
             data-testid="responder"
             data-node={r.node ?? ""}
             data-mac={r.mac}
-            title={r.node === null ? `${r.mac}: not a cluster node (${r.vendor ?? "vendor not registered"})` : r.mac}
+            title={r.node === null ? `${r.mac}: ${notANode(r.vendor)}` : r.mac}
           >
             {r.node ?? `${r.vendor ?? r.mac} (not a node)`}
           </span>

@@ -31,7 +31,7 @@ export interface ProbeSummary {
  * the frames and feeds the times.
  */
 export class ProbeSession {
-  readonly #results: { seq: number; sentAt: number; replies: ProbeReply[]; macs: Set<string>; overflow: number }[] = [];
+  readonly #results: { seq: number; sentAt: number; replies: ProbeReply[]; overflow: number }[] = [];
 
   /**
    * `maxReplies`: the distinct MACs kept per request (the first to answer). Forged replies from ever new MACs only
@@ -48,7 +48,7 @@ export class ProbeSession {
   /** request records a request sent at `now` and returns its sequence number. */
   request(now: number): number {
     const seq = this.#results.length + 1;
-    this.#results.push({ seq, sentAt: now, replies: [], macs: new Set(), overflow: 0 });
+    this.#results.push({ seq, sentAt: now, replies: [], overflow: 0 });
     return seq;
   }
 
@@ -56,13 +56,13 @@ export class ProbeSession {
   reply(mac: string, now: number): number | null {
     const last = this.#results.at(-1);
     if (last === undefined || now < last.sentAt || now - last.sentAt > this.windowMs) return null;
-    // A MAC answering the same request twice (two interfaces, a retransmit) counts once.
-    if (last.macs.has(mac)) return last.seq;
+    // A MAC answering the same request twice (two interfaces, a retransmit) counts once. At most maxReplies are kept,
+    // so this look stays short however many forged replies come.
+    if (last.replies.some((r) => r.mac === mac)) return last.seq;
     if (last.replies.length >= this.maxReplies) {
       last.overflow++;
       return last.seq;
     }
-    last.macs.add(mac);
     last.replies.push({ mac, latencyMs: now - last.sentAt });
     return last.seq;
   }

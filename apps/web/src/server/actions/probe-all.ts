@@ -65,6 +65,11 @@ interface IpState {
 
 /** targetKey names a target as an agent echoes it: its address and VLAN. */
 const targetKey = (ip: string, vlan: number | null | undefined): string => `${ip}@${vlan ?? ""}`;
+/** keyTarget is the targetKey of an IP key. */
+const keyTarget = (key: string): string => {
+  const { ip, vlan } = splitIpKey(key);
+  return targetKey(ip, vlan);
+};
 
 /**
  * probeAll asks every IP at once, `rounds` requests each from two nodes (core's planProbes picks them as the
@@ -161,7 +166,7 @@ export async function probeAll(o: ProbeAllOptions): Promise<ProbedIp[]> {
 
   const runBatch = (node: string, keys: readonly string[]) => {
     const id = `verify-${randomUUID()}`;
-    const byTarget = new Map(keys.map((k) => [targetKey(splitIpKey(k).ip, splitIpKey(k).vlan), k]));
+    const byTarget = new Map(keys.map((k) => [keyTarget(k), k]));
     // A batch ends one interval after its last round starts (its IPs' spread), and one reply window later.
     const batchMs = durationMs + 2 * INTERVAL_MS;
     const askers = hub.agents.askersOf(node);
@@ -172,7 +177,10 @@ export async function probeAll(o: ProbeAllOptions): Promise<ProbedIp[]> {
       endAll(`no report within ${COMMAND_GRACE_MS / 1000} s of the end (agent gone?)`);
     }, batchMs + COMMAND_GRACE_MS);
     timer.unref();
-    const targets = keys.map((k) => ({ ip: splitIpKey(k).ip, vlan: splitIpKey(k).vlan }));
+    const targets = keys.map((k) => {
+      const { ip, vlan } = splitIpKey(k);
+      return { ip, vlan };
+    });
     const sent = o.agents.command(
       node,
       { v: WIRE_VERSION, type: "probe-many", id, targets, rounds: o.rounds, intervalMs: INTERVAL_MS },
@@ -189,7 +197,7 @@ export async function probeAll(o: ProbeAllOptions): Promise<ProbedIp[]> {
         if (!m.ok) return endAll(m.message);
         const unprobed = new Map((m.unprobed ?? []).map((u) => [targetKey(u.ip, u.vlan), u.message]));
         for (const k of keys) {
-          const why = unprobed.get(targetKey(splitIpKey(k).ip, splitIpKey(k).vlan));
+          const why = unprobed.get(keyTarget(k));
           end(k, node, why === undefined ? null : `not asked: ${why}`);
         }
       },
