@@ -16,6 +16,7 @@ const ACTION_NAMES: Readonly<Record<string, string>> = {
   "ips.probe": "fix verification probe started",
   "ips.probe.result": "fix verification probe finished",
   "ip.reannounce": "force re-announce",
+  "ips.reannounce": "re-announced with its group",
   "capture.download": "capture downloaded",
   "remediation.apply": "strictARP fix",
   "remediation.rollback": "strictARP rollback",

@@ -69,6 +69,17 @@ describe("incidentStory", () => {
     { case: "a download of the IP's frames", entry: action(120 * S, "capture.download", { ip: VIP, since: 0, until: 1 }), kept: true },
     { case: "the strictARP fix", entry: action(120 * S, "remediation.apply", { resourceVersion: "1" }), kept: true },
     { case: "a refused preview", entry: action(120 * S, "remediation.preview", {}), kept: false },
+    {
+      case: "the fix's verification probe naming the IP among others",
+      entry: action(120 * S, "ips.probe", { count: 2, ips: ["192.0.2.201", VIP], rounds: 10 }),
+      kept: true,
+    },
+    {
+      case: "a group re-announcement naming the IP",
+      entry: action(120 * S, "ips.reannounce", { what: "demo/web", ips: [VIP] }),
+      kept: true,
+    },
+    { case: "a verification probe of other IPs", entry: action(120 * S, "ips.probe", { count: 1, ips: ["192.0.2.201"] }), kept: false },
     { case: "an action before the incident", entry: action(90 * S, "ip.probe", { ip: VIP }), kept: false },
     { case: "an action after it resolved", entry: action(190 * S, "ip.probe", { ip: VIP }), kept: false },
   ])("keeps only what concerns the incident within its span: $case", ({ entry, kept }) => {
@@ -86,8 +97,10 @@ describe("AuditLog.actionsBetween", () => {
     s.audit.append(action(4, "remediation.apply", {}));
     s.audit.append(action(5, "capture.download", { incident: 7 }));
     s.audit.append(action(9, "ip.probe", { ip: VIP }));
+    s.audit.append(action(1, "ips.probe", { ips: [VIP] }));
     expect(s.audit.actionsBetween(1, 5).map((e) => e.action)).toEqual([
       "ip.probe",
+      "ips.probe",
       "ip.reannounce",
       "remediation.apply",
       "capture.download",

@@ -30,12 +30,15 @@ export type StoryEntry =
 export const STORY_ACTIONS = 500;
 
 /**
- * concerns tells whether an audited action is about incident `i`: an action on its IP, a download of its frames or
- * of its IP's, or a strictARP fix or rollback (those change what every node answers, so every IP's story holds them).
+ * concerns tells whether an audited action is about incident `i`: an action on its IP, or on several IPs among which
+ * the audit names its IP (a group re-announcement, the fix's verification probe: the entry names the first
+ * AUDITED_IPS), a download of its frames or of its IP's, or a strictARP fix or rollback (those change what every node
+ * answers, so every IP's story holds them).
  */
 function concerns(e: AuditEntry, i: Pick<Incident, "id" | "ip">): boolean {
   if (e.action.startsWith("remediation.")) return e.action !== "remediation.preview";
-  const input = (typeof e.input === "object" && e.input !== null ? e.input : {}) as { ip?: unknown; incident?: unknown };
+  const input = (typeof e.input === "object" && e.input !== null ? e.input : {}) as { ip?: unknown; ips?: unknown; incident?: unknown };
+  if (Array.isArray(input.ips) && input.ips.includes(i.ip)) return true;
   return input.ip === i.ip || (e.action === "capture.download" && input.incident === i.id);
 }
 

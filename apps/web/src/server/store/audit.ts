@@ -44,7 +44,7 @@ export class AuditLog {
     return this.db
       .all<{ t: number; actor: string; action: string; input: string; outcome: AuditEntry["outcome"]; detail: string }>(
         `SELECT t, actor, action, input, outcome, detail FROM audit_log
-          WHERE t >= ? AND t <= ? AND (action LIKE 'ip.%' OR action LIKE 'remediation.%' OR action = 'capture.download')
+          WHERE t >= ? AND t <= ? AND (action LIKE 'ip.%' OR action LIKE 'ips.%' OR action LIKE 'remediation.%' OR action = 'capture.download')
           ORDER BY t, id LIMIT ?`,
         [from, to, limit],
       )
