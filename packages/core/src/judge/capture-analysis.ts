@@ -1,4 +1,4 @@
-import { keyBatch, splitIpKey } from "../net/ip-key.js";
+import { splitIpKey } from "../net/ip-key.js";
 import { compareIP } from "../packet/addr.js";
 import { CaptureReader } from "../capture/pcap.js";
 import { decodeFrame, newFrameFields } from "../packet/frame.js";
@@ -156,9 +156,7 @@ export class CaptureAnalysis {
 
   /** #step drains the capture point into the judge at capture time `now`, and judges what is due. */
   #step(now: number, end: boolean): void {
-    const batch = this.#point.drain(Number.MAX_SAFE_INTEGER, now, end);
-    keyBatch(batch);
-    this.#judge.ingest(CAPTURE, batch, now, this.#lens);
+    this.#judge.ingestPoint(CAPTURE, this.#point, now, this.#lens, end);
     this.#nextDrain = now + DRAIN_MS;
     if (!end && now < this.#nextJudge) return;
     this.#nextJudge = now + JUDGE_MS;

@@ -4,7 +4,7 @@ import { NO_MAC } from "../packet/link.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { KeyTable } from "./key-table.js";
 import { IDLE_MS, IpNumbers, LinkIds, TimeQueue, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
-import { RequestSightings } from "./request-sightings.js";
+import { RequestSightings, type RequestVisitor } from "./request-sightings.js";
 
 /** KIND_INDEX: a kind's index in OBSERVATION_KINDS, the number a Slot keeps for its kind. */
 const KIND_INDEX: Readonly<Record<ObservationKind, number>> = Object.fromEntries(OBSERVATION_KINDS.map((k, i) => [k, i])) as Record<
@@ -102,6 +102,11 @@ export class CapturePoint {
       this.#links.set(key, { iface, vlan });
     }
     return key;
+  }
+
+  /** where tells the interface and VLAN of a link key (as a RequestVisitor is given it). */
+  where(link: string): { readonly iface: string; readonly vlan: number | null } {
+    return this.#where(link);
   }
 
   /** #where tells the interface and VLAN of a link key. */
@@ -203,15 +208,29 @@ export class CapturePoint {
    * every request (the end of a capture file).
    */
   drain(max: number, now: number, final = false): Drained {
-    const entries = this.#drainEntries(max, now);
+    const entries = this.drainEntries(max, now);
     const requests: RequestReport[] = this.#requests.drain(max, now, final);
+    return { entries, requests, dropped: this.takeDropped(now) };
+  }
+
+  /**
+   * drainRequests hands the requests drain() would report to `to` as they are read, without making reports: how a
+   * capture point feeds the judge in the same process. Call after drainEntries, and takeDropped after both.
+   */
+  drainRequests(to: RequestVisitor, max: number, now: number, final = false): void {
+    this.#requests.drainTo(to, max, now, final);
+  }
+
+  /** takeDropped forgets the keys idle at `now` and returns the frames dropped since it was last called. */
+  takeDropped(now: number): number {
     this.#forgetIdleSlots(now);
     const dropped = this.#dropped + this.#requests.takeDropped();
     this.#dropped = 0;
-    return { entries, requests, dropped };
+    return dropped;
   }
 
-  #drainEntries(max: number, now: number): ObservationAggregate[] {
+  /** drainEntries removes and returns up to `max` aggregates (the first part of a drain). */
+  drainEntries(max: number, now: number): ObservationAggregate[] {
     const filled = this.#filled;
     const n = Math.min(max, filled.length);
     const entries = new Array<ObservationAggregate>(n);

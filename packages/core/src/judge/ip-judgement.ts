@@ -15,7 +15,7 @@ import {
 import { Askers } from "./askers.js";
 import { name, names, type Lens } from "./lens.js";
 import { newMac, noteAnnouncement, type MacState } from "./mac-state.js";
-import { RequestJoin, type JoinedRequest, type ReportReplies } from "./requests.js";
+import { RequestJoin, type JoinedRequest, type Replies } from "./requests.js";
 
 export type { MacState } from "./mac-state.js";
 
@@ -90,19 +90,10 @@ export class IpJudgement {
 
   /**
    * sighting joins one capture point's report of one request at `t` by `asker` (its MAC: null when the report has
-   * none), with the replies of `index` among `replies`; several MACs on one request is evidence at once.
+   * none), with the replies it saw; several MACs on one request is evidence at once.
    */
-  sighting(
-    point: string,
-    asker: string,
-    askerMac: string | null,
-    t: number,
-    replies: ReportReplies,
-    index: number,
-    now: number,
-    lens: Lens,
-  ): void {
-    const r = this.requests.add(point, asker, t, replies, index, now);
+  sighting(point: string, asker: string, askerMac: string | null, t: number, replies: Replies, now: number, lens: Lens): void {
+    const r = this.requests.add(point, asker, t, replies, now);
     if (r === null) return;
     if (r.askerMac === null) r.askerMac = askerMac;
     // whohas's own probe: who answers it counts, but it is no client asking (no request, race or silence counted).
@@ -117,10 +108,10 @@ export class IpJudgement {
         if (m.lastReply > 0 && m.lastReply < t && r.replyAt(m.mac) === undefined && lens.watches(m.mac, [point]))
           m.lastMissed = Math.max(m.lastMissed, t);
     }
-    for (const reply of replies) {
-      if (reply[0] !== index) continue;
-      const mac = reply[1];
-      const at = t + reply[2];
+    for (let k = 0; k < replies.n; k++) {
+      const mac = replies.macs[k] ?? "";
+      const delay = replies.delays[k] ?? 0;
+      const at = t + delay;
       if (this.owner?.mac !== mac) this.urgent = true;
       const m = this.#mac(mac);
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
@@ -131,7 +122,7 @@ export class IpJudgement {
         continue;
       }
       m.delayCount++;
-      m.delaySum += reply[2];
+      m.delaySum += delay;
     }
     if (this.requests.added > 0 && r.replyCount >= 2 && !r.ambiguous) {
       this.lastMulti = Math.max(this.lastMulti, r.t);
@@ -213,13 +204,14 @@ export class IpJudgement {
    * come (a capture file ended), so everything is final now. Returns new handovers.
    */
   settle(now: number, lens: Lens, end = false): Handover[] {
-    const out: Handover[] = this.#found ?? [];
+    let out: Handover[] | null = this.#found;
     this.#found = null;
     for (const r of this.requests.finalize(now, end)) {
       const h = this.#take(r, lens);
-      if (h !== null) out.push(h);
+      if (h !== null) (out ??= []).push(h);
     }
-    const unchecked = this.#unchecked ?? [];
+    const unchecked = this.#unchecked;
+    if (unchecked === null || unchecked.length === 0) return out ?? [];
     for (let i = unchecked.length - 1; i >= 0; i--) {
       const u = unchecked[i];
       if (u === undefined || (!end && now - u.firstReply < ANNOUNCE_GRACE_MS)) continue;
@@ -240,7 +232,7 @@ export class IpJudgement {
         );
       }
     }
-    return out;
+    return out ?? [];
   }
 
   /**

@@ -293,7 +293,12 @@ export class IpTable {
   /** recentMacs lists the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` (no view built). */
   recentMacs(ip: string, now: number): string[] {
     const out: string[] = [];
-    for (const [mac, r] of this.#ips.get(ip)?.responders ?? []) if (now - r.lastSeen <= ANSWER_WINDOW_MS) out.push(mac);
+    const responders = this.#ips.get(ip)?.responders;
+    if (responders === undefined) return out;
+    // forEach, not for-of over entries: no [key, value] pair is made per MAC, and this runs for every IP every second.
+    responders.forEach((r, mac) => {
+      if (now - r.lastSeen <= ANSWER_WINDOW_MS) out.push(mac);
+    });
     return out;
   }
 

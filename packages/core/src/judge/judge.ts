@@ -1,10 +1,15 @@
-import { keyBatch } from "../net/ip-key.js";
+import { ipKey as ipOnLink, keyBatch } from "../net/ip-key.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
 import type { AskerView } from "./askers.js";
 import { IpJudgement, type Lens } from "./ip-judgement.js";
 import { IpTable, type CountsView, type ResponderCounts } from "./ip-table.js";
+import type { CapturePoint } from "./capture-point.js";
+import { ipText, macText, type IpKey } from "./point-keys.js";
+import { ReplyList } from "./requests.js";
+import { wireDelay, type RequestVisitor } from "./request-sightings.js";
 import { clientEntries } from "./own-requests.js";
+import { NO_MAC } from "../packet/link.js";
 import { findingsNow, type IpContext } from "./rules.js";
 import { FindingTracker } from "./tracker.js";
 
@@ -161,21 +166,77 @@ export class Judge {
    * announcement, evidence), to judge now; the others change only with time and are judged on the next round.
    */
   ingest(node: string, batch: Batch, now: number, lens: Lens): { touched: Set<string>; urgent: Set<string> } {
-    const entries =
-      lens.ownRequest === undefined
-        ? batch.entries
-        : clientEntries(batch.entries, (ip, asker, t) => lens.ownRequest?.(ip, asker, t) === true);
-    const touched = this.counts.apply(node, entries);
-    for (const e of entries) this.#judgement(e.ip).aggregate(e, lens);
+    const touched = this.#entries(node, batch.entries, lens);
+    const replies = this.#replies;
     for (const r of batch.requests) {
       touched.add(r.ip);
       const j = this.#judgement(r.ip);
       const point = this.#point(node, r.iface);
       const askerMac = r.askerMac ?? null;
-      // Replies are few (one per MAC that answered): each sighting picks its own from the report's list.
-      for (let i = 0; i < r.times.length; i++) j.sighting(point, r.asker, askerMac, r.times[i] ?? 0, r.replies, i, now, lens);
+      for (let i = 0; i < r.times.length; i++) {
+        // Replies are few (one per MAC that answered): each request picks its own from the report's list.
+        replies.clear();
+        for (const reply of r.replies) if (reply[0] === i) replies.add(reply[1], reply[2]);
+        j.sighting(point, r.asker, askerMac, r.times[i] ?? 0, replies, now, lens);
+      }
       j.settleEarly(now, lens);
     }
+    return this.#wake(touched);
+  }
+
+  /** The replies of the request being joined (one at a time: the judge is single-threaded). */
+  readonly #replies = new ReplyList();
+
+  /**
+   * ingestPoint drains `point`, a capture point of `node` in this process, straight into the judge: what ingest()
+   * does with the batch its drain() would give, without making the batch (`whohas analyze`). `final`: the capture
+   * ended, every request is reported. Returns the frames the point dropped at its bound.
+   */
+  ingestPoint(node: string, point: CapturePoint, now: number, lens: Lens, final: boolean): number {
+    const entries = point.drainEntries(Number.MAX_SAFE_INTEGER, now);
+    keyBatch({ entries, requests: [] });
+    const touched = this.#entries(node, entries, lens);
+    const replies = this.#replies;
+    let j: IpJudgement | null = null;
+    let ip = "";
+    let asker = "";
+    let askerMac: string | null = null;
+    let at = "";
+    let left = 0;
+    const feed: RequestVisitor = {
+      asker: (link: string, ipk: IpKey, askerk: IpKey, mac: number, requests: number) => {
+        const where = point.where(link);
+        ip = ipOnLink(ipText(ipk), where.vlan);
+        touched.add(ip);
+        j = this.#judgement(ip);
+        asker = ipText(askerk);
+        askerMac = mac === NO_MAC ? null : macText(mac);
+        at = this.#point(node, where.iface);
+        left = requests;
+      },
+      request: (t: number, flat: readonly number[], from: number, to: number) => {
+        if (j === null) return;
+        replies.clear();
+        for (let k = from; k < to; k += 2) replies.add(macText(flat[k] ?? 0), wireDelay(flat[k + 1] ?? 0));
+        j.sighting(at, asker, askerMac, t, replies, now, lens);
+        if (--left === 0) j.settleEarly(now, lens);
+      },
+    };
+    point.drainRequests(feed, Number.MAX_SAFE_INTEGER, now, final);
+    this.#wake(touched);
+    return point.takeDropped(now);
+  }
+
+  /** #entries takes a batch's aggregates (less those of whohas's own probes): the counts, and the judge's notes. */
+  #entries(node: string, all: readonly ObservationAggregate[], lens: Lens): Set<string> {
+    const entries = lens.ownRequest === undefined ? all : clientEntries(all, (ip, asker, t) => lens.ownRequest?.(ip, asker, t) === true);
+    const touched = this.counts.apply(node, entries);
+    for (const e of entries) this.#judgement(e.ip).aggregate(e, lens);
+    return touched;
+  }
+
+  /** #wake keeps the IPs touched awake, and returns them with the urgent ones among them (cleared as they go). */
+  #wake(touched: Set<string>): { touched: Set<string>; urgent: Set<string> } {
     const urgent = new Set<string>();
     for (const ip of touched) {
       this.#awake.add(ip);
@@ -212,7 +273,7 @@ export class Judge {
     const transitions = this.#tracker.update(ip, now, present);
     const quiet = (j === undefined || j.idle(now)) && now - this.counts.lastActivity(ip) > QUIET_MS && !this.#tracker.has(ip);
     if (quiet) this.#awake.delete(ip);
-    return { transitions, handovers, key: keyOf(j, answeringMacs(responders), now) };
+    return new JudgedVerdict(transitions, handovers, j, responders, now);
   }
 
   /** awake lists the IPs to judge on each round (the others change only when data about them arrives). */
@@ -296,13 +357,14 @@ export class Judge {
   }
 
   /** #answeringNow is #answeringMacs with each MAC's node, as the rules read them. */
-  #answeringNow(
-    ip: string,
-    j: IpJudgement | undefined,
-    now: number,
-    lens: Lens,
-  ): { mac: string; node: string | null; answering: boolean }[] {
-    return this.#answeringMacs(ip, j, now).map((mac) => ({ mac, node: lens.nodeOf(mac), answering: true }));
+  #answeringNow(ip: string, j: IpJudgement | undefined, now: number, lens: Lens): Answering[] {
+    const macs = this.#answeringMacs(ip, j, now);
+    const out = new Array<Answering>(macs.length);
+    for (let i = 0; i < macs.length; i++) {
+      const mac = macs[i] ?? "";
+      out[i] = { mac, node: lens.nodeOf(mac), answering: true };
+    }
+    return out;
   }
 
   /**
@@ -341,4 +403,33 @@ function keyOf(j: IpJudgement | undefined, answering: readonly string[], now: nu
   return `${stateLetter(j, answering.length, now)}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}|${j?.askers?.total ?? 0}`;
 }
 
-const answeringMacs = (list: readonly { readonly mac: string }[]): string[] => list.map((r) => r.mac);
+/** An Answering is a MAC answering an IP now, with its node, as the rules read it. */
+interface Answering {
+  readonly mac: string;
+  readonly node: string | null;
+  readonly answering: boolean;
+}
+
+/**
+ * A JudgedVerdict writes its key only when asked: the hub reads it, `whohas analyze` never does. It reads the IP's
+ * judgement as it is then, so read it before the judge takes more data.
+ */
+class JudgedVerdict implements Verdict {
+  #key: string | null = null;
+
+  constructor(
+    readonly transitions: readonly Transition[],
+    readonly handovers: readonly Handover[],
+    readonly judgement: IpJudgement | undefined,
+    readonly answering: readonly Answering[],
+    readonly at: number,
+  ) {}
+
+  get key(): string {
+    return (this.#key ??= keyOf(
+      this.judgement,
+      this.answering.map((r) => r.mac),
+      this.at,
+    ));
+  }
+}

@@ -12,8 +12,10 @@ import { IDLE_MS, IpNumbers, LinkIds, TimeQueue, ipKey, ipText, macText, type Ip
  */
 interface Sighting {
   t: number;
-  /** Shared NO_REPLIES until the first reply (most requests get one or none). */
+  /** Shared NO_REPLIES until the first reply; then room for three, doubled when full (most get one to three). */
   replies: number[];
+  /** How much of `replies` is used (two numbers per reply). */
+  n: number;
   sent: number;
   drained: boolean;
 }
@@ -21,21 +23,24 @@ interface Sighting {
 const NO_REPLIES: number[] = [];
 
 /** isDue: a request with replies not drained yet, or one not drained whose window is over (all of them when `final`). */
-const isDue = (s: Sighting, now: number, final: boolean): boolean =>
-  s.replies.length > s.sent || (!s.drained && (final || now - s.t > REPLY_WINDOW_MS));
+const isDue = (s: Sighting, now: number, final: boolean): boolean => s.n > s.sent || (!s.drained && (final || now - s.t > REPLY_WINDOW_MS));
 
-/** withReply is `replies` and one more (MAC, delay), in a new array of its exact size: most requests get one or two. */
-function withReply(replies: number[], mac: number, delay: number): number[] {
-  const n = replies.length;
-  const out = new Array<number>(n + 2);
-  for (let k = 0; k < n; k++) out[k] = replies[k] ?? 0;
-  out[n] = mac;
-  out[n + 1] = delay;
-  return out;
+/** addReply appends (MAC, delay) to a sighting's replies, making or growing its array only when full. */
+function addReply(s: Sighting, mac: number, delay: number): void {
+  const n = s.n;
+  let replies = s.replies;
+  if (n === replies.length) {
+    // A literal, not new Array(size): it stays a packed array of doubles.
+    const grown = n === 0 ? [0, 0, 0, 0, 0, 0] : replies.concat(replies);
+    s.replies = replies = grown;
+  }
+  replies[n] = mac;
+  replies[n + 1] = delay;
+  s.n = n + 2;
 }
 
 /** reported: a request drained with all its replies, whose window is over: nothing more can come of it. */
-const reported = (s: Sighting, now: number): boolean => s.drained && s.replies.length === s.sent && now - s.t > REPLY_WINDOW_MS;
+const reported = (s: Sighting, now: number): boolean => s.drained && s.n === s.sent && now - s.t > REPLY_WINDOW_MS;
 
 /** Asked is what one capture point holds of one asker's requests for one IP on one link. */
 interface Asked {
@@ -54,6 +59,57 @@ interface Asked {
   /** In the due queue (something to report); forgotten: no longer in the table. */
   due: boolean;
   gone: boolean;
+}
+
+/**
+ * A RequestVisitor takes what a drain reports, asker by asker: `asker` once (with how many requests and replies
+ * follow), then `request` for each of its requests, with the replies not reported before: `replies` from `from` to
+ * `to`, flat (MAC, delay in ms, MAC, delay...). Times are whole milliseconds, as the wire carries them; delays are
+ * rounded by wireDelay.
+ */
+export interface RequestVisitor {
+  asker(link: string, ip: IpKey, asker: IpKey, mac: number, requests: number, replies: number): void;
+  request(t: number, replies: readonly number[], from: number, to: number): void;
+}
+
+/** wireDelay is a reply delay as the wire carries it: milliseconds to the microsecond. */
+export const wireDelay = (ms: number): number => Math.round(ms * 1000) / 1000;
+
+/** WireReports makes what a drain reports into RequestReports: what an agent sends. */
+class WireReports implements RequestVisitor {
+  readonly out: RequestReport[] = [];
+  #report: RequestReport | null = null;
+  #i = 0;
+  #j = 0;
+
+  constructor(readonly where: LinkWhere) {}
+
+  asker(link: string, ip: IpKey, asker: IpKey, mac: number, requests: number, replies: number): void {
+    const { iface, vlan } = this.where(link);
+    // Arrays of their exact size: an array grown by push keeps room for sixteen, and there is one per request.
+    const r: RequestReport = {
+      ip: ipText(ip),
+      asker: ipText(asker),
+      iface,
+      vlan,
+      times: new Array<number>(requests),
+      replies: new Array<[number, string, number]>(replies),
+    };
+    if (mac !== NO_MAC) r.askerMac = macText(mac);
+    this.out.push(r);
+    this.#report = r;
+    this.#i = 0;
+    this.#j = 0;
+  }
+
+  request(t: number, replies: readonly number[], from: number, to: number): void {
+    const r = this.#report;
+    if (r === null) return;
+    const i = this.#i++;
+    r.times[i] = t;
+    const out = r.replies;
+    for (let k = from; k < to; k += 2) out[this.#j++] = [i, macText(replies[k] ?? 0), wireDelay(replies[k + 1] ?? 0)];
+  }
 }
 
 /** SWEEP_MS: how often requests reported and over leave memory (a drain only looks at what has something new). */
@@ -86,6 +142,8 @@ export class RequestSightings {
   readonly #recent = new TimeQueue<Asked>();
   readonly #emptied = new TimeQueue<Asked>();
   #swept = -Infinity;
+  /** The asker of the latest request: its replies follow it, and find it without a lookup. */
+  #latest: Asked | null = null;
   #held = 0;
   #dropped = 0;
 
@@ -143,7 +201,8 @@ export class RequestSightings {
       return;
     }
     const a = this.#askedOf(link, ip, asker);
-    a.list.push({ t: now, replies: NO_REPLIES, sent: 0, drained: false });
+    this.#latest = a;
+    a.list.push({ t: now, replies: NO_REPLIES, n: 0, sent: 0, drained: false });
     if (now >= a.last) {
       a.last = now;
       if (mac !== NO_MAC) a.mac = mac;
@@ -155,15 +214,16 @@ export class RequestSightings {
 
   /** answer attaches a reply to the asker's latest request within REPLY_WINDOW_MS (once per MAC). */
   answer(link: string, ip: IpKey, asker: IpKey, mac: number, now: number): void {
-    const a = this.#find(link, ip, asker);
+    const latest = this.#latest;
+    const a = latest !== null && latest.ip === ip && latest.asker === asker && latest.link === link ? latest : this.#find(link, ip, asker);
     if (a === undefined) return;
     const list = a.list;
     for (let i = list.length - 1; i >= 0; i--) {
       const s = list[i];
       if (s === undefined || s.t > now) continue;
       if (now - s.t > REPLY_WINDOW_MS) return;
-      for (let k = 0; k < s.replies.length; k += 2) if (s.replies[k] === mac) return;
-      s.replies = withReply(s.replies, mac, now - s.t);
+      for (let k = 0; k < s.n; k += 2) if (s.replies[k] === mac) return;
+      addReply(s, mac, now - s.t);
       this.#markDue(a);
       return;
     }
@@ -177,7 +237,8 @@ export class RequestSightings {
     if (a.mac === NO_MAC && r.askerMac !== undefined) a.mac = macToNumber(parseMac(r.askerMac), 0);
     const list = a.list;
     for (const [i, t] of r.times.entries()) {
-      list.push({ t, replies: replies.get(i) ?? [], sent: 0, drained: false });
+      const rs = replies.get(i) ?? NO_REPLIES;
+      list.push({ t, replies: rs, n: rs.length, sent: 0, drained: false });
       this.#held++;
       this.#recent.push(a, t);
     }
@@ -191,20 +252,28 @@ export class RequestSightings {
    * unanswered); `final` reports every request (the end of a capture file).
    */
   drain(max: number, now: number, final: boolean): RequestReport[] {
-    const out: RequestReport[] = [];
+    const reports = new WireReports(this.where);
+    this.drainTo(reports, max, now, final);
+    return reports.out;
+  }
+
+  /**
+   * drainTo hands what drain() reports to `to`, asker by asker, without making reports: how a capture point feeds the
+   * judge in the same process (`whohas analyze`). Returns how many askers it reported.
+   */
+  drainTo(to: RequestVisitor, max: number, now: number, final: boolean): number {
+    let reported = 0;
     const due = this.#due;
     this.#due = [];
     for (let n = 0; n < due.length; n++) {
       const a = due[n];
       if (a === undefined || a.gone) continue;
-      if (out.length === max) {
+      if (reported === max) {
         // The rest waits for the next drain, in order.
         for (const b of due.slice(n)) if (!b.gone) this.#due.push(b);
         break;
       }
       const list = a.list;
-      // Most lists have nothing due at a drain: their arrays are made only when something is, at their exact size
-      // (an array grown by push keeps room for sixteen, and there is one per request).
       let count = 0;
       let dueReplies = 0;
       let waiting = false;
@@ -218,34 +287,27 @@ export class RequestSightings {
           break;
         }
         count++;
-        dueReplies += (s.replies.length - s.sent) / 2;
+        dueReplies += (s.n - s.sent) / 2;
       }
       if (count > 0) {
-        const times = new Array<number>(count);
-        const replies = new Array<[number, string, number]>(dueReplies);
+        to.asker(a.link, a.ip, a.asker, a.mac, count, dueReplies);
         let i = 0;
-        let j = 0;
         for (const s of list) {
           if (i === count) break;
           if (!isDue(s, now, final)) continue;
-          times[i] = Math.round(s.t);
-          for (let k = s.sent; k < s.replies.length; k += 2)
-            replies[j++] = [i, macText(s.replies[k] ?? 0), Math.round((s.replies[k + 1] ?? 0) * 1000) / 1000];
-          s.sent = s.replies.length;
+          to.request(Math.round(s.t), s.replies, s.sent, s.n);
+          s.sent = s.n;
           s.drained = true;
           i++;
         }
-        const { iface, vlan } = this.where(a.link);
-        const report: RequestReport = { ip: ipText(a.ip), asker: ipText(a.asker), iface, vlan, times, replies };
-        if (a.mac !== NO_MAC) report.askerMac = macText(a.mac);
-        out.push(report);
+        reported++;
       }
       // Nothing left to report until a request or a reply comes (ask and answer queue it again).
       if (waiting) this.#due.push(a);
       else a.due = false;
     }
     if (final || now - this.#swept >= SWEEP_MS) this.#sweep(now, final);
-    return out;
+    return reported;
   }
 
   /**
@@ -282,7 +344,7 @@ export class RequestSightings {
     let keep = 0;
     let unreported = false;
     for (const s of list) {
-      if (final ? s.drained && s.replies.length === s.sent : reported(s, now)) continue;
+      if (final ? s.drained && s.n === s.sent : reported(s, now)) continue;
       if (now - s.t > REPLY_WINDOW_MS) unreported = true;
       list[keep++] = s;
     }
@@ -298,6 +360,7 @@ export class RequestSightings {
   #forget(a: Asked): void {
     if (a.gone) return;
     a.gone = true;
+    if (this.#latest === a) this.#latest = null;
     this.#byId[a.id] = undefined;
     this.#keys.remove(a.id);
     this.#ipNumbers.release(a.ip);

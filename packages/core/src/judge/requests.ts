@@ -1,11 +1,37 @@
 import { FINAL_MS, JOIN_MS } from "./findings.js";
 
 /**
- * ReportReplies are the replies of one capture point's report as the wire carries them: [index into the report's
- * request times, MAC, milliseconds after that request]. A sighting takes those of its own index: read in place, so
- * that joining a request allocates nothing for its replies.
+ * Replies are the replies one capture point saw to one request: `macs[k]` answered `delays[k]` milliseconds after
+ * it, for k below `n`. Whoever feeds the judge fills one reused ReplyList per request (from a wire report, or from a
+ * capture point in process), so that joining a request allocates nothing for its replies.
  */
-export type ReportReplies = readonly (readonly [number, string, number])[];
+export interface Replies {
+  readonly macs: readonly string[];
+  readonly delays: readonly number[];
+  readonly n: number;
+}
+
+/** A ReplyList is Replies filled in place: clear() it, add() each reply. */
+export class ReplyList implements Replies {
+  readonly macs: string[] = [];
+  readonly delays: number[] = [];
+  n = 0;
+
+  clear(): this {
+    this.n = 0;
+    return this;
+  }
+
+  add(mac: string, delay: number): this {
+    this.macs[this.n] = mac;
+    this.delays[this.n] = delay;
+    this.n++;
+    return this;
+  }
+}
+
+/** NO_REPLIES: a request nobody answered. */
+export const NO_REPLIES: Replies = { macs: [], delays: [], n: 0 };
 
 /**
  * A JoinedRequest is one request of one asker for one IP as every capture point saw it: who saw it, and the union of
@@ -38,7 +64,7 @@ export class JoinedRequest {
   /** The asker's MAC, from the first sighting that carried it (agents before it was reported send none). */
   askerMac: string | null = null;
 
-  /** A request as the first capture point to report it saw it: `point` at `t`, and the replies of `index` it saw. */
+  /** A request as the first capture point to report it saw it: `point` at `t`, and the replies it saw. */
   constructor(
     readonly asker: string,
     /** When the first capture point to report it saw it (its clock). */
@@ -46,18 +72,16 @@ export class JoinedRequest {
     ambiguous: boolean,
     late: boolean,
     point: string,
-    replies: ReportReplies,
-    index: number,
+    replies: Replies,
   ) {
     this.ambiguous = ambiguous;
     this.late = late;
     // Arrays of their exact size: an array that grows by push keeps room for sixteen, and these are many.
     // Sized for the distinct MACs among the replies (a MAC may come twice: its earliest reply counts).
+    const { macs, delays } = replies;
     let n = 1;
-    distinct: for (let k = 0; k < replies.length; k++) {
-      const r = replies[k];
-      if (r?.[0] !== index) continue;
-      for (let j = 0; j < k; j++) if (replies[j]?.[0] === index && replies[j]?.[1] === r[1]) continue distinct;
+    distinct: for (let k = 0; k < replies.n; k++) {
+      for (let j = 0; j < k; j++) if (macs[j] === macs[k]) continue distinct;
       n++;
     }
     this.#keys = new Array<string>(n);
@@ -65,10 +89,9 @@ export class JoinedRequest {
     this.#keys[0] = point;
     this.#times[0] = t;
     n = 1;
-    for (const r of replies) {
-      if (r[0] !== index) continue;
-      const mac = r[1];
-      const at = t + r[2];
+    for (let k = 0; k < replies.n; k++) {
+      const mac = macs[k] ?? "";
+      const at = t + (delays[k] ?? 0);
       const i = this.#find(mac, 1, n);
       if (i < 0) {
         this.#keys[n] = mac;
@@ -198,10 +221,10 @@ export class RequestJoin {
   }
 
   /**
-   * add joins one capture point's sighting of a request at `t`, with the replies of `index` among `replies`. `now`
-   * decides whether it is already past final (late). Returns the request it joined, null when refused at the bound.
+   * add joins one capture point's sighting of a request at `t`, with the replies it saw. `now` decides whether it is
+   * already past final (late). Returns the request it joined, null when refused at the bound.
    */
-  add(point: string, asker: string, t: number, replies: ReportReplies, index: number, now: number): JoinedRequest | null {
+  add(point: string, asker: string, t: number, replies: Replies, now: number): JoinedRequest | null {
     const late = now - t >= FINAL_MS;
     this.#added = 0;
     // One list reused: most sightings find one request near or none.
@@ -218,7 +241,7 @@ export class RequestJoin {
           this.#dropped++;
           return null;
         }
-        const fresh = new JoinedRequest(asker, t, near.length > 0, late, point, replies, index);
+        const fresh = new JoinedRequest(asker, t, near.length > 0, late, point, replies);
         fresh.final = late;
         if (!late) this.#open++;
         for (const j of near) j.ambiguous = true;
@@ -231,7 +254,8 @@ export class RequestJoin {
     // A reply is dated on the clock of the request's first sighting (its time plus the delay its reporter measured):
     // replies reported by different nodes then compare by their delays, not by the nodes' clocks, whose skew is
     // often larger than the race between their kernels.
-    for (const reply of replies) if (reply[0] === index && r.reply(reply[1], r.t + reply[2])) this.#added++;
+    const { macs, delays } = replies;
+    for (let k = 0; k < replies.n; k++) if (r.reply(macs[k] ?? "", r.t + (delays[k] ?? 0))) this.#added++;
     return r;
   }
 
