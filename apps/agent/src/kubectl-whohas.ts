@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// kubectl-whohas: the kubectl plugin (`kubectl whohas ips`): the hub's read API from the terminal. Copy or link this
+// file onto PATH as kubectl-whohas and kubectl finds it.
+import { pluginEnv } from "./plugin/env.js";
+import { runPlugin } from "./plugin/run.js";
+
+/** exit leaves once stdout and stderr are flushed: output to a pipe is asynchronous, and `| jq` must get all of it. */
+function exit(code: number): void {
+  process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
+}
+
+runPlugin(process.argv.slice(2), {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  env: pluginEnv(),
+  now: Date.now,
+}).then(exit, (e: unknown) => {
+  process.stderr.write(`kubectl whohas: ${(e as Error).message}\n`);
+  exit(2);
+});
