@@ -9,6 +9,15 @@ function exit(code: number): void {
   process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));
 }
 
+// A signal ends the command as an exit does, so that the port-forward it runs goes with it (connect.ts kills it on
+// exit): 128 + the signal's number, as a shell reports it.
+for (const [signal, n] of [
+  ["SIGINT", 2],
+  ["SIGTERM", 15],
+  ["SIGHUP", 1],
+] as const)
+  process.on(signal, () => process.exit(128 + n));
+
 runPlugin(process.argv.slice(2), {
   out: (s) => process.stdout.write(s),
   err: (s) => process.stderr.write(s),

@@ -13,30 +13,33 @@ Commands:
 
 Options:
   -o, --output FMT    table (default) or json (the read API's objects, unchanged)
-  --state STATE       ips: single, multi-responder (or several-responders), no-responder, idle
+  --state STATE       ips: single, multi-responder (or several-responders), no-responder, idle, not-layer2
                       incidents: open or resolved
   --ip IP[@VLAN]      incidents: only this IP's
   --limit N           incidents: at most N (default 50)
 
 Reaching the hub (the read API, GET only):
   By default through your current kubeconfig: 'kubectl port-forward' to the hub's Service, for the length of the
-  command. The read-API token comes from --token, --token-file or WHOHAS_TOKEN, else from the Secret
-  whohas-read-token (key: token) in the hub's namespace. Make a token in the dashboard (Settings > Read-API
-  tokens), then store it once for your team:
-    kubectl -n whohas create secret generic whohas-read-token --from-literal=token=TOKEN
+  command. The read-API token comes from --token-file or WHOHAS_TOKEN, else from the Secret whohas-read-token
+  (key: token) in the hub's namespace. Make a token in the dashboard (Settings > Read-API tokens), then store it
+  once for your team (paste it, then Ctrl-D: it stays out of your shell history):
+    kubectl -n whohas create secret generic whohas-read-token --from-file=token=/dev/stdin
   -n, --namespace NS  the hub's namespace (default whohas)
   --service NAME      the hub's Service (default whohas-hub), port --port (default 3000)
   --context NAME      the kubeconfig context to use; --kubeconfig FILE: that kubeconfig
-  --url URL           talk to the hub at URL instead (WHOHAS_URL), e.g. through an Ingress: no port-forward
-  --token TOKEN       the read-API token (WHOHAS_TOKEN); --token-file FILE: read it from FILE
+  --url URL           talk to the hub at URL instead (WHOHAS_URL), e.g. through an Ingress: no port-forward and
+                      no Secret (give the token); a private CA: NODE_EXTRA_CA_CERTS=ca.pem
+  --token-file FILE   read the read-API token from FILE (one line)
+  --token TOKEN       the token itself: every user of this machine sees it in 'ps'; prefer --token-file
 
-Exit status: 1 when an IP shown has several responders (multi-responder or split-brain; for incidents, an open
-one of those), 2 when the hub could not be asked (the message says why), 0 otherwise. For scripts and CI gates:
-  kubectl whohas ips >/dev/null || echo "several nodes answer for a LoadBalancer IP"
+Exit status: 0 nothing wrong among what is shown; 1 an IP shown has several responders (multi-responder or
+split-brain; for incidents, an open incident with one of them open); 2 no answer: a wrong command line, the hub
+unreachable or refusing, an unknown IP (the message says which). For scripts and CI gates:
+  kubectl whohas ips >/dev/null; [ $? -ne 1 ] || echo "several nodes answer for a LoadBalancer IP"
 `;
 
 /** IP_STATES are the states the read API gives an IP; `several-responders` is the dashboard's word for one. */
-const IP_STATES = ["single", "multi-responder", "no-responder", "idle"] as const;
+const IP_STATES = ["single", "multi-responder", "no-responder", "idle", "not-layer2"] as const;
 export type IpState = (typeof IP_STATES)[number];
 
 /** How to reach the hub: a URL, or a port-forward to its Service through kubectl. */
@@ -101,11 +104,15 @@ export function parsePluginArgs(argv: readonly string[], env: PluginEnv): Plugin
   const port = v.port === undefined ? 3000 : Number(v.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--port ${v.port}: a TCP port, 1 to 65535`);
   const url = v.url ?? env.WHOHAS_URL ?? null;
-  if (url !== null && !/^https?:\/\/[^/]/.test(url)) throw new UsageError(`--url ${url}: an http:// or https:// URL of the hub`);
+  // The URL is not repeated in these messages: it may hold a password.
+  if (url !== null && !/^https?:\/\/[^/]/.test(url)) throw new UsageError("--url: an http:// or https:// URL of the hub");
+  if (url !== null && /^https?:\/\/[^/]*@/.test(url))
+    throw new UsageError("--url: no user or password in the URL (the token goes in --token-file)");
   if (v.token !== undefined && v["token-file"] !== undefined) throw new UsageError("--token and --token-file: give one of them");
   const connection: Connection = {
     url: url?.replace(/\/+$/, "") ?? null,
-    token: v.token ?? (v["token-file"] === undefined ? (env.WHOHAS_TOKEN ?? null) : null),
+    // An empty WHOHAS_TOKEN (a CI variable that is not set) is no token.
+    token: v.token ?? (v["token-file"] === undefined && env.WHOHAS_TOKEN !== "" ? (env.WHOHAS_TOKEN ?? null) : null),
     tokenFile: v["token-file"] ?? null,
     namespace: v.namespace ?? "whohas",
     service: v.service ?? "whohas-hub",

@@ -1,4 +1,12 @@
-// What the plugin prints: the read API's objects as kubectl-style tables (pure: the objects in, text out).
+// What the plugin prints: the read API's objects as kubectl-style tables (pure: the objects in, text out). Every
+// string from the hub goes through clean(): a Service annotation or a node name must not be able to move the cursor,
+// clear the screen or print a line of its own in an operator's terminal.
+
+/** clean shows control characters (C0, DEL, C1: escape sequences, carriage returns, new lines) as \xNN. */
+export function clean(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
 
 /** The parts of the read API's IP object the tables show. */
 export interface ApiIp {
@@ -66,12 +74,19 @@ export type Severe = readonly string[];
 export const several = (ip: ApiIp, severe: Severe): boolean =>
   ip.state === "multi-responder" || ip.findings.some((f) => severe.includes(f.type));
 
-/** severeIncident: an open incident with a severe finding among its facets. */
-export const severeIncident = (i: ApiIncident, severe: Severe): boolean =>
-  i.resolvedAt === null && (severe.includes(i.type) || (i.facets ?? []).some((f) => f.resolvedAt === null && severe.includes(f.type)));
+/**
+ * openTypes are the findings open in an incident now: its facets still open. An incident is named after the worst
+ * finding it ever held, which may have cleared (strictARP fixed, one wrong node left answering).
+ */
+export const openTypes = (i: ApiIncident): string[] =>
+  i.resolvedAt !== null ? [] : i.facets === undefined ? [i.type] : i.facets.filter((f) => f.resolvedAt === null).map((f) => f.type);
+
+/** severeIncident: an open incident with a severe finding open among its facets. */
+export const severeIncident = (i: ApiIncident, severe: Severe): boolean => openTypes(i).some((t) => severe.includes(t));
 
 /** table aligns rows under their headers, three spaces apart, as kubectl prints (the last column is not padded). */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+export function table(headers: readonly string[], dirty: readonly (readonly string[])[]): string {
+  const rows = dirty.map((r) => r.map(clean));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) =>
     cells
@@ -123,7 +138,7 @@ const iso = (t: number): string => new Date(t).toISOString().replace(/\.\d{3}Z$/
 /** ipDetail: one IP in full, as `kubectl describe` lays things out. */
 export function ipDetail(ip: ApiIp, now: number): string {
   const out: string[] = [];
-  const field = (k: string, v: string) => out.push(`${`${k}:`.padEnd(12)}${v}`);
+  const field = (k: string, v: string) => out.push(`${`${k}:`.padEnd(12)}${clean(v)}`);
   field("IP", ip.vlan === null ? ip.ip : `${ip.ip} (VLAN ${ip.vlan})`);
   field("State", ip.state);
   field(
@@ -166,7 +181,7 @@ export function ipDetail(ip: ApiIp, now: number): string {
   out.push("", "Findings:");
   if (ip.findings.length === 0) out.push("  none");
   for (const f of ip.findings)
-    out.push(`  ${f.type} (since ${iso(f.firstSeen)}${f.incidentId === null ? "" : `, incident ${f.incidentId}`}): ${f.detail}`);
+    out.push(clean(`  ${f.type} (since ${iso(f.firstSeen)}${f.incidentId === null ? "" : `, incident ${f.incidentId}`}): ${f.detail}`));
   out.push("", "Handovers:");
   if (ip.handovers.length === 0) out.push("  none seen");
   else
@@ -213,7 +228,7 @@ export function incidentsTable(list: readonly ApiIncident[], now: number): strin
   const rows = list.map((i) => [
     String(i.id),
     i.resolvedAt === null ? (i.acknowledgedBy === null ? "open" : `open, ack ${i.acknowledgedBy}`) : "resolved",
-    i.type,
+    openTypes(i).join(",") || i.type,
     i.key,
     age(i.firstSeen, now),
     i.resolvedAt === null ? age(i.lastSeen, now) : age(i.resolvedAt, now),

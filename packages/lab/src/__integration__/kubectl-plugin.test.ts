@@ -1,17 +1,54 @@
 // `kubectl whohas` against a running lab: the real hub and agents, the kernels of three nodes answering (strictARP
 // false, so every node answers for every VIP), and the test API server for the kubeconfig path.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { execFile } from "node:child_process";
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { REPO_ROOT, freePort, startStack, type Stack } from "../stack.js";
 import { eventually } from "./hub-client.js";
 
-/** The plugin as a user installs it: the one file, copied alone into a directory on PATH. */
-const PLUGIN = join(REPO_ROOT, "apps/agent/dist/kubectl-whohas");
+/** The plugin as a user installs it: the one file, copied alone into a directory on PATH as kubectl-whohas. */
+const PLUGIN = join(REPO_ROOT, "apps/agent/dist/kubectl-whohas.cjs");
 const bin = mkdtempSync(join(tmpdir(), "whohas-plugin-"));
 copyFileSync(PLUGIN, join(bin, "kubectl-whohas"));
+
+/**
+ * A stand-in for `kubectl port-forward` only: the test API server cannot serve a port-forward (kubectl speaks SPDY
+ * to it, tunnelled or not), so this script forwards a local port to FORWARD_TO as kubectl would, prints kubectl's
+ * "Forwarding from" line, and writes its pid and arguments to FORWARD_LOG. Every other command runs the real kubectl
+ * with the same arguments (the Secret is read from the test API server for real).
+ */
+const STAND_IN = `#!/usr/bin/env node
+const { spawnSync } = require("node:child_process");
+const { appendFileSync } = require("node:fs");
+const net = require("node:net");
+const args = process.argv.slice(2);
+if (!args.includes("port-forward")) process.exit(spawnSync("kubectl", args, { stdio: "inherit" }).status ?? 1);
+appendFileSync(process.env.FORWARD_LOG, JSON.stringify({ pid: process.pid, args }) + "\\n");
+const server = net.createServer((c) => {
+  const up = net.connect(Number(process.env.FORWARD_TO), "127.0.0.1");
+  c.pipe(up).pipe(c);
+  up.on("error", () => c.destroy());
+  c.on("error", () => up.destroy());
+});
+server.listen(0, "127.0.0.1", () => process.stdout.write("Forwarding from 127.0.0.1:" + server.address().port + " -> 3000\\n"));
+`;
+const standIn = join(bin, "port-forward-stand-in");
+writeFileSync(standIn, STAND_IN);
+chmodSync(standIn, 0o755);
+
+/** alive tells whether process `pid` still runs. */
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 interface Run {
   readonly code: number;
@@ -55,7 +92,18 @@ describe("kubectl whohas", () => {
     await eventually(
       async () =>
         (await fetch(`${stack.url}/api/v1/ips`, { headers: { authorization: `Bearer ${stack.viewerToken}` } })).json() as Promise<ApiIp[]>,
-      (ips) => ips.some((ip) => ip.key === vip && ip.state === "multi-responder" && ip.responders.filter((r) => r.answering).length === 3),
+      (ips) =>
+        stack.lab.vips.every((v) => ips.some((ip) => ip.key === v && ip.state === "multi-responder")) &&
+        ips.some((ip) => ip.key === vip && ip.responders.filter((r) => r.answering).length === 3),
+      30_000,
+    );
+    // And both incidents are open.
+    await eventually(
+      async () =>
+        (
+          await fetch(`${stack.url}/api/v1/incidents?state=open`, { headers: { authorization: `Bearer ${stack.viewerToken}` } })
+        ).json() as Promise<{ key: string }[]>,
+      (list) => stack.lab.vips.every((v) => list.some((i) => i.key === v)),
       30_000,
     );
   });
@@ -72,7 +120,8 @@ describe("kubectl whohas", () => {
     const line = lines.find((l) => l.startsWith(`${vip} `)) ?? "";
     expect(line).toContain("multi-responder!");
     for (const node of stack.lab.nodes) expect(line).toContain(node.name);
-    expect(line).toContain("multi-responder");
+    // The FINDINGS column, the last: the several answers, and the nodes that are not the owner.
+    expect(line).toMatch(/ multi-responder(,[a-z-]+)*$/);
     // Columns line up under the header, as kubectl's do.
     expect(line.indexOf("multi-responder!")).toBe(header?.indexOf("STATE"));
   });
@@ -116,7 +165,12 @@ describe("kubectl whohas", () => {
     const r = await plugin(["incidents", ...at]);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toMatch(/^ID +STATE +TYPE +SUBJECT +AGE +LAST +COUNT +DETAIL\n/);
-    expect(r.stdout).toMatch(new RegExp(`\\n\\d+ +open +multi-responder +${vip.replaceAll(".", "\\.")} `));
+    // TYPE lists the findings open in each incident: several responders, and the nodes that are not the owner.
+    expect(r.stdout).toMatch(new RegExp(`\\n\\d+ +open +multi-responder(,[a-z-]+)* +${vip.replaceAll(".", "\\.")} `));
+    // Both VIPs have an incident: --ip must leave the other's out.
+    const other = stack.lab.vips[1] ?? "";
+    const all = JSON.parse((await plugin(["incidents", "-o", "json", ...at])).stdout) as { key: string; type: string }[];
+    expect(new Set(all.map((i) => i.key))).toEqual(new Set([vip, other]));
     const json = JSON.parse((await plugin(["incidents", "--ip", vip, "-o", "json", ...at])).stdout) as { key: string; type: string }[];
     expect(json.length).toBeGreaterThan(0);
     expect(json.every((i) => i.key === vip)).toBe(true);
@@ -162,7 +216,7 @@ describe("kubectl whohas", () => {
     const none = await plugin(["ips", "--kubeconfig", kubeconfig]);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain(`no Secret whohas-read-token in ${ns}`);
-    expect(none.stderr).toContain(`kubectl -n ${ns} create secret generic whohas-read-token --from-literal=token=TOKEN`);
+    expect(none.stderr).toContain(`kubectl -n ${ns} create secret generic whohas-read-token --from-file=token=/dev/stdin`);
     const data = { token: Buffer.from(stack.viewerToken).toString("base64") };
     const made = await manifest("secret", {
       apiVersion: "v1",
@@ -177,5 +231,73 @@ describe("kubectl whohas", () => {
     expect(forward.code).toBe(2);
     expect(forward.stderr).toContain(`kubectl port-forward to service/whohas-hub in ${ns}:`);
     expect(forward.stderr).toContain('services "whohas-hub" not found');
+    // With the port-forward stood in for (to the lab hub), the rest is real: the token read from the Secret is the one
+    // the hub accepts, the table comes back, kubectl is given the cluster's flags, and the forward ends with the command.
+    const log = join(bin, "forwards.log");
+    const through = await plugin(["ips", "--kubeconfig", kubeconfig, "--context", "test", "--service", "hub", "--port", "3001"], {
+      KUBECTL: standIn,
+      FORWARD_TO: String(stack.port),
+      FORWARD_LOG: log,
+    });
+    expect(through.code, through.stderr).toBe(1);
+    expect(through.stdout).toMatch(new RegExp(`\\n${vip.replaceAll(".", "\\.")} +multi-responder! `));
+    const forwards = readFileSync(log, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { pid: number; args: string[] });
+    expect(forwards.map((f) => f.args)).toEqual([
+      ["--kubeconfig", kubeconfig, "--context", "test", "-n", ns, "port-forward", "service/hub", ":3001", "--address", "127.0.0.1"],
+    ]);
+    await eventually(
+      async () => forwards.filter((f) => alive(f.pid)).length,
+      (n) => n === 0,
+      5_000,
+    );
+  });
+
+  it("installs as the package's bin (in dist/, through a symlink) as well as a copy, and leaves no port-forward behind a signal", async () => {
+    const help = await new Promise<Run>((resolve) =>
+      execFile(PLUGIN, ["--help"], (err, stdout, stderr) => resolve({ code: err === null ? 0 : Number(err.code), stdout, stderr })),
+    );
+    expect(help.code, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: kubectl whohas <command>/);
+    const linked = mkdtempSync(join(tmpdir(), "whohas-plugin-link-"));
+    symlinkSync(PLUGIN, join(linked, "kubectl-whohas"));
+    const viaLink = await new Promise<Run>((resolve) =>
+      execFile(
+        "kubectl",
+        ["whohas", "ips", "--url", stack.url, "--token-file", join(stack.lab.names.stateDir, "viewer-token")],
+        {
+          env: { PATH: `${linked}:${process.env.PATH ?? ""}`, HOME: linked },
+        },
+        (err, stdout, stderr) => resolve({ code: err === null ? 0 : Number(err.code), stdout, stderr }),
+      ),
+    );
+    rmSync(linked, { recursive: true, force: true });
+    expect(viaLink.code, viaLink.stderr).toBe(1);
+    // A hub that takes the connection and never answers: the command waits, and is sent SIGTERM (a CI job cancelled).
+    const silent = createServer(() => undefined);
+    silent.listen(0, "127.0.0.1");
+    await once(silent, "listening");
+    const log = join(bin, "signal.log");
+    const child = spawn(process.execPath, [join(bin, "kubectl-whohas"), "ips", "--token", "t"], {
+      env: { PATH: process.env.PATH, KUBECTL: standIn, FORWARD_TO: String((silent.address() as { port: number }).port), FORWARD_LOG: log },
+      stdio: "ignore",
+    });
+    await eventually(
+      async () => existsSync(log),
+      (ok) => ok,
+      10_000,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    const [code] = (await Promise.all([once(child, "exit"), Promise.resolve(child.kill("SIGTERM"))]))[0] as [number | null];
+    silent.close();
+    expect(code).toBe(143);
+    const { pid } = JSON.parse(readFileSync(log, "utf8").trim()) as { pid: number };
+    await eventually(
+      async () => alive(pid),
+      (a) => !a,
+      5_000,
+    );
   });
 });
