@@ -11,7 +11,8 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # System packages: libpcap headers for the capture addon, iproute2 for the lab, arping as an independent ARP
 # client in tests, tcpdump and tshark as independent capture writers (tests) and reference tools (bench/),
-# Chromium for the e2e tests. Debian's packages only (no browser downloads here).
+# Chromium for the e2e tests, podman with runc and debootstrap to build and run the container images on a base made
+# here (deploy/images/build.sh --podman-host). Debian's packages only (no browser downloads here).
 missing=()
 [ -f /usr/include/pcap/pcap.h ] || missing+=(libpcap-dev)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -22,6 +23,9 @@ command -v taskset >/dev/null || missing+=(util-linux)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v make >/dev/null || missing+=(make)
 [ -x /usr/bin/time ] || missing+=(time)
+command -v podman >/dev/null || missing+=(podman)
+[ -x /usr/sbin/runc ] || missing+=(runc)
+[ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 command -v g++ >/dev/null || missing+=(g++)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
