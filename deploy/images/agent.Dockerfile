@@ -6,16 +6,23 @@
 ARG NODE_IMAGE=node:20.20.2-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# The build stage is the same text in hub.Dockerfile and agent.Dockerfile up to `pnpm deploy`, so that an engine
+# building both reuses its layers. better-sqlite3 and cap compile native addons (cap needs libpcap's headers even
+# for the hub, which never captures).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ libpcap-dev \
+ && apt-get install -y --no-install-recommends python3 make g++ libpcap-dev ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN npm install -g --no-fund --no-audit pnpm@10.34.9
-ENV TURBO_TELEMETRY_DISABLED=1
+ENV NEXT_TELEMETRY_DISABLED=1 TURBO_TELEMETRY_DISABLED=1
 WORKDIR /src
+# Downloads first, from the lockfile alone (`pnpm fetch`): this layer stays cached until pnpm-lock.yaml changes.
+COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY patches patches
+RUN pnpm fetch --frozen-lockfile
 COPY . .
-RUN pnpm install --frozen-lockfile --filter @whohas/agent... \
- && pnpm exec turbo run build --filter=@whohas/agent... \
- && pnpm --filter @whohas/agent deploy --prod --legacy /out
+RUN pnpm install --offline --frozen-lockfile \
+ && pnpm exec turbo run build --filter=@whohas/web... --filter=@whohas/agent...
+RUN pnpm --filter @whohas/agent deploy --prod --legacy /out
 
 FROM ${NODE_IMAGE}
 RUN apt-get update \
