@@ -1,6 +1,6 @@
-// The container images cannot be built here (no Docker engine), so their recipe is checked against the set-up the
-// tests run, and their one step of their own (`pnpm deploy` of the hub and of the agent with production
-// dependencies only) is run for real: the results must start and answer, outside the repository.
+// The images' recipes checked against the set-up the tests run, and their one step of their own (`pnpm deploy` of the
+// hub and of the agent with production dependencies only) run outside any container: the results must start and
+// answer, outside the repository. container-images.test.ts builds the images and runs them with podman.
 import { afterAll, describe, expect, it } from "vitest";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,0 +1,165 @@
+// The container images built for real (deploy/images/build.sh with podman, on a base made offline by make-base.sh)
+// and run as a cluster runs them: the agent analyzes a capture file mounted into it, the hub serves as UID 10001 from a
+// read-only root filesystem with its data on a volume. Where this machine cannot run a container at all, the tests
+// skip and say why; a build that fails is a failure.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execFile } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
+import { REPO_ROOT, freePort } from "../stack.js";
+
+const exec = promisify(execFile);
+// Podman as root here: Debian's runc (crun refuses hybrid cgroups) and limits no higher than the shell's.
+const PODMAN = ["--runtime", "runc"];
+const LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"];
+const podman = (args: string[], timeout = 60_000) => exec("podman", [...PODMAN, ...args], { timeout, maxBuffer: 64 << 20 });
+
+const run = `${process.pid}-${Date.now().toString(36)}`;
+const name = `localhost/whohas-test-${run}`;
+const images = { hub: `${name}/hub:${run}`, agent: `${name}/agent:${run}` };
+const containers = { hub: `whohas-test-hub-${run}`, agent: `whohas-test-agent-${run}` };
+const dir = mkdtempSync(join(tmpdir(), "whohas-container-images-"));
+chmodSync(dir, 0o755);
+
+/** Why containers cannot run on this machine, or undefined when they can. */
+let unavailable: string | undefined;
+
+const errorText = (e: unknown) => {
+  const { message, stderr } = e as { message?: string; stderr?: string };
+  return (stderr ?? "").trim() || (message ?? String(e));
+};
+
+beforeAll(async () => {
+  try {
+    await podman(["version"]);
+  } catch (e) {
+    unavailable = `podman does not run here: ${errorText(e)}`;
+    return;
+  }
+  // The base is kept between runs (its tag is a digest of its inputs), like the engine's layer cache.
+  const base = (await exec("bash", [join(REPO_ROOT, "deploy/images/make-base.sh")], { timeout: 600_000 })).stdout.trim();
+  try {
+    await podman(["run", "--rm", ...LIMITS, "--network", "none", base, "node", "-e", "process.exit(0)"]);
+  } catch (e) {
+    unavailable = `a container does not start here: ${errorText(e)}`;
+    return;
+  }
+  const build = await exec("bash", [join(REPO_ROOT, "deploy/images/build.sh"), "--podman-host", "--name", name, "--tag", run], {
+    timeout: 1_200_000,
+    maxBuffer: 256 << 20,
+  });
+  // The times and sizes, to be quoted.
+  console.log(
+    build.stdout
+      .split("\n")
+      .filter((l) => l.startsWith("build.sh:"))
+      .join("\n"),
+  );
+}, 1_800_000);
+
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  if (unavailable !== undefined) return;
+  for (const c of Object.values(containers)) await podman(["rm", "--force", "--volumes", "--ignore", c]).catch(() => undefined);
+  // The tags only: layers still used by the engine's cache stay for the next run.
+  for (const i of Object.values(images)) await podman(["rmi", "--force", i]).catch(() => undefined);
+});
+
+describe("container images (podman)", () => {
+  it("the agent image runs `whohas analyze` on a capture file mounted into it", async (ctx) => {
+    if (unavailable !== undefined) {
+      console.warn(`skipped: ${unavailable}`);
+      ctx.skip(unavailable);
+    }
+    // Two MACs answer one request for 192.0.2.10: the analysis must say so, and exit 1.
+    const client = "02:00:00:00:00:01";
+    const frames = [
+      newArpRequest(client, "192.0.2.1", "192.0.2.10"),
+      newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"),
+      newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1"),
+    ];
+    const file = join(dir, "two.pcap");
+    writeFileSync(file, Buffer.concat([pcapFileHeader(1), ...frames.map((f, i) => pcapRecord(f, 1_700_000_000_000 + i))]));
+    const args = ["run", "--rm", "--name", containers.agent, ...LIMITS, "--network", "none", "--read-only"];
+    const r = await podman([
+      ...args,
+      "--volume",
+      `${file}:/captures/two.pcap:ro`,
+      images.agent,
+      "analyze",
+      "--json",
+      "/captures/two.pcap",
+    ]).then(
+      ({ stdout }) => ({ code: 0, stdout, stderr: "" }),
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toContain("192.0.2.10");
+    expect(r.stdout).toContain("02:00:00:00:00:0b");
+  });
+
+  it("the hub image serves as UID 10001 from a read-only root filesystem, its data on a volume", async (ctx) => {
+    if (unavailable !== undefined) {
+      console.warn(`skipped: ${unavailable}`);
+      ctx.skip(unavailable);
+    }
+    const port = await freePort();
+    // The image's VOLUME gets an anonymous volume (removed with the container); everything else is read-only.
+    await podman([
+      "run",
+      "--detach",
+      "--name",
+      containers.hub,
+      ...LIMITS,
+      "--read-only",
+      "--publish",
+      `127.0.0.1:${port}:${port}`,
+      "--env",
+      "WHOHAS_AGENT_TOKEN=image-test-token-0123456789",
+      "--env",
+      "WHOHAS_STORAGE_PATH=/var/lib/whohas/hub.db",
+      "--env",
+      `WHOHAS_LISTEN=0.0.0.0:${port}`,
+      "--env",
+      "WHOHAS_KUBECONFIG=off",
+      images.hub,
+    ]);
+    const base = `http://127.0.0.1:${port}`;
+    let health = 0;
+    for (let i = 0; i < 150 && health !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      health = await fetch(`${base}/healthz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+    }
+    const logs = async () => (await podman(["logs", containers.hub]).catch((e: unknown) => ({ stdout: "", stderr: errorText(e) }))).stderr;
+    expect(health, await logs()).toBe(200);
+    expect((await fetch(`${base}/login`)).status).toBe(200);
+
+    // Every process in the container runs as 10001, the hub's launcher (PID 1) and the server it starts.
+    const uids = (await podman(["top", containers.hub, "huser", "user"])).stdout.trim().split("\n").slice(1);
+    expect(uids.length).toBeGreaterThan(1);
+    for (const line of uids) expect(line.trim().split(/\s+/)).toEqual(["10001", "10001"]);
+    const write = await podman(["exec", containers.hub, "touch", "/app/written"]).then(
+      () => "written",
+      (e: unknown) => errorText(e),
+    );
+    expect(write).toMatch(/Read-only file system/);
+
+    // The bootstrap admin signs in and the pages render from the read-only application.
+    const password = (await podman(["exec", containers.hub, "cat", "/var/lib/whohas/initial-admin-password"])).stdout.trim();
+    const signin = await fetch(`${base}/api/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: "admin", password }),
+    });
+    expect(signin.status).toBe(200);
+    const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"])
+      expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
+  });
+});
