@@ -15,10 +15,22 @@ RUN apt-get update \
 RUN npm install -g --no-fund --no-audit pnpm@10.34.9
 ENV NEXT_TELEMETRY_DISABLED=1 TURBO_TELEMETRY_DISABLED=1
 WORKDIR /src
-# Downloads first, from the lockfile alone (`pnpm fetch`): this layer stays cached until pnpm-lock.yaml changes.
-COPY pnpm-lock.yaml pnpm-workspace.yaml ./
+# Dependencies before sources, so that editing the code reuses these layers: downloads from the lockfile alone
+# (`pnpm fetch`), then the install (native addons compile here) from the workspace's package.json files.
+COPY pnpm-lock.yaml pnpm-workspace.yaml package.json ./
 COPY patches patches
 RUN pnpm fetch --frozen-lockfile
+COPY apps/agent/package.json apps/agent/
+COPY apps/web/package.json apps/web/
+COPY bench/package.json bench/
+COPY e2e/package.json e2e/
+COPY packages/capture/package.json packages/capture/
+COPY packages/core/package.json packages/core/
+COPY packages/lab/package.json packages/lab/
+COPY tooling/eslint/package.json tooling/eslint/
+COPY tooling/prettier/package.json tooling/prettier/
+COPY tooling/typescript/package.json tooling/typescript/
+RUN pnpm install --offline --frozen-lockfile
 COPY . .
 RUN pnpm install --offline --frozen-lockfile \
  && pnpm exec turbo run build --filter=@whohas/web... --filter=@whohas/agent...
