@@ -18,11 +18,25 @@ stage() {
 # Leftovers of a killed run would only waste memory: remove labs whose process is gone.
 node packages/lab/dist/cli.js gc
 
+# The container images take minutes to build (cold, on a new machine): they are built in the background beside the
+# format, static and unit stages, which time nothing, for the integration stage's container test, which waits for
+# them (packages/lab/src/__integration__/container-images.test.ts; run alone, that test builds them itself).
+export WHOHAS_SUITE_IMAGES_NAME="localhost/whohas-suite-$$" WHOHAS_SUITE_IMAGES_TAG="suite"
+export WHOHAS_SUITE_IMAGES_LOG="$logs/images-build.txt" WHOHAS_SUITE_IMAGES_STATUS="$logs/images-build.status"
+(
+  nice bash deploy/images/build.sh --podman-host --name "$WHOHAS_SUITE_IMAGES_NAME" --tag "$WHOHAS_SUITE_IMAGES_TAG" \
+    >"$WHOHAS_SUITE_IMAGES_LOG" 2>&1
+  echo $? >"$WHOHAS_SUITE_IMAGES_STATUS.part" && mv "$WHOHAS_SUITE_IMAGES_STATUS.part" "$WHOHAS_SUITE_IMAGES_STATUS"
+) &
+images_build=$!
+
 stage format bash -c "pnpm format && pnpm exec sherif"
 stage static pnpm exec turbo run lint typecheck --output-logs=errors-only
 stage unit pnpm exec turbo run test --output-logs=full
 stage integration pnpm --filter @whohas/lab integration
 stage e2e pnpm --filter @whohas/e2e e2e
+# The build is long done (the container test waited for it); a run that failed before that stage must not leave it.
+kill "$images_build" 2>/dev/null
 
 # One closing line over every runner: vitest prints "Tests  N passed | M failed", Playwright "N passed" / "N failed".
 counts=$(sed -E 's/\x1b\[[0-9;]*m//g; s/^@whohas\/[a-z0-9-]+:[a-z]+: //' "$logs"/*.log | awk '
