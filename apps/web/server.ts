@@ -7,7 +7,7 @@ import { parseArgs } from "node:util";
 import next from "next";
 import { Actions } from "./src/server/actions/actions.js";
 import { BackgroundProbe } from "./src/server/actions/background-probe.js";
-import { Alerter } from "./src/server/alerts/alerter.js";
+import { Alerter, OUTCOMES } from "./src/server/alerts/alerter.js";
 import type { Receiver } from "./src/server/alerts/receivers.js";
 import { Auth } from "./src/server/auth/auth.js";
 import { Remediation } from "./src/server/remediation/remediation.js";
@@ -228,8 +228,11 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
               rolloutTimeoutMs: config.actions.fixRolloutTimeoutMs,
               sysctlTimeoutMs: config.actions.fixNodesTimeoutMs,
             }),
-    alerter: (metrics) =>
-      new Alerter({
+    alerter: (metrics) => {
+      // Every receiver's series from zero: a counter that first appears at 1 shows no increase, so the first failed
+      // delivery would move no panel and fire no alert.
+      for (const r of receivers()) for (const outcome of OUTCOMES) metrics.deliveries.inc({ receiver: r.name, outcome }, 0);
+      return new Alerter({
         hub,
         outbox: store.outbox,
         settings: store.settings,
@@ -237,7 +240,8 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
         policy: config.alerting,
         logger,
         onOutcome: (receiver, outcome) => metrics.deliveries.inc({ receiver, outcome }),
-      }),
+      });
+    },
     logger,
     basePath,
     pages: (req, res) => void handle(req, res),

@@ -40,6 +40,12 @@ FROM ${NODE_IMAGE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libpcap0.8 iproute2 \
  && rm -rf /var/lib/apt/lists/*
+# A base made by make-base.sh trusts the build host's CAs (a TLS proxy in front of the registries) and points node-gyp
+# at its headers, for the build: the running image does neither. Nothing to undo on the official Node image.
+ENV NODE_EXTRA_CA_CERTS="" npm_config_nodedir=""
+RUN if [ -e /usr/local/share/ca-certificates/host-trusted.crt ]; then \
+      rm /usr/local/share/ca-certificates/host-trusted.crt && update-ca-certificates --fresh >/dev/null; \
+    fi
 WORKDIR /app
 COPY --from=build --chown=0:0 /out /app
 # Root inside the container, but the DaemonSet drops every capability except NET_RAW and NET_ADMIN, forbids

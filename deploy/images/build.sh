@@ -60,7 +60,8 @@ base_arg=()
 for image in "${images[@]}"; do
   start=$(date +%s)
   # shellcheck disable=SC2086 # engine is a command with its global flags
-  $engine build "${build_flags[@]}" "${base_arg[@]}" -f "$here/$image.Dockerfile" -t "$name/$image:$tag" "$root"
+  # ${a[@]+"${a[@]}"}: an empty array under set -u, which bash before 4.4 (macOS's) calls unbound.
+  $engine build ${build_flags[@]+"${build_flags[@]}"} ${base_arg[@]+"${base_arg[@]}"} -f "$here/$image.Dockerfile" -t "$name/$image:$tag" "$root"
   echo "build.sh: $name/$image:$tag built in $(($(date +%s) - start)) s"
 done
 for image in "${images[@]}"; do

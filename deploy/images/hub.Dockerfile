@@ -39,6 +39,12 @@ RUN pnpm --filter @whohas/web deploy --prod --legacy /out \
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production NEXT_TELEMETRY_DISABLED=1
+# A base made by make-base.sh trusts the build host's CAs (a TLS proxy in front of the registries) and points node-gyp
+# at its headers, for the build: the running image does neither. Nothing to undo on the official Node image.
+ENV NODE_EXTRA_CA_CERTS="" npm_config_nodedir=""
+RUN if [ -e /usr/local/share/ca-certificates/host-trusted.crt ]; then \
+      rm /usr/local/share/ca-certificates/host-trusted.crt && update-ca-certificates --fresh >/dev/null; \
+    fi
 WORKDIR /app
 COPY --from=build --chown=0:0 /out /app
 # Not root; the data directory is the PersistentVolume (deploy/base/hub/deployment.yaml mounts it, fsGroup 10001).

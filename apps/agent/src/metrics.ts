@@ -57,7 +57,9 @@ export class AgentMetrics {
       const s = this.#source;
       if (s === null) return;
       this.drops.reset();
-      for (const [reason, n] of Object.entries(s.counts)) if (reason !== "observed" && n > 0) this.drops.inc({ reason }, n);
+      // Every reason, zeros included: a series that first appears at 1 shows no increase, and the first drops would be
+      // invisible to rate().
+      for (const [reason, n] of Object.entries(s.counts)) if (reason !== "observed") this.drops.inc({ reason }, n);
     },
   });
   readonly kernelDrops = new Gauge({

@@ -74,6 +74,14 @@ describe("the monitoring overlay", () => {
     expect(cm?.data["whohas-dashboard.json"]).toBe(text);
   });
 
+  it("keeps the hub's namespace and service labels (the LoadBalancer Service's), which the dashboard filters by", () => {
+    // Without honorLabels the Prometheus Operator's own namespace and service labels (the hub's) win, and the hub's
+    // become exported_namespace and exported_service: every namespace/Service filter and the rules' grouping break,
+    // while a scrape of the hub (which the lab test reads) still shows the labels.
+    const monitor = objects().find((o) => o.kind === "ServiceMonitor");
+    expect((monitor?.spec.endpoints as Obj[]).map((e) => e.honorLabels as unknown)).toEqual([true]);
+  });
+
   it("has alert rules that are readable PromQL", () => {
     const rule = objects().find((o) => o.kind === "PrometheusRule");
     const rules = (rule?.spec.groups as Obj[]).flatMap((g) => g.rules as Obj[]);

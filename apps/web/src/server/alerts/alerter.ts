@@ -53,7 +53,8 @@ function paging(i: Incident): Facet[] {
 /** pages tells whether a finding that pages holds in an incident now. */
 const pages = (i: Incident): boolean => paging(i).some((f) => f.resolvedAt === null);
 
-export type Outcome = "delivered" | "retry" | "failed" | "gone" | "suppressed";
+export const OUTCOMES = ["delivered", "retry", "failed", "gone", "suppressed"] as const;
+export type Outcome = (typeof OUTCOMES)[number];
 
 export interface AlerterOptions {
   readonly hub: Hub;
