@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
 import { REPO_ROOT, freePort } from "../stack.js";
+import { PAGES, bootstrapPages } from "./hub-client.js";
 
 const exec = promisify(execFile);
 // Podman as root here: Debian's runc (crun refuses hybrid cgroups) and limits no higher than the shell's.
@@ -219,15 +220,8 @@ describe("container images (podman)", () => {
 
     // The bootstrap admin signs in and the pages render from the read-only application.
     const password = (await podman(["exec", containers.hub, "cat", "/var/lib/whohas/initial-admin-password"])).stdout.trim();
-    const signin = await fetch(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "admin", password }),
-    });
-    expect(signin.status).toBe(200);
-    const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"])
-      expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
+    const { cookie, pages } = await bootstrapPages(base, password);
+    expect(pages).toEqual(PAGES.map((page) => [page, 200]));
     const missing = await fetch(`${base}/no-such-page`, { headers: { cookie }, redirect: "manual" });
     expect([missing.status, (await missing.text()).includes("404")]).toEqual([404, true]);
   });

@@ -155,3 +155,23 @@ export function raw(
     req.end();
   });
 }
+
+/** The dashboard's pages, each of which a signed-in user can open. */
+export const PAGES = ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"] as const;
+
+/**
+ * bootstrapPages signs in a just-installed hub's bootstrap admin at `base` with `password` (its
+ * initial-admin-password file) and opens every page: returns the session's cookie and each page's HTTP status.
+ */
+export async function bootstrapPages(base: string, password: string): Promise<{ cookie: string; pages: [string, number][] }> {
+  const signin = await fetch(`${base}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "admin", password }),
+  });
+  if (signin.status !== 200) throw new Error(`the bootstrap admin's sign-in: HTTP ${signin.status}`);
+  const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const pages: [string, number][] = [];
+  for (const page of PAGES) pages.push([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]);
+  return { cookie, pages };
+}

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
 import { REPO_ROOT, freePort } from "../stack.js";
+import { PAGES, bootstrapPages } from "./hub-client.js";
 
 const exec = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), "whohas-images-"));
@@ -111,15 +112,8 @@ describe("container images", () => {
     expect(login, stderr).toBe(200);
     // The bootstrap admin signs in and every page renders from the read-only application.
     const password = readFileSync(join(data, "initial-admin-password"), "utf8").trim();
-    const signin = await fetch(`${base}/api/auth/login`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: "admin", password }),
-    });
-    expect(signin.status).toBe(200);
-    const cookie = (signin.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-    for (const page of ["/", "/ips", "/nodes", "/incidents", "/settings", "/fix"])
-      expect([page, (await fetch(`${base}${page}`, { headers: { cookie } })).status]).toEqual([page, 200]);
+    const { pages } = await bootstrapPages(base, password);
+    expect(pages).toEqual(PAGES.map((page) => [page, 200]));
   });
 
   it("the agent's `pnpm deploy` output opens a capture and runs `whohas analyze` on a capture file", async () => {
