@@ -146,6 +146,8 @@ describe("faults: nothing is lost", () => {
     );
     const ack = await op.mutate("incidents.acknowledge", { id: open[0]?.id });
     expect(ack.status).toBe(200);
+    const acked = (await api<Incident[]>(`incidents?state=open&ip=${vip}`)).find((x) => x.id === open[0]?.id);
+    expect(acked?.acknowledgedBy).toBe(stack.users.operator.name);
     await eventually(
       () => admin.query<Delivery[]>("alerts.deliveries"),
       (d) => d.some((x) => x.status === "pending" && x.attempts >= 1),
@@ -179,7 +181,12 @@ describe("faults: nothing is lost", () => {
     for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip)?.id).toBe(i.id);
     for (const f of findingsIn(before.open).filter((f) => f.resolvedAt === null))
       expect(findingsIn(after.open).find((x) => x.incidentId === f.incidentId && x.type === f.type)?.firstSeen).toBe(f.firstSeen);
-    expect(after.open.find((x) => x.id === open[0]?.id)?.acknowledgedBy).toBe(stack.users.operator.name);
+    // The acknowledgement comes back, unless something new went wrong since: a finding that joined the incident after
+    // it (three nodes answering may well add a flip-flop) rightly asks for a fresh look.
+    const now = after.open.find((x) => x.id === open[0]?.id);
+    const joined = (now?.facets ?? []).filter((f) => !(acked?.facets ?? []).some((a) => a.type === f.type && a.firstSeen === f.firstSeen));
+    if (joined.length > 0) console.log(`joined the incident after its acknowledgement: ${joined.map((f) => f.type).join(", ")}`);
+    expect(now?.acknowledgedBy).toBe(joined.length === 0 ? stack.users.operator.name : null);
     const auditKey = (a: Audit) => `${a.t}|${a.actor}|${a.action}|${a.outcome}`;
     expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
     expect(before.audit.some((a) => a.action === "incident.acknowledge")).toBe(true);
