@@ -137,8 +137,10 @@ export class KeyTable {
  * so one subnet spreads.
  */
 export function keyHash(a: number, b: number, c: number, seed: number): number {
-  let h = Math.imul(((a % 4_294_967_296) | 0) ^ seed, 0x9e3779b1) ^ Math.floor(a / 4_294_967_296);
-  h = Math.imul(h ^ (b % 16_777_216), 0x85ebca77);
+  // `a | 0` and `b & 0xffffff` take the low bits of any integer below 2^53 (ToInt32 is modulo 2^32) without the
+  // floating-point remainder `%` would compute for numbers past 2^31.
+  let h = Math.imul((a | 0) ^ seed, 0x9e3779b1) ^ Math.floor(a / 4_294_967_296);
+  h = Math.imul(h ^ (b & 0xffffff), 0x85ebca77);
   h = Math.imul(h ^ Math.floor(b / 16_777_216) ^ Math.imul(c, 0x27d4eb2f), 0xc2b2ae3d);
   return (h ^ (h >>> 15)) >>> 0;
 }
