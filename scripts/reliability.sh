@@ -8,7 +8,7 @@ rows=$(mktemp /tmp/whohas-reliability.XXXXXX)
 trap 'rm -f "$rows"' EXIT
 # The fault tests, the capture churn (probes opening and closing captures), the two-operators check, and how fast a
 # second IPv6 responder shows.
-WHOHAS_RELIABILITY_OUT=$rows pnpm --filter @whohas/lab exec vitest run --project integration --project faults \
+WHOHAS_RELIABILITY_OUT=$rows pnpm --filter @whohas/lab exec vitest run --project integration --project beside \
   src/__integration__/faults.test.ts src/__integration__/capture-churn.test.ts src/__integration__/remediation.test.ts \
   src/__integration__/ipv6-vlans.test.ts
 node scripts/reliability-doc.mjs "$rows" docs/reliability.md
