@@ -109,9 +109,16 @@ export class CapturePoint {
     return this.#where(link);
   }
 
+  /** Untagged links' places, made once each (a drain asks for one per aggregate and per asker). */
+  readonly #untagged = new Map<string, { readonly iface: string; readonly vlan: null }>();
+
   /** #where tells the interface and VLAN of a link key. */
   #where(link: string): { readonly iface: string; readonly vlan: number | null } {
-    return this.#links.get(link) ?? { iface: link, vlan: null };
+    const tagged = this.#links.get(link);
+    if (tagged !== undefined) return tagged;
+    let untagged = this.#untagged.get(link);
+    if (untagged === undefined) this.#untagged.set(link, (untagged = { iface: link, vlan: null }));
+    return untagged;
   }
 
   /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */
@@ -231,35 +238,58 @@ export class CapturePoint {
 
   /** drainEntries removes and returns up to `max` aggregates (the first part of a drain). */
   drainEntries(max: number, now: number): ObservationAggregate[] {
+    const entries: ObservationAggregate[] = [];
+    this.drainEntriesTo((e) => entries.push({ ...e }), max, now);
+    return entries;
+  }
+
+  /**
+   * drainEntriesTo hands what drainEntries would return to `to`, one aggregate at a time, in ONE object refilled for
+   * each (how a capture point feeds the judge in the same process: no object per aggregate); `to` keeps none of it.
+   */
+  drainEntriesTo(to: (e: ObservationAggregate) => void, max: number, now: number): void {
     const filled = this.#filled;
     const n = Math.min(max, filled.length);
-    const entries = new Array<ObservationAggregate>(n);
     const keep = this.#slots <= KEEP_SLOTS;
+    const e = this.#entry;
     for (let i = 0; i < n; i++) {
       const s = filled[i];
       if (s === undefined) break;
-      const { iface, vlan } = this.#where(s.link);
-      entries[i] = {
-        ip: ipText(s.ip),
-        mac: macText(s.mac),
-        kind: OBSERVATION_KINDS[s.kind] ?? "request",
-        iface,
-        vlan,
-        count: s.count,
-        firstSeen: Math.round(s.firstSeen),
-        lastSeen: Math.round(s.lastSeen),
-        targetMac: s.targetMac === NO_MAC ? null : macText(s.targetMac),
-        ethernetMismatch: s.mismatch,
-        ethSrc: s.ethSrc === NO_MAC ? null : macText(s.ethSrc),
-      };
+      const where = this.#where(s.link);
+      e.ip = ipText(s.ip);
+      e.mac = macText(s.mac);
+      e.kind = OBSERVATION_KINDS[s.kind] ?? "request";
+      e.iface = where.iface;
+      e.vlan = where.vlan;
+      e.count = s.count;
+      e.firstSeen = Math.round(s.firstSeen);
+      e.lastSeen = Math.round(s.lastSeen);
+      e.targetMac = s.targetMac === NO_MAC ? null : macText(s.targetMac);
+      e.ethernetMismatch = s.mismatch;
+      e.ethSrc = s.ethSrc === NO_MAC ? null : macText(s.ethSrc);
       s.count = 0;
       if (keep) this.#emptySlots.push(s, now);
       else this.#drop(s);
+      to(e);
     }
     this.#size -= n;
     this.#filled = n === filled.length ? [] : filled.slice(n);
-    return entries;
   }
+
+  /** The object drainEntriesTo refills. */
+  readonly #entry: ObservationAggregate = {
+    ip: "",
+    mac: "",
+    kind: "request",
+    iface: "",
+    vlan: null,
+    count: 0,
+    firstSeen: 0,
+    lastSeen: 0,
+    targetMac: null,
+    ethernetMismatch: 0,
+    ethSrc: null,
+  };
 
   /** #drop forgets an empty slot. */
   #drop(s: Slot): void {

@@ -163,14 +163,15 @@ export class IpJudgement {
         m.lastAnnounceTha = e.targetMac;
       }
     }
-    const ethSrc = e.ethSrc;
+    // The texts are taken, not `e`: a capture point in this process hands the same object refilled for each aggregate.
+    const { ethSrc, mac } = e;
     if (e.ethernetMismatch > 0 && ethSrc !== null) {
       this.#evidence(
         "ethernet-mismatch",
-        [e.mac, ethSrc],
+        [mac, ethSrc],
         e.lastSeen,
         () =>
-          `Ethernet source ${ethSrc} sends ARP as ${name(e.mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`,
+          `Ethernet source ${ethSrc} sends ARP as ${name(mac, lens)} for ${this.ip} (Microsoft NLB does this on purpose; anything else is a misconfigured or spoofing host)`,
       );
     }
   }

@@ -233,31 +233,34 @@ export class IpTable {
   /** apply folds one batch from `node` and returns the IPs it touched, for the hub to push. */
   apply(node: string, entries: readonly ObservationAggregate[]): Set<string> {
     const touched = new Set<string>();
-    for (const e of entries) {
-      let rec = this.#ips.get(e.ip);
-      if (rec === undefined) {
-        rec = newRecord();
-        this.#ips.set(e.ip, rec);
-      }
-      touched.add(e.ip);
-      const role = roleOf(e.kind);
-      if (role === "ask") {
-        // Probes (RFC 5227) and DAD solicitations check that an address is free; they are not clients asking.
-        if (e.kind === "request" || e.kind === "ns") {
-          rec.requests.bump(node, e);
-          if (e.lastSeen > rec.lastRequest) rec.lastRequest = e.lastSeen;
-          if (e.firstSeen < rec.firstRequest) rec.firstRequest = e.firstSeen;
-        }
-        continue;
-      }
-      const r = this.#responder(rec, e.mac);
-      if (role === "answer") {
-        (r.replies ??= new NodeCounters()).bump(node, e);
-      } else (r.gratuitous ??= new NodeCounters()).bump(node, e);
-      if (e.lastSeen > r.lastSeen) r.lastSeen = e.lastSeen;
-      if (role !== "answer" && e.lastSeen > r.lastGratuitous) r.lastGratuitous = e.lastSeen;
-    }
+    for (const e of entries) this.applyOne(node, e, touched);
     return touched;
+  }
+
+  /** applyOne folds one aggregate from `node` and adds its IP to `touched` (it keeps nothing of `e` but its texts). */
+  applyOne(node: string, e: ObservationAggregate, touched: Set<string>): void {
+    let rec = this.#ips.get(e.ip);
+    if (rec === undefined) {
+      rec = newRecord();
+      this.#ips.set(e.ip, rec);
+    }
+    touched.add(e.ip);
+    const role = roleOf(e.kind);
+    if (role === "ask") {
+      // Probes (RFC 5227) and DAD solicitations check that an address is free; they are not clients asking.
+      if (e.kind === "request" || e.kind === "ns") {
+        rec.requests.bump(node, e);
+        if (e.lastSeen > rec.lastRequest) rec.lastRequest = e.lastSeen;
+        if (e.firstSeen < rec.firstRequest) rec.firstRequest = e.firstSeen;
+      }
+      return;
+    }
+    const r = this.#responder(rec, e.mac);
+    if (role === "answer") {
+      (r.replies ??= new NodeCounters()).bump(node, e);
+    } else (r.gratuitous ??= new NodeCounters()).bump(node, e);
+    if (e.lastSeen > r.lastSeen) r.lastSeen = e.lastSeen;
+    if (role !== "answer" && e.lastSeen > r.lastGratuitous) r.lastGratuitous = e.lastSeen;
   }
 
   /**

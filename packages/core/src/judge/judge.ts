@@ -8,7 +8,7 @@ import type { CapturePoint } from "./capture-point.js";
 import { ipText, macText, type IpKey } from "./point-keys.js";
 import { ReplyList } from "./requests.js";
 import { wireDelay, type RequestVisitor } from "./request-sightings.js";
-import { clientEntries } from "./own-requests.js";
+import { clientEntries, isOwnEntry } from "./own-requests.js";
 import { NO_MAC } from "../packet/link.js";
 import { findingsNow, type IpContext } from "./rules.js";
 import { FindingTracker } from "./tracker.js";
@@ -193,9 +193,21 @@ export class Judge {
    * ended, every request is reported. Returns the frames the point dropped at its bound.
    */
   ingestPoint(node: string, point: CapturePoint, now: number, lens: Lens, final: boolean): number {
-    const entries = point.drainEntries(Number.MAX_SAFE_INTEGER, now);
-    keyBatch({ entries, requests: [] });
-    const touched = this.#entries(node, entries, lens);
+    const touched = new Set<string>();
+    const isOwn = lens.ownRequest === undefined ? null : (ip: string, asker: string, t: number) => lens.ownRequest?.(ip, asker, t) === true;
+    point.drainEntriesTo(
+      (e) => {
+        if (e.vlan !== null && e.vlan !== undefined) {
+          e.ip = ipOnLink(e.ip, e.vlan);
+          e.vlan = null;
+        }
+        if (isOwn !== null && isOwnEntry(e, isOwn)) return;
+        this.counts.applyOne(node, e, touched);
+        this.#judgement(e.ip).aggregate(e, lens);
+      },
+      Number.MAX_SAFE_INTEGER,
+      now,
+    );
     const replies = this.#replies;
     let j: IpJudgement | null = null;
     let ip = "";

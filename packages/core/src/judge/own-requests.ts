@@ -88,6 +88,11 @@ export function clientEntries<T extends Counted>(
   entries: readonly T[],
   own: (ip: string, asker: string, t: number) => boolean,
 ): readonly T[] {
-  const isOwn = (e: T) => (e.kind === "request" || e.kind === "ns") && own(e.ip, e.mac, e.firstSeen) && own(e.ip, e.mac, e.lastSeen);
+  const isOwn = (e: T) => isOwnEntry(e, own);
   return entries.some(isOwn) ? entries.filter((e) => !isOwn(e)) : entries;
+}
+
+/** isOwnEntry: an aggregate that counts only requests whohas sent itself (clientEntries leaves those out). */
+export function isOwnEntry(e: Counted, own: (ip: string, asker: string, t: number) => boolean): boolean {
+  return (e.kind === "request" || e.kind === "ns") && own(e.ip, e.mac, e.firstSeen) && own(e.ip, e.mac, e.lastSeen);
 }

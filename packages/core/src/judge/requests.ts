@@ -197,10 +197,14 @@ const SMALL = 8;
  */
 export class RequestJoin {
   /**
-   * Open and final requests (final ones are kept KEEP_MS for late sightings), in time order. Tens of thousands of IPs
-   * each hold one or two: a short list is kept at its exact size (an array grown by push keeps room for sixteen).
+   * Open and final requests (final ones are kept KEEP_MS for late sightings), in time order from `#head` on (those
+   * before it are forgotten; the array is compacted now and then). Tens of thousands of IPs each hold one or two: a
+   * short list is kept at its exact size (an array grown by push keeps room for sixteen).
    */
   #list: JoinedRequest[] = EMPTY;
+  #head = 0;
+  /** Every request from #head up to here is final: finalize() starts looking here. */
+  #scan = 0;
   #open = 0;
   #dropped = 0;
   #added = 0;
@@ -230,9 +234,14 @@ export class RequestJoin {
     // One list reused: most sightings find one request near or none.
     const near = NEAR;
     near.length = 0;
-    nearby(this.#list, asker, t, near);
+    nearby(this.#list, this.#head, asker, t, near);
     // The same point telling more of a request it reported before (a reply seen after its first report).
-    let r = near.find((j) => j.seenAt(point) === t);
+    let r: JoinedRequest | undefined;
+    for (const j of near)
+      if (j.seenAt(point) === t) {
+        r = j;
+        break;
+      }
     if (r === undefined) {
       const only = near.length === 1 ? near[0] : undefined;
       if (only !== undefined && only.seenAt(point) === undefined) r = only;
@@ -266,28 +275,51 @@ export class RequestJoin {
   finalize(now: number, all = false): readonly JoinedRequest[] {
     const list = this.#list;
     let out: JoinedRequest[] | null = null;
-    if (this.#open > 0)
-      for (const r of list) {
-        if (!all && now - r.t < FINAL_MS) break;
+    if (this.#open > 0) {
+      let i = Math.max(this.#head, this.#scan);
+      for (; i < list.length; i++) {
+        const r = list[i];
+        if (r === undefined || (!all && now - r.t < FINAL_MS)) break;
         if (r.final) continue;
         r.final = true;
         this.#open--;
         (out ??= []).push(r);
       }
-    let gone = 0;
-    while (gone < list.length && list[gone]?.final === true && now - (list[gone]?.t ?? 0) >= FINAL_MS + KEEP_MS) gone++;
-    if (gone > 0) {
-      if (list.length - gone <= SMALL) this.#list = gone === list.length ? EMPTY : list.slice(gone);
-      else list.splice(0, gone);
+      this.#scan = i;
     }
+    let gone = this.#head;
+    while (gone < list.length && list[gone]?.final === true && now - (list[gone]?.t ?? 0) >= FINAL_MS + KEEP_MS) gone++;
+    if (gone > this.#head) this.#forgetTo(gone);
     return out ?? NONE;
+  }
+
+  /** #forgetTo forgets the requests before index `gone`. */
+  #forgetTo(gone: number): void {
+    const list = this.#list;
+    const left = list.length - gone;
+    if (left <= SMALL) {
+      this.#list = left === 0 ? EMPTY : list.slice(gone);
+      this.#scan = Math.max(0, this.#scan - gone);
+      this.#head = 0;
+      return;
+    }
+    this.#head = gone;
+    // The forgotten head is dropped once it is half the array: each request is moved at most about once.
+    if (gone >= 64 && gone * 2 >= list.length) {
+      list.splice(0, gone);
+      this.#scan = Math.max(0, this.#scan - gone);
+      this.#head = 0;
+    }
   }
 
   #insert(r: JoinedRequest): void {
     const list = this.#list;
-    const at = upperBound(list, r.t);
-    if (list.length >= SMALL) {
-      list.splice(at, 0, r);
+    const at = upperBound(list, this.#head, r.t);
+    // Requests before #scan are all final: a final one (late) joins them, an open one ends them.
+    if (at < this.#scan) this.#scan = r.final ? this.#scan + 1 : at;
+    if (list.length >= SMALL || this.#head > 0) {
+      if (at === list.length) list.push(r);
+      else list.splice(at, 0, r);
       return;
     }
     // One new array of the exact size (slices and a concat would make three).
@@ -298,18 +330,18 @@ export class RequestJoin {
   }
 }
 
-/** nearby adds to `out` the requests of `asker` within JOIN_MS of `t` (the list is in time order). */
-function nearby(list: readonly JoinedRequest[], asker: string, t: number, out: JoinedRequest[]): void {
-  for (let i = upperBound(list, t + JOIN_MS) - 1; i >= 0; i--) {
+/** nearby adds to `out` the requests of `asker` within JOIN_MS of `t` (the list is in time order from `head`). */
+function nearby(list: readonly JoinedRequest[], head: number, asker: string, t: number, out: JoinedRequest[]): void {
+  for (let i = upperBound(list, head, t + JOIN_MS) - 1; i >= head; i--) {
     const r = list[i];
     if (r === undefined || r.t < t - JOIN_MS) break;
     if (r.asker === asker) out.push(r);
   }
 }
 
-/** upperBound is the index of the first request later than `t`. */
-function upperBound(list: readonly JoinedRequest[], t: number): number {
-  let lo = 0;
+/** upperBound is the index of the first request later than `t`, from `head` on. */
+function upperBound(list: readonly JoinedRequest[], head: number, t: number): number {
+  let lo = head;
   let hi = list.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
