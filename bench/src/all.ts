@@ -5,7 +5,15 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 /** BENCHES and how many targets each must print: one missing is a failure, not a smaller table. */
-const BENCHES = { "analyze-bench": 2, "agent-bench": 6, "hub-bench": 4, "ui-bench": 2, "alert-bench": 2, "verify-bench": 2 } as const;
+const BENCHES = {
+  "analyze-bench": 2,
+  "agent-bench": 6,
+  "hub-bench": 4,
+  "wire-bench": 0,
+  "ui-bench": 2,
+  "alert-bench": 2,
+  "verify-bench": 2,
+} as const;
 
 interface Target {
   readonly bench: string;

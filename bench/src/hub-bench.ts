@@ -238,7 +238,7 @@ async function main(): Promise<void> {
       `${"".padEnd(28)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)}`,
       `${"whohas-hub (SQLite, WAL)".padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,
       `${"bare ws + JSON.parse (ref)".padEnd(28)} ${`${(ref.cpu * 100).toFixed(1)} %`.padStart(12)} ${`${ref.rss.toFixed(0)} MB`.padStart(10)}   (${ref.entries}/${ref.sent} entries parsed)`,
-      `ratio hub / reference CPU: ${(cpu / ref.cpu).toFixed(2)}x`,
+      `ratio hub / reference CPU: ${(cpu / ref.cpu).toFixed(2)}x; the hub's CPU per message: ${((cpu * seconds * 1e6) / Math.max(1, accepted)).toFixed(0)} µs (wire-bench.js --hub-us N: what reading it costs)`,
       "",
       `keeps up: ${accepted}/${sent} messages accepted (${markers} of them latency markers), rows waiting for the disk ${pending0} at the start and ${pending} at the end (bounded: ${MAX_ROWS_PER_FLUSH_NOTE}; during the load, peak of the first quarter ${firstPeak}, of the last ${lastPeak}: ${backlogFlat ? "flat" : "GROWING"}), client-side send buffer peak ${maxBuffered} bytes`,
       `passes (each every 1 s, warm-up included): judging ${pass("judge")}, writing ${pass("write")}`,
