@@ -76,7 +76,14 @@ function hasKeys(o: Record<string, unknown>, base: number, withMac: boolean): bo
     if (!isMacText(o.askerMac)) return false;
     n++;
   }
-  return Object.keys(o).length === n;
+  return keyCount(o) === n;
+}
+
+/** keyCount counts the own keys of a parsed JSON object without making the array Object.keys would. */
+function keyCount(o: object): number {
+  let n = 0;
+  for (const k in o) if (Object.hasOwn(o, k)) n++;
+  return n;
 }
 
 function fastAggregate(e: unknown): boolean {
@@ -125,7 +132,7 @@ function fastReport(e: unknown): boolean {
 export function fastObservations(json: unknown): AgentMessage | null {
   if (typeof json !== "object" || json === null) return null;
   const m = json as Record<string, unknown>;
-  if (m.type !== "observations" || m.v !== WIRE_VERSION || Object.keys(m).length !== 5 || !isCount(m.dropped, 0)) return null;
+  if (m.type !== "observations" || m.v !== WIRE_VERSION || keyCount(m) !== 5 || !isCount(m.dropped, 0)) return null;
   const { entries, requests } = m;
   if (!Array.isArray(entries) || entries.length > MAX_ENTRIES_PER_MESSAGE || !entries.every(fastAggregate)) return null;
   if (!Array.isArray(requests) || requests.length > MAX_ENTRIES_PER_MESSAGE || !requests.every(fastReport)) return null;

@@ -293,9 +293,12 @@ export class IpTable {
     }
   }
 
-  /** recentMacs lists the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` (no view built). */
-  recentMacs(ip: string, now: number): string[] {
-    const out: string[] = [];
+  /**
+   * recentMacs lists the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` (no view built),
+   * in `out` when given (emptied first: the judge reuses one array for every IP it looks at).
+   */
+  recentMacs(ip: string, now: number, out: string[] = []): string[] {
+    out.length = 0;
     const responders = this.#ips.get(ip)?.responders;
     if (responders === undefined) return out;
     // forEach, not for-of over entries: no [key, value] pair is made per MAC, and this runs for every IP every second.

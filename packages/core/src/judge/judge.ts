@@ -358,9 +358,12 @@ export class Judge {
     return this.#answeringMacs(ip, this.#ips.get(ip), now).length;
   }
 
-  /** #answeringMacs lists the MACs answering `ip` now, without building its view. */
+  /** The array #answeringMacs fills: read it before the next call. */
+  readonly #answering: string[] = [];
+
+  /** #answeringMacs lists the MACs answering `ip` now, without building its view, in an array used again by the next call. */
   #answeringMacs(ip: string, j: IpJudgement | undefined, now: number): string[] {
-    const out = this.counts.recentMacs(ip, now);
+    const out = this.counts.recentMacs(ip, now, this.#answering);
     if (j === undefined) return out;
     let keep = 0;
     for (const mac of out) if (j.macs.has(mac) ? j.answering(mac, now) : true) out[keep++] = mac;
