@@ -3,6 +3,8 @@
 // RSS, whether it keeps up (every message sent was accepted, nothing left buffered on either side), and the latency
 // from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a
 // bare `ws` server that only parses the same messages: the floor of receiving them in Node. Asserts nothing.
+// `node hub-bench.js [AGENTS] [OBSERVATIONS_PER_SECOND] [SECONDS] [IPS_PER_AGENT]` (default 200 50000 60 300; the
+// 5,000-agent target is 5000 100000 60 60).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -102,8 +104,13 @@ async function hubMetric(metrics: string, name: string): Promise<number> {
 }
 
 async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
-  const agents = Array.from({ length: load.agents }, (_, i) => new SimAgent(url, i, load.ipsPerAgent));
-  for (let i = 0; i < agents.length; i += 20) await Promise.all(agents.slice(i, i + 20).map((a) => a.open()));
+  // Made 20 at a time, as they are opened: a socket made long before it is waited for may open unheard.
+  const agents: SimAgent[] = [];
+  for (let i = 0; i < load.agents; i += 20) {
+    const batch = Array.from({ length: Math.min(20, load.agents - i) }, (_, k) => new SimAgent(url, i + k, load.ipsPerAgent));
+    await Promise.all(batch.map((a) => a.open()));
+    agents.push(...batch);
+  }
   return agents;
 }
 
@@ -144,7 +151,7 @@ function referenceServer(port: number): void {
 async function main(): Promise<void> {
   const load: Load = {
     agents: Number(process.argv[2] ?? 200),
-    ipsPerAgent: 300,
+    ipsPerAgent: Number(process.argv[5] ?? 300),
     perSecond: Number(process.argv[3] ?? 50_000),
     seconds: Number(process.argv[4] ?? 60),
   };

@@ -20,6 +20,15 @@ export function rssMb(pid: number, key: "VmRSS" | "VmHWM"): number {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hex2 = (n: number) => (n & 255).toString(16).padStart(2, "0");
 
+/**
+ * simIp is the `i`th IP of agent `index`: up to 512 per agent, distinct across up to 32,768 agents (200 x 300 =
+ * 60,000 IPs in the hub's table; 5,000 x 60 = 300,000), all in 10.0.0.0/8.
+ */
+export function simIp(index: number, i: number): string {
+  const n = index * 512 + i;
+  return `10.${n >> 16}.${(n >> 8) & 255}.${n & 255}`;
+}
+
 /** SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. */
 export class SimAgent {
   readonly ws: WebSocket;
@@ -36,8 +45,7 @@ export class SimAgent {
   ) {
     this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
     this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
-    // Up to 512 IPs per agent, distinct across agents (200 x 300 = 60,000 IPs in the hub's table).
-    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => `10.${16 + (index >> 4)}.${((index & 15) << 4) | (i >> 8)}.${i & 255}`);
+    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => simIp(index, i));
   }
 
   async open(): Promise<void> {
@@ -119,8 +127,9 @@ export async function startHub(dir: string): Promise<RunningHub> {
     join(dir, "hub.yaml"),
     `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n` +
       // The benchmark brings its whole table (60,000 IPs) in the warm-up's first seconds, as no real network does:
-      // the budget for new IPs is opened for it, so that it measures steady traffic.
-      `limits: { newIpsPerMinute: 10000000 }\n`,
+      // the budget for new IPs is opened for it, so that it measures steady traffic. Its agents all connect from
+      // 127.0.0.1, where a cluster's come from a Pod address each; and 5,000 agents of 60 IPs each are 300,000 IPs.
+      `limits: { newIpsPerMinute: 10000000, connectionsPerAddress: 20000, maxIps: 400000 }\n`,
   );
   const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
   // A benchmark that dies on an error must not leave its hub running (and loading the machine for the next run):

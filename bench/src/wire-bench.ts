@@ -6,7 +6,7 @@
 // message). `node wire-bench.js [ENTRIES_PER_MESSAGE] [SECONDS]`. Asserts nothing.
 import { parseAgentMessage } from "@whohas/core";
 import { isDeepStrictEqual, parseArgs } from "node:util";
-import { observationsJson } from "./sim.js";
+import { observationsJson, simIp } from "./sim.js";
 import { decodeObservations, encodeObservations, type Observations } from "./wire-binary.js";
 
 const { values, positionals } = parseArgs({ options: { "hub-us": { type: "string" } }, allowPositionals: true });
@@ -16,7 +16,7 @@ const seconds = Number(positionals[1] ?? 3);
 /** 1,000 distinct messages from 50 agents, 300 IPs each, as the hub benchmark's agents send them. */
 const texts: string[] = [];
 for (let a = 0; a < 50; a++) {
-  const ips = Array.from({ length: 300 }, (_, i) => `10.${16 + (a >> 4)}.${((a & 15) << 4) | (i >> 8)}.${i & 255}`);
+  const ips = Array.from({ length: 300 }, (_, i) => simIp(a, i));
   const mac = `02:00:5e:10:00:${a.toString(16).padStart(2, "0")}`;
   for (let k = 0; k < 20; k++) texts.push(observationsJson(ips, mac, k * perMessage, perMessage, 1_764_400_000_000 + k * 100));
 }
