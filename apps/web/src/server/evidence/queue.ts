@@ -1,4 +1,5 @@
 import type { Logger } from "@whohas/core";
+import { LogThrottle } from "../log-throttle.js";
 
 /** MAX_QUEUED: jobs waiting at most; past it the oldest is dropped, and said so. */
 const MAX_QUEUED = 2000;
@@ -29,7 +30,11 @@ export class DueQueue {
   #running = 0;
   #stopped = false;
 
-  constructor(readonly o: DueQueueOptions) {}
+  readonly #log: LogThrottle;
+
+  constructor(readonly o: DueQueueOptions) {
+    this.#log = new LogThrottle(o.logger, o.clock);
+  }
 
   /** waiting is how many jobs wait to run. */
   get waiting(): number {
@@ -39,7 +44,8 @@ export class DueQueue {
   add(id: number, due: number, tries = 0): void {
     if (this.#jobs.length >= MAX_QUEUED) {
       const lost = this.#jobs.shift();
-      this.o.logger.warn("evidence.queue_full", {
+      // A burst of incidents past the bound is one line (with how many more) every few seconds, not one each.
+      this.#log.warn("evidence.queue_full", "", {
         incident: lost?.id,
         hint: `more than ${MAX_QUEUED} incidents wait for their frames: the oldest is not snapshotted (its capture can still be downloaded while the agents hold its frames)`,
       });
