@@ -93,6 +93,24 @@ describe("Hub", () => {
     expect(hub.incidents({ open: true })).toEqual([]);
   });
 
+  it("calls no agent down while the hub itself was too busy to hear it, and does once it was not", () => {
+    let now = 0;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", A));
+    hub.tick();
+    hub.disconnect("node-a");
+    // Saturated for the whole silence: the agent may well have spoken, unread.
+    for (now = 1000; now <= SILENCE_MS + 1000; now += 1000) hub.agents.load.record(now, 0.99);
+    now = SILENCE_MS + 1000;
+    hub.tick();
+    expect(hub.incidents({ open: true })).toEqual([]);
+    // Then the hub has time again, and the agent is still silent: it is down.
+    for (now = SILENCE_MS + 2000; now <= 2 * SILENCE_MS + 2000; now += 1000) hub.agents.load.record(now, 0.3);
+    now = 2 * SILENCE_MS + 2000;
+    hub.tick();
+    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
+  });
+
   it("bounds the IPs it tracks: the least recently active go, IPs with an open incident stay, the limit is told", async () => {
     let now = 10_000;
     const told: number[] = [];

@@ -132,9 +132,13 @@ export class AgentGateway {
       Date.now(),
     );
     this.#facts = new FactsPacer(o.factsEveryMs ?? FACTS_EVERY_MS, (node, facts) => this.#byNode.has(node) && o.hub.setFacts(node, facts));
+    const pingMs = o.pingMs ?? PING_MS;
     this.#ping = setInterval(() => {
+      // A hub too busy to read what its agents sent has not heard their pongs either: no one is dropped this round.
+      const now = this.hub.clock();
+      const deaf = this.hub.agents.load.saturated(now - pingMs, now);
       for (const ws of this.#wss.clients) {
-        if (this.#alive.get(ws) === false) {
+        if (this.#alive.get(ws) === false && !deaf) {
           ws.terminate();
           continue;
         }
@@ -145,7 +149,7 @@ export class AgentGateway {
       }
       // Allowances of nodes gone and refilled are forgotten (a new one starts full anyway).
       this.#newIps.forget((node) => this.#byNode.has(node), Date.now());
-    }, o.pingMs ?? PING_MS);
+    }, pingMs);
     this.#ping.unref();
   }
 

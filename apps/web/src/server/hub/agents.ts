@@ -1,6 +1,7 @@
 import { SILENCE_MS, type AgentMessage, type InterfaceInfo, type NodeFacts } from "@whohas/core";
 import type { AgentsRepo } from "../store/agents.js";
 import type { Feed } from "./feed.js";
+import { LoadWatch } from "./load-watch.js";
 
 type Hello = Extract<AgentMessage, { type: "hello" }>;
 
@@ -194,12 +195,16 @@ export class AgentRegistry {
     this.feed.publish({ kind: "agents" });
   }
 
+  /** How busy the hub was, second by second (the scheduler records it): a saturated hub's silence proves nothing. */
+  readonly load = new LoadWatch();
+
   /**
    * dead: the node's agent is down and has been silent for SILENCE_MS, counted from this hub's start (agents
-   * reconnect after a hub restart, which is no evidence against them).
+   * reconnect after a hub restart, which is no evidence against them), while the hub was not too busy to hear it.
    */
   dead(a: AgentView, now: number): boolean {
-    return !a.up && now - Math.max(a.lastSeen, this.#startedAt) > SILENCE_MS;
+    const since = Math.max(a.lastSeen, this.#startedAt);
+    return !a.up && now - since > SILENCE_MS && !this.load.saturated(since, now);
   }
 
   /** silentFor is how long `a` has been silent, counted from this hub's start at most. */

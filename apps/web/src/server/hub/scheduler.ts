@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { Logger } from "@whohas/core";
 import { MAX_ROWS_PER_FLUSH } from "../store/store.js";
 import type { Hub } from "./hub.js";
@@ -9,6 +10,8 @@ const WRITE_MS = 1000;
 /** JUDGE_SLICE / WRITE_SLICE: IPs judged, rows written, between two turns of the event loop (a few ms each). */
 const JUDGE_SLICE = 1000;
 const WRITE_SLICE = 500;
+/** SATURATION_LOG_MS: the hub says it is saturated once it has been for this long (a busy second is no news). */
+const SATURATION_LOG_MS = 10_000;
 /** PRUNE_EVERY_MS: how often retention runs (in small batches that yield to ingest). */
 const PRUNE_EVERY_MS = 10 * 60_000;
 
@@ -34,18 +37,44 @@ export class Scheduler {
   readonly #timers: NodeJS.Timeout[] = [];
   #judging = false;
   #writing = false;
+  /** Stopped: a pass between two slices stops there (the database may be closed next). */
+  #stopped = false;
+  #elu = performance.eventLoopUtilization();
+  #saturated = false;
 
   constructor(readonly o: SchedulerOptions) {}
 
   start(): void {
+    this.#timers.push(setInterval(() => this.#sampleLoad(), 1000));
     this.#timers.push(setInterval(() => void this.#round(), ROUND_MS));
     this.#timers.push(setTimeout(() => this.#timers.push(setInterval(() => void this.#write(), WRITE_MS)), ROUND_MS / 2));
     this.#timers.push(setInterval(() => void this.#prune(), PRUNE_EVERY_MS));
     void this.#prune();
   }
 
+  /**
+   * #sampleLoad records how busy the event loop was over the last second: agents' silence while it was saturated is
+   * not held against them. Saying so once when it starts, and once when it ends.
+   */
+  #sampleLoad(): void {
+    const { utilization } = performance.eventLoopUtilization(this.#elu);
+    this.#elu = performance.eventLoopUtilization();
+    const { load } = this.o.hub.agents;
+    load.record(this.o.hub.clock(), utilization);
+    const saturated = load.saturated(this.o.hub.clock() - SATURATION_LOG_MS, this.o.hub.clock());
+    if (saturated === this.#saturated) return;
+    this.#saturated = saturated;
+    if (saturated)
+      this.o.logger.warn("hub.saturated", {
+        busy: Math.round(utilization * 100) / 100,
+        hint: "the hub is busy all the time and reads what agents send late: agents are not called down while it lasts; give it more CPU, or fewer agents per hub",
+      });
+    else this.o.logger.info("hub.saturation_ended", { busy: Math.round(utilization * 100) / 100 });
+  }
+
   /** stop ends the passes and writes everything still buffered (shutdown). */
   stop(): void {
+    this.#stopped = true;
     for (const t of this.#timers) clearTimeout(t);
     const { hub } = this.o;
     while (hub.ticking) hub.tick();
@@ -62,7 +91,7 @@ export class Scheduler {
       do {
         this.o.hub.tick(JUDGE_SLICE);
         await turn();
-      } while (this.o.hub.ticking);
+      } while (this.o.hub.ticking && !this.#stopped);
     } catch (e) {
       this.o.logger.error("hub.tick_failed", { message: (e as Error).message });
     }
@@ -75,7 +104,7 @@ export class Scheduler {
     this.#writing = true;
     const end = this.o.timer?.("write");
     try {
-      for (let written = 0; written < MAX_ROWS_PER_FLUSH;) {
+      for (let written = 0; written < MAX_ROWS_PER_FLUSH && !this.#stopped;) {
         const n = this.o.hub.flush(false, WRITE_SLICE);
         written += n;
         if (n < WRITE_SLICE) break;
@@ -102,7 +131,7 @@ export class Scheduler {
           why: "silent longer than the retention, or no longer a Node of the cluster",
         });
       let removed = 0;
-      for (let n = -1; n !== 0;) {
+      for (let n = -1; n !== 0 && !this.#stopped;) {
         n = this.o.hub.store.pruneStep(Date.now(), this.o.retentionMs());
         removed += n;
         await turn();
