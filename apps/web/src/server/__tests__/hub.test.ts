@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { SILENCE_MS } from "@whohas/core";
 import { Hub } from "../hub/hub.js";
+import { SATURATED_SILENCE_MS } from "../hub/agents.js";
 import type { Sequenced } from "../hub/feed.js";
 import { ASKER, aggregate, answered, cluster, facts, hello, observations } from "./helpers.js";
 
@@ -108,6 +109,23 @@ describe("Hub", () => {
     for (now = SILENCE_MS + 2000; now <= 2 * SILENCE_MS + 2000; now += 1000) hub.agents.load.record(now, 0.3);
     now = 2 * SILENCE_MS + 2000;
     hub.tick();
+    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
+  });
+
+  it("still calls an agent down after minutes of silence on a hub saturated for good", () => {
+    let now = 0;
+    const hub = new Hub({ clock: () => now });
+    hub.connect(hello("node-a", A));
+    hub.tick();
+    hub.disconnect("node-a");
+    const saturatedUntil = (t: number) => {
+      for (; now <= t; now += 1000) hub.agents.load.record(now, 0.99);
+      now = t;
+      hub.tick();
+    };
+    saturatedUntil(SATURATED_SILENCE_MS);
+    expect(hub.incidents({ open: true })).toEqual([]);
+    saturatedUntil(SATURATED_SILENCE_MS + 2000);
     expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
   });
 

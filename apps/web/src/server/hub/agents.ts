@@ -3,6 +3,12 @@ import type { AgentsRepo } from "../store/agents.js";
 import type { Feed } from "./feed.js";
 import { LoadWatch } from "./load-watch.js";
 
+/**
+ * SATURATED_SILENCE_MS: an agent silent this long is down even while the hub is saturated: a backlog of unread
+ * messages is seconds to tens of seconds old, not minutes.
+ */
+export const SATURATED_SILENCE_MS = 5 * SILENCE_MS;
+
 type Hello = Extract<AgentMessage, { type: "hello" }>;
 
 /** An AgentView is one node's agent as the dashboard shows it. */
@@ -200,11 +206,13 @@ export class AgentRegistry {
 
   /**
    * dead: the node's agent is down and has been silent for SILENCE_MS, counted from this hub's start (agents
-   * reconnect after a hub restart, which is no evidence against them), while the hub was not too busy to hear it.
+   * reconnect after a hub restart, which is no evidence against them), while the hub was not too busy to hear it; or
+   * silent for SATURATED_SILENCE_MS whatever the hub's load (a hub saturated for good still calls a dead agent dead).
    */
   dead(a: AgentView, now: number): boolean {
     const since = Math.max(a.lastSeen, this.#startedAt);
-    return !a.up && now - since > SILENCE_MS && !this.load.saturated(since, now);
+    const silent = now - since;
+    return !a.up && silent > SILENCE_MS && (silent > SATURATED_SILENCE_MS || !this.load.saturated(since, now));
   }
 
   /** silentFor is how long `a` has been silent, counted from this hub's start at most. */
