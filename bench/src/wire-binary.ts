@@ -2,7 +2,7 @@
 // wire carries (wire-bench.ts): what the hub would save by decoding bytes instead of parsing text. It carries the
 // same fields with the same rules, so that a decoded message is the object the hub's parser gives for the JSON.
 // IPv4 only (the bench's traffic): an IPv6 address would be 16 bytes where the IPv4 one is 4.
-import { OBSERVATION_KINDS, type ObservationAggregate, type RequestReport } from "@whohas/core";
+import { OBSERVATION_KINDS, formatIPv4, formatMac, parseIPv4, parseMac, type ObservationAggregate, type RequestReport } from "@whohas/core";
 
 /** What an observations message holds, as the hub reads it. */
 export interface Observations {
@@ -16,14 +16,6 @@ const NO_VLAN = 0;
 const HAS_TARGET = 1;
 const HAS_SRC = 2;
 const HAS_ASKER_MAC = 4;
-
-const ipv4Bytes = (s: string, out: DataView, at: number): void => {
-  const p = s.split(".");
-  for (let i = 0; i < 4; i++) out.setUint8(at + i, Number(p[i]));
-};
-const macBytes = (s: string, out: DataView, at: number): void => {
-  for (let i = 0; i < 6; i++) out.setUint8(at + i, parseInt(s.slice(i * 3, i * 3 + 2), 16));
-};
 
 /** The sizes of the fixed parts: the header, an aggregate, a request report (before its times and replies), a reply. */
 const HEADER = 10;
@@ -51,8 +43,8 @@ export function encodeObservations(m: Observations): Uint8Array {
     o += bytes.length;
   }
   for (const e of m.entries) {
-    ipv4Bytes(e.ip, v, o);
-    macBytes(e.mac, v, o + 4);
+    buf.set(parseIPv4(e.ip), o);
+    buf.set(parseMac(e.mac), o + 4);
     v.setUint8(o + 10, OBSERVATION_KINDS.indexOf(e.kind));
     v.setUint8(o + 11, ifaces.indexOf(e.iface));
     v.setUint16(o + 12, e.vlan ?? NO_VLAN);
@@ -60,18 +52,18 @@ export function encodeObservations(m: Observations): Uint8Array {
     v.setFloat64(o + 18, e.firstSeen);
     v.setFloat64(o + 26, e.lastSeen);
     v.setUint8(o + 34, (e.targetMac === null ? 0 : HAS_TARGET) | (e.ethSrc === null ? 0 : HAS_SRC));
-    if (e.targetMac !== null) macBytes(e.targetMac, v, o + 35);
+    if (e.targetMac !== null) buf.set(parseMac(e.targetMac), o + 35);
     v.setUint32(o + 41, e.ethernetMismatch);
-    if (e.ethSrc !== null) macBytes(e.ethSrc, v, o + 45);
+    if (e.ethSrc !== null) buf.set(parseMac(e.ethSrc), o + 45);
     o += ENTRY;
   }
   for (const r of m.requests) {
-    ipv4Bytes(r.ip, v, o);
-    ipv4Bytes(r.asker, v, o + 4);
+    buf.set(parseIPv4(r.ip), o);
+    buf.set(parseIPv4(r.asker), o + 4);
     v.setUint8(o + 8, ifaces.indexOf(r.iface));
     v.setUint16(o + 9, r.vlan ?? NO_VLAN);
     v.setUint8(o + 11, r.askerMac === undefined ? 0 : HAS_ASKER_MAC);
-    if (r.askerMac !== undefined) macBytes(r.askerMac, v, o + 12);
+    if (r.askerMac !== undefined) buf.set(parseMac(r.askerMac), o + 12);
     v.setUint16(o + 18, r.times.length);
     v.setUint16(o + 20, r.replies.length);
     o += REPORT;
@@ -81,18 +73,13 @@ export function encodeObservations(m: Observations): Uint8Array {
     }
     for (const [i, mac, delay] of r.replies) {
       v.setUint16(o, i);
-      macBytes(mac, v, o + 2);
+      buf.set(parseMac(mac), o + 2);
       v.setFloat32(o + 8, delay);
       o += REPLY;
     }
   }
   return buf;
 }
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-const macText = (b: Uint8Array, at: number): string =>
-  `${HEX[b[at] ?? 0]}:${HEX[b[at + 1] ?? 0]}:${HEX[b[at + 2] ?? 0]}:${HEX[b[at + 3] ?? 0]}:${HEX[b[at + 4] ?? 0]}:${HEX[b[at + 5] ?? 0]}`;
-const ipText = (b: Uint8Array, at: number): string => `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
 
 /** A DecodeError says why a frame was refused, as the JSON parser's message does. */
 export class DecodeError extends Error {}
@@ -136,17 +123,17 @@ export function decodeObservations(buf: Uint8Array): Observations {
       throw new DecodeError(`entries.${i}: invalid`);
     if (vlan > 4094) throw new DecodeError(`entries.${i}.vlan: invalid`);
     entries[i] = {
-      ip: ipText(buf, o),
-      mac: macText(buf, o + 4),
+      ip: formatIPv4(buf, o),
+      mac: formatMac(buf, o + 4),
       kind,
       iface,
       vlan: vlan === NO_VLAN ? null : vlan,
       count,
       firstSeen,
       lastSeen,
-      targetMac: (flags & HAS_TARGET) === 0 ? null : macText(buf, o + 35),
+      targetMac: (flags & HAS_TARGET) === 0 ? null : formatMac(buf, o + 35),
       ethernetMismatch: v.getUint32(o + 41),
-      ethSrc: (flags & HAS_SRC) === 0 ? null : macText(buf, o + 45),
+      ethSrc: (flags & HAS_SRC) === 0 ? null : formatMac(buf, o + 45),
     };
   }
   const requests = new Array<RequestReport>(nRequests);
@@ -159,14 +146,14 @@ export function decodeObservations(buf: Uint8Array): Observations {
     const nReplies = v.getUint16(o + 20);
     if (iface === undefined || vlan > 4094 || nTimes < 1) throw new DecodeError(`requests.${i}: invalid`);
     const r: RequestReport = {
-      ip: ipText(buf, o),
-      asker: ipText(buf, o + 4),
+      ip: formatIPv4(buf, o),
+      asker: formatIPv4(buf, o + 4),
       iface,
       vlan: vlan === NO_VLAN ? null : vlan,
       times: new Array<number>(nTimes),
       replies: new Array<[number, string, number]>(nReplies),
     };
-    if ((flags & HAS_ASKER_MAC) !== 0) r.askerMac = macText(buf, o + 12);
+    if ((flags & HAS_ASKER_MAC) !== 0) r.askerMac = formatMac(buf, o + 12);
     o += REPORT;
     need(nTimes * 8 + nReplies * REPLY);
     for (let k = 0; k < nTimes; k++, o += 8) {
@@ -178,7 +165,7 @@ export function decodeObservations(buf: Uint8Array): Observations {
       const index = v.getUint16(o);
       const delay = Math.round(v.getFloat32(o + 8) * 1000) / 1000;
       if (index >= nTimes || !(delay >= 0 && delay <= 1000)) throw new DecodeError(`requests.${i}.replies: invalid`);
-      r.replies[k] = [index, macText(buf, o + 2), delay];
+      r.replies[k] = [index, formatMac(buf, o + 2), delay];
     }
     requests[i] = r;
   }

@@ -56,9 +56,10 @@ export interface Drained {
 export class CapturePoint {
   /**
    * A link is where frames were seen: an interface, or a VLAN on it. An untagged link's key is the interface's name;
-   * a tagged one's is "NAME/VLAN" ('/' is never in an interface name), made once per VLAN and kept here.
+   * a tagged one's is "NAME/VLAN" ('/' is never in an interface name), made once per VLAN and kept here with its
+   * place (an untagged link's place too, once asked for).
    */
-  readonly #links = new Map<string, { readonly iface: string; readonly vlan: number }>();
+  readonly #links = new Map<string, { readonly iface: string; readonly vlan: number | null }>();
   readonly #linkKeys = new Map<string, string[]>();
   /** The aggregate slots, by their id in #keys: (link and kind, IP, MAC). */
   readonly #keys = new KeyTable();
@@ -109,16 +110,11 @@ export class CapturePoint {
     return this.#where(link);
   }
 
-  /** Untagged links' places, made once each (a drain asks for one per aggregate and per asker). */
-  readonly #untagged = new Map<string, { readonly iface: string; readonly vlan: null }>();
-
-  /** #where tells the interface and VLAN of a link key. */
+  /** #where tells the interface and VLAN of a link key (an untagged link's is made once: a drain asks per aggregate). */
   #where(link: string): { readonly iface: string; readonly vlan: number | null } {
-    const tagged = this.#links.get(link);
-    if (tagged !== undefined) return tagged;
-    let untagged = this.#untagged.get(link);
-    if (untagged === undefined) this.#untagged.set(link, (untagged = { iface: link, vlan: null }));
-    return untagged;
+    let place = this.#links.get(link);
+    if (place === undefined) this.#links.set(link, (place = { iface: link, vlan: null }));
+    return place;
   }
 
   /** addFrame folds one decoded frame seen on `iface` at `now` (ms since the epoch): the capture path. */

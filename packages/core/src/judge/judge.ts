@@ -1,4 +1,4 @@
-import { ipKey as ipOnLink, keyBatch } from "../net/ip-key.js";
+import { ipKey as ipOnLink, keyBatch, keyOnLink } from "../net/ip-key.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
 import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding, type Transition } from "./findings.js";
 import type { AskerView } from "./askers.js";
@@ -8,7 +8,7 @@ import type { CapturePoint } from "./capture-point.js";
 import { ipText, macText, type IpKey } from "./point-keys.js";
 import { ReplyList } from "./requests.js";
 import { wireDelay, type RequestVisitor } from "./request-sightings.js";
-import { clientEntries, isOwnEntry } from "./own-requests.js";
+import { isOwnEntry } from "./own-requests.js";
 import { NO_MAC } from "../packet/link.js";
 import { findingsNow, type IpContext } from "./rules.js";
 import { FindingTracker } from "./tracker.js";
@@ -71,6 +71,13 @@ export interface IpView extends Omit<CountsView, "responders"> {
   /** First-answer changes ever counted on this IP, forgotten askers included (only grows while the IP is held). */
   readonly firstAnswerChanges: number;
 }
+
+/** An OwnTest tells whether asker's request for ip at t was whohas's own probe. */
+type OwnTest = (ip: string, asker: string, t: number) => boolean;
+
+/** ownOf is the lens's test for whohas's own probes, null when it has none. */
+const ownOf = (lens: Lens): OwnTest | null =>
+  lens.ownRequest === undefined ? null : (ip: string, asker: string, t: number) => lens.ownRequest?.(ip, asker, t) === true;
 
 /** QUIET_MS: an IP with nothing pending and nothing open is left alone this long after its last request or announcement. */
 const QUIET_MS = STALE_ANNOUNCER_MS + ANSWER_WINDOW_MS;
@@ -194,16 +201,11 @@ export class Judge {
    */
   ingestPoint(node: string, point: CapturePoint, now: number, lens: Lens, final: boolean): number {
     const touched = new Set<string>();
-    const isOwn = lens.ownRequest === undefined ? null : (ip: string, asker: string, t: number) => lens.ownRequest?.(ip, asker, t) === true;
+    const own = ownOf(lens);
     point.drainEntriesTo(
       (e) => {
-        if (e.vlan !== null && e.vlan !== undefined) {
-          e.ip = ipOnLink(e.ip, e.vlan);
-          e.vlan = null;
-        }
-        if (isOwn !== null && isOwnEntry(e, isOwn)) return;
-        this.counts.applyOne(node, e, touched);
-        this.#judgement(e.ip).aggregate(e, lens);
+        keyOnLink(e);
+        this.#entry(node, e, own, lens, touched);
       },
       Number.MAX_SAFE_INTEGER,
       now,
@@ -241,10 +243,17 @@ export class Judge {
 
   /** #entries takes a batch's aggregates (less those of whohas's own probes): the counts, and the judge's notes. */
   #entries(node: string, all: readonly ObservationAggregate[], lens: Lens): Set<string> {
-    const entries = lens.ownRequest === undefined ? all : clientEntries(all, (ip, asker, t) => lens.ownRequest?.(ip, asker, t) === true);
-    const touched = this.counts.apply(node, entries);
-    for (const e of entries) this.#judgement(e.ip).aggregate(e, lens);
+    const touched = new Set<string>();
+    const own = ownOf(lens);
+    for (const e of all) this.#entry(node, e, own, lens, touched);
     return touched;
+  }
+
+  /** #entry takes one aggregate, already keyed, unless it counts only whohas's own probes (`own`: null when none). */
+  #entry(node: string, e: ObservationAggregate, own: OwnTest | null, lens: Lens, touched: Set<string>): void {
+    if (own !== null && isOwnEntry(e, own)) return;
+    this.counts.applyOne(node, e, touched);
+    this.#judgement(e.ip).aggregate(e, lens);
   }
 
   /** #wake keeps the IPs touched awake, and returns them with the urgent ones among them (cleared as they go). */

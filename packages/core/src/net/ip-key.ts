@@ -45,16 +45,15 @@ export function keyBatch(batch: {
   readonly entries: readonly { ip: string; vlan?: number | null }[];
   readonly requests: readonly { ip: string; vlan?: number | null }[];
 }): void {
-  for (const e of batch.entries)
-    if (e.vlan !== null && e.vlan !== undefined) {
-      e.ip = ipKey(e.ip, e.vlan);
-      e.vlan = null;
-    }
-  for (const r of batch.requests)
-    if (r.vlan !== null && r.vlan !== undefined) {
-      r.ip = ipKey(r.ip, r.vlan);
-      r.vlan = null;
-    }
+  for (const e of batch.entries) keyOnLink(e);
+  for (const r of batch.requests) keyOnLink(r);
+}
+
+/** keyOnLink turns, in place, the address of one entry or request report into its IP key, as keyBatch does. */
+export function keyOnLink(x: { ip: string; vlan?: number | null }): void {
+  if (x.vlan === null || x.vlan === undefined) return;
+  x.ip = ipKey(x.ip, x.vlan);
+  x.vlan = null;
 }
 
 /**

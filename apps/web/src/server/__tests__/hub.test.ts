@@ -76,56 +76,56 @@ describe("Hub", () => {
     expect((await ended).done).toBe(true);
   });
 
-  it("opens an agent-down incident for a node silent past SILENCE_MS, and resolves it once the agent is back", () => {
+  /**
+   * silentAgent: a hub whose node-a said hello and went silent at 0; `until(t, busy)` moves the clock to `t`, with the
+   * hub's event loop that busy each second on the way (no load recorded when null).
+   */
+  const silentAgent = () => {
     let now = 0;
     const hub = new Hub({ clock: () => now });
     hub.connect(hello("node-a", A));
     hub.tick();
     hub.disconnect("node-a");
-    now = SILENCE_MS + 1000;
+    const until = (t: number, busy: number | null = null) => {
+      if (busy !== null) for (now += 1000; now <= t; now += 1000) hub.agents.load.record(now, busy);
+      now = t;
+    };
+    return { hub, until, now: () => now };
+  };
+
+  it("opens an agent-down incident for a node silent past SILENCE_MS, and resolves it once the agent is back", () => {
+    const { hub, until, now } = silentAgent();
+    until(SILENCE_MS + 1000);
     hub.tick();
     expect(hub.incidents({ open: true })).toEqual([
       expect.objectContaining({ ip: "node/node-a", type: "agent-down", detail: expect.stringContaining("silent for 31 s") as string }),
     ]);
     hub.connect(hello("node-a", A));
-    now += 61_000; // the 60 s of hysteresis every finding has
+    until(now() + 61_000); // the 60 s of hysteresis every finding has
     hub.heartbeat("node-a");
     hub.tick();
     expect(hub.incidents({ open: true })).toEqual([]);
   });
 
   it("calls no agent down while the hub itself was too busy to hear it, and does once it was not", () => {
-    let now = 0;
-    const hub = new Hub({ clock: () => now });
-    hub.connect(hello("node-a", A));
-    hub.tick();
-    hub.disconnect("node-a");
+    const { hub, until } = silentAgent();
     // Saturated for the whole silence: the agent may well have spoken, unread.
-    for (now = 1000; now <= SILENCE_MS + 1000; now += 1000) hub.agents.load.record(now, 0.99);
-    now = SILENCE_MS + 1000;
+    until(SILENCE_MS + 1000, 0.99);
     hub.tick();
     expect(hub.incidents({ open: true })).toEqual([]);
     // Then the hub has time again, and the agent is still silent: it is down.
-    for (now = SILENCE_MS + 2000; now <= 2 * SILENCE_MS + 2000; now += 1000) hub.agents.load.record(now, 0.3);
-    now = 2 * SILENCE_MS + 2000;
+    until(2 * SILENCE_MS + 2000, 0.3);
     hub.tick();
     expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
   });
 
   it("still calls an agent down after minutes of silence on a hub saturated for good", () => {
-    let now = 0;
-    const hub = new Hub({ clock: () => now });
-    hub.connect(hello("node-a", A));
+    const { hub, until } = silentAgent();
+    until(SATURATED_SILENCE_MS, 0.99);
     hub.tick();
-    hub.disconnect("node-a");
-    const saturatedUntil = (t: number) => {
-      for (; now <= t; now += 1000) hub.agents.load.record(now, 0.99);
-      now = t;
-      hub.tick();
-    };
-    saturatedUntil(SATURATED_SILENCE_MS);
     expect(hub.incidents({ open: true })).toEqual([]);
-    saturatedUntil(SATURATED_SILENCE_MS + 2000);
+    until(SATURATED_SILENCE_MS + 2000, 0.99);
+    hub.tick();
     expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
   });
 

@@ -60,16 +60,18 @@ export class Scheduler {
     const { utilization } = performance.eventLoopUtilization(this.#elu);
     this.#elu = performance.eventLoopUtilization();
     const { load } = this.o.hub.agents;
-    load.record(this.o.hub.clock(), utilization);
-    const saturated = load.saturated(this.o.hub.clock() - SATURATION_LOG_MS, this.o.hub.clock());
+    const now = this.o.hub.clock();
+    load.record(now, utilization);
+    const saturated = load.saturated(now - SATURATION_LOG_MS, now);
     if (saturated === this.#saturated) return;
     this.#saturated = saturated;
+    const busy = Math.round(load.now * 100) / 100;
     if (saturated)
       this.o.logger.warn("hub.saturated", {
-        busy: Math.round(utilization * 100) / 100,
+        busy,
         hint: "the hub is busy all the time and reads what agents send late: agents are not called down while it lasts; give it more CPU, or fewer agents per hub",
       });
-    else this.o.logger.info("hub.saturation_ended", { busy: Math.round(utilization * 100) / 100 });
+    else this.o.logger.info("hub.saturation_ended", { busy });
   }
 
   /** stop ends the passes and writes everything still buffered (shutdown). */
