@@ -228,7 +228,7 @@ export class Judge {
         at = this.#point(node, where.iface);
         left = requests;
       },
-      request: (t: number, flat: readonly number[], from: number, to: number) => {
+      request: (t: number, flat: ArrayLike<number>, from: number, to: number) => {
         if (j === null) return;
         replies.clear();
         for (let k = from; k < to; k += 2) replies.add(macText(flat[k] ?? 0), wireDelay(flat[k + 1] ?? 0));

@@ -3,44 +3,22 @@ import { NO_MAC } from "../packet/link.js";
 import type { RequestReport } from "../wire.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./findings.js";
 import { KeyTable } from "./key-table.js";
+import { SightingSlab } from "./sighting-slab.js";
 import { IDLE_MS, IpNumbers, LinkIds, TimeQueue, ipKey, ipText, macText, type IpKey } from "./point-keys.js";
 
 /**
- * A Sighting is one request this capture point saw, and the replies it saw to it (flat: mac, delay, mac, delay...).
- * `sent` counts the replies already drained: a sighting is drained once it has a reply (so a second responder is
- * known at once) and again for replies that come later, or once when its window passes unanswered.
+ * A sighting is one request this capture point saw, and the replies it saw to it: a slot of the SightingSlab. Its
+ * replies are drained once it has one (so a second responder is known at once) and again for replies that come
+ * later, or once when its window passes unanswered.
  */
-interface Sighting {
-  t: number;
-  /** Shared NO_REPLIES until the first reply; then room for three, doubled when full (most get one to three). */
-  replies: number[];
-  /** How much of `replies` is used (two numbers per reply). */
-  n: number;
-  sent: number;
-  drained: boolean;
-}
-
-const NO_REPLIES: number[] = [];
 
 /** isDue: a request with replies not drained yet, or one not drained whose window is over (all of them when `final`). */
-const isDue = (s: Sighting, now: number, final: boolean): boolean => s.n > s.sent || (!s.drained && (final || now - s.t > REPLY_WINDOW_MS));
-
-/** addReply appends (MAC, delay) to a sighting's replies, making or growing its array only when full. */
-function addReply(s: Sighting, mac: number, delay: number): void {
-  const n = s.n;
-  let replies = s.replies;
-  if (n === replies.length) {
-    // A literal, not new Array(size): it stays a packed array of doubles.
-    const grown = n === 0 ? [0, 0, 0, 0, 0, 0] : replies.concat(replies);
-    s.replies = replies = grown;
-  }
-  replies[n] = mac;
-  replies[n + 1] = delay;
-  s.n = n + 2;
-}
+const isDue = (slab: SightingSlab, s: number, now: number, final: boolean): boolean =>
+  slab.n(s) > slab.sent(s) || (!slab.drained(s) && (final || now - slab.t(s) > REPLY_WINDOW_MS));
 
 /** reported: a request drained with all its replies, whose window is over: nothing more can come of it. */
-const reported = (s: Sighting, now: number): boolean => s.drained && s.n === s.sent && now - s.t > REPLY_WINDOW_MS;
+const reported = (slab: SightingSlab, s: number, now: number): boolean =>
+  slab.drained(s) && slab.n(s) === slab.sent(s) && now - slab.t(s) > REPLY_WINDOW_MS;
 
 /** Asked is what one capture point holds of one asker's requests for one IP on one link. */
 interface Asked {
@@ -52,8 +30,8 @@ interface Asked {
   readonly asker: IpKey;
   /** The MAC its latest request came from (NO_MAC: none known), reported as the asker's MAC. */
   mac: number;
-  /** In time order; drained ones stay until their window is over, to time late replies. */
-  readonly list: Sighting[];
+  /** Its sightings (slots), in time order; drained ones stay until their window is over, to time late replies. */
+  readonly list: number[];
   /** The latest request: an asker silent for IDLE_MS is forgotten (most ask again every second: they are kept). */
   last: number;
   /** In the due queue (something to report); forgotten: no longer in the table. */
@@ -69,7 +47,7 @@ interface Asked {
  */
 export interface RequestVisitor {
   asker(link: string, ip: IpKey, asker: IpKey, mac: number, requests: number, replies: number): void;
-  request(t: number, replies: readonly number[], from: number, to: number): void;
+  request(t: number, replies: ArrayLike<number>, from: number, to: number): void;
 }
 
 /** wireDelay is a reply delay as the wire carries it: milliseconds to the microsecond. */
@@ -102,7 +80,7 @@ class WireReports implements RequestVisitor {
     this.#j = 0;
   }
 
-  request(t: number, replies: readonly number[], from: number, to: number): void {
+  request(t: number, replies: ArrayLike<number>, from: number, to: number): void {
     const r = this.#report;
     if (r === null) return;
     const i = this.#i++;
@@ -126,6 +104,7 @@ export type LinkWhere = (link: string) => { readonly iface: string; readonly vla
 export class RequestSightings {
   /** Per link, IP and asker: the requests seen whose reply window is still open or that are not drained yet. */
   readonly #keys = new KeyTable();
+  readonly #slab = new SightingSlab();
   readonly #byId: (Asked | undefined)[] = [];
   readonly #linkIds = new LinkIds();
   readonly #ipNumbers = new IpNumbers();
@@ -202,7 +181,7 @@ export class RequestSightings {
     }
     const a = this.#askedOf(link, ip, asker);
     this.#latest = a;
-    a.list.push({ t: now, replies: NO_REPLIES, n: 0, sent: 0, drained: false });
+    a.list.push(this.#slab.add(now));
     if (now >= a.last) {
       a.last = now;
       if (mac !== NO_MAC) a.mac = mac;
@@ -218,12 +197,14 @@ export class RequestSightings {
     const a = latest !== null && latest.ip === ip && latest.asker === asker && latest.link === link ? latest : this.#find(link, ip, asker);
     if (a === undefined) return;
     const list = a.list;
+    const slab = this.#slab;
     for (let i = list.length - 1; i >= 0; i--) {
-      const s = list[i];
-      if (s === undefined || s.t > now) continue;
-      if (now - s.t > REPLY_WINDOW_MS) return;
-      for (let k = 0; k < s.n; k += 2) if (s.replies[k] === mac) return;
-      addReply(s, mac, now - s.t);
+      const s = list[i] ?? 0;
+      const t = slab.t(s);
+      if (t > now) continue;
+      if (now - t > REPLY_WINDOW_MS) return;
+      if (slab.replied(s, mac)) return;
+      slab.reply(s, mac, now - t);
       this.#markDue(a);
       return;
     }
@@ -236,14 +217,17 @@ export class RequestSightings {
     const a = this.#askedOf(link, ipKey(r.ip), ipKey(r.asker));
     if (a.mac === NO_MAC && r.askerMac !== undefined) a.mac = macToNumber(parseMac(r.askerMac), 0);
     const list = a.list;
+    const slab = this.#slab;
     for (const [i, t] of r.times.entries()) {
-      const rs = replies.get(i) ?? NO_REPLIES;
-      list.push({ t, replies: rs, n: rs.length, sent: 0, drained: false });
+      const s = slab.add(t);
+      const rs = replies.get(i) ?? [];
+      for (let k = 0; k < rs.length; k += 2) slab.reply(s, rs[k] ?? 0, rs[k + 1] ?? 0);
+      list.push(s);
       this.#held++;
       this.#recent.push(a, t);
     }
     this.#markDue(a);
-    list.sort((a, b) => a.t - b.t);
+    list.sort((x, y) => slab.t(x) - slab.t(y));
   }
 
   /**
@@ -263,6 +247,7 @@ export class RequestSightings {
    */
   drainTo(to: RequestVisitor, max: number, now: number, final: boolean): number {
     let reported = 0;
+    const slab = this.#slab;
     const due = this.#due;
     this.#due = [];
     for (let n = 0; n < due.length; n++) {
@@ -278,8 +263,8 @@ export class RequestSightings {
       let dueReplies = 0;
       let waiting = false;
       for (const s of list) {
-        if (!isDue(s, now, final)) {
-          if (!s.drained) waiting = true;
+        if (!isDue(slab, s, now, final)) {
+          if (!slab.drained(s)) waiting = true;
           continue;
         }
         if (count === MAX_REQUEST_TIMES) {
@@ -287,17 +272,17 @@ export class RequestSightings {
           break;
         }
         count++;
-        dueReplies += (s.n - s.sent) / 2;
+        dueReplies += (slab.n(s) - slab.sent(s)) / 2;
       }
       if (count > 0) {
         to.asker(a.link, a.ip, a.asker, a.mac, count, dueReplies);
         let i = 0;
         for (const s of list) {
           if (i === count) break;
-          if (!isDue(s, now, final)) continue;
-          to.request(Math.round(s.t), s.replies, s.sent, s.n);
-          s.sent = s.n;
-          s.drained = true;
+          if (!isDue(slab, s, now, final)) continue;
+          const { list: replies, base } = slab.replies(s);
+          to.request(Math.round(slab.t(s)), replies, base + slab.sent(s), base + slab.n(s));
+          slab.markDrained(s);
           i++;
         }
         reported++;
@@ -341,11 +326,15 @@ export class RequestSightings {
    */
   #trim(a: Asked, now: number, final: boolean): boolean {
     const list = a.list;
+    const slab = this.#slab;
     let keep = 0;
     let unreported = false;
     for (const s of list) {
-      if (final ? s.drained && s.n === s.sent : reported(s, now)) continue;
-      if (now - s.t > REPLY_WINDOW_MS) unreported = true;
+      if (final ? slab.drained(s) && slab.n(s) === slab.sent(s) : reported(slab, s, now)) {
+        slab.free(s);
+        continue;
+      }
+      if (now - slab.t(s) > REPLY_WINDOW_MS) unreported = true;
       list[keep++] = s;
     }
     if (keep < list.length) {
