@@ -116,6 +116,7 @@ class NodeCounters {
 }
 
 interface Responder {
+  readonly mac: string;
   replies: NodeCounters | null;
   gratuitous: NodeCounters | null;
   /** History restored from storage (already counted once across capture points), added to the live counts. */
@@ -138,7 +139,8 @@ interface IpRecord {
 /** FOLDED_NAMES bounds the MACs an IP remembers as folded (to count them once each); beyond it they are only counted. */
 const FOLDED_NAMES = 1024;
 
-const newResponder = (): Responder => ({
+const newResponder = (mac: string): Responder => ({
+  mac,
   replies: null,
   gratuitous: null,
   baseReplies: null,
@@ -206,7 +208,7 @@ export class IpTable {
     }
     // A folded MAC that answers again is a responder again; what it said before stays in the folded sums.
     rec.folded?.gone.delete(mac);
-    r = newResponder();
+    r = newResponder(mac);
     rec.responders.set(mac, r);
     return r;
   }
@@ -294,18 +296,17 @@ export class IpTable {
   }
 
   /**
-   * recentMacs lists the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` (no view built),
-   * in `out` when given (emptied first: the judge reuses one array for every IP it looks at).
+   * recentMacs writes the MACs that answered or announced for `ip` within ANSWER_WINDOW_MS of `now` into `out` from
+   * its start, and returns how many (no view built). It runs for every IP every second, so it makes nothing: the
+   * caller reuses one array, which is never shortened (an array cut to nothing lets go of its storage, and the next
+   * write allocates it again).
    */
-  recentMacs(ip: string, now: number, out: string[] = []): string[] {
-    out.length = 0;
+  recentMacs(ip: string, now: number, out: string[]): number {
     const responders = this.#ips.get(ip)?.responders;
-    if (responders === undefined) return out;
-    // forEach, not for-of over entries: no [key, value] pair is made per MAC, and this runs for every IP every second.
-    responders.forEach((r, mac) => {
-      if (now - r.lastSeen <= ANSWER_WINDOW_MS) out.push(mac);
-    });
-    return out;
+    if (responders === undefined) return 0;
+    let n = 0;
+    for (const r of responders.values()) if (now - r.lastSeen <= ANSWER_WINDOW_MS) out[n++] = r.mac;
+    return n;
   }
 
   /** capturePoints lists the nodes whose agents captured anything for `ip` (no view built). */

@@ -359,32 +359,39 @@ export class Judge {
   /** stateOf is an IP's state at `now`, without building its view or key (metrics count every IP on each scrape). */
   stateOf(ip: string, now: number): IpState {
     const j = this.#ips.get(ip);
-    return STATES[stateLetter(j, this.#answeringMacs(ip, j, now).length, now)];
+    return STATES[stateLetter(j, this.#answeringMacs(ip, j, now), now)];
   }
 
   /** answeringCount is how many MACs answer for `ip` at `now`. */
   answeringCount(ip: string, now: number): number {
-    return this.#answeringMacs(ip, this.#ips.get(ip), now).length;
+    return this.#answeringMacs(ip, this.#ips.get(ip), now);
   }
 
-  /** The array #answeringMacs fills: read it before the next call. */
+  /** The array #answeringMacs fills from its start: read it before the next call (never shortened, see recentMacs). */
   readonly #answering: string[] = [];
 
-  /** #answeringMacs lists the MACs answering `ip` now, without building its view, in an array used again by the next call. */
-  #answeringMacs(ip: string, j: IpJudgement | undefined, now: number): string[] {
-    const out = this.counts.recentMacs(ip, now, this.#answering);
-    if (j === undefined) return out;
+  /**
+   * #answeringMacs writes the MACs answering `ip` now into #answering from its start, without building its view, and
+   * returns how many.
+   */
+  #answeringMacs(ip: string, j: IpJudgement | undefined, now: number): number {
+    const out = this.#answering;
+    const n = this.counts.recentMacs(ip, now, out);
+    if (j === undefined) return n;
     let keep = 0;
-    for (const mac of out) if (j.macs.has(mac) ? j.answering(mac, now) : true) out[keep++] = mac;
-    out.length = keep;
-    return out;
+    for (let i = 0; i < n; i++) {
+      const mac = out[i] ?? "";
+      if (j.macs.has(mac) ? j.answering(mac, now) : true) out[keep++] = mac;
+    }
+    return keep;
   }
 
   /** #answeringNow is #answeringMacs with each MAC's node, as the rules read them. */
   #answeringNow(ip: string, j: IpJudgement | undefined, now: number, lens: Lens): Answering[] {
-    const macs = this.#answeringMacs(ip, j, now);
-    const out = new Array<Answering>(macs.length);
-    for (let i = 0; i < macs.length; i++) {
+    const n = this.#answeringMacs(ip, j, now);
+    const macs = this.#answering;
+    const out = new Array<Answering>(n);
+    for (let i = 0; i < n; i++) {
       const mac = macs[i] ?? "";
       out[i] = { mac, node: lens.nodeOf(mac), answering: true };
     }
