@@ -455,6 +455,26 @@ describe("the judge, per request", () => {
     expect(c.transitions[0]?.finding.macs).toEqual(["02:00:5e:00:00:0a", "02:00:5e:00:00:99"]);
   });
 
+  it("says whether a judgement tells of the IP what an earlier one did: state, MACs answering, handovers", () => {
+    const c = new Cluster();
+    const judge = () => c.judge.judge(VIP, c.now, c.ctx, lens);
+    c.run(2000, () => c.ask(["node-a"]));
+    const single = judge().key();
+    expect(single).toMatchObject({ state: "s", macs: [mac("node-a")], handovers: 0 });
+    c.run(500, () => c.ask(["node-a"]));
+    expect(judge().same(single)).toBe(true);
+    expect(judge().same(undefined)).toBe(false);
+    // A second MAC answering is news; so is the IP falling silent with time alone.
+    c.run(200, () => c.ask(["node-a", "node-b"]));
+    const multi = judge();
+    expect(multi.same(single)).toBe(false);
+    expect(multi.key()).toMatchObject({ state: "m", macs: [mac("node-a"), mac("node-b")] });
+    const before = multi.key();
+    c.run(60_000);
+    expect(judge().same(before)).toBe(false);
+    expect(judge().key()).toMatchObject({ state: "i", macs: [] });
+  });
+
   it("interns the IP and MAC texts of a batch, keeping their values", () => {
     const judge = new Judge();
     // Texts built at run time, as JSON.parse makes them: equal values, distinct copies.

@@ -20,14 +20,30 @@ export interface Batch {
 }
 
 /**
- * A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen; with
- * its key at that moment: a short text that changes whenever what the judge says of the IP changes (its state, the
- * MACs answering, its handovers), which the hub compares to tell subscribers of changes that came with time alone.
+ * A VerdictKey is what a judgement says of an IP that its page shows: the state (by its first letter), the MACs
+ * answering, the handovers (how many, and whether the latest was announced) and the first-answer changes. The hub
+ * keeps each IP's latest to tell subscribers of changes that came with time alone.
+ */
+export interface VerdictKey {
+  readonly state: "m" | "s" | "n" | "i";
+  readonly macs: readonly string[];
+  readonly handovers: number;
+  readonly announced: boolean | null | undefined;
+  readonly askers: number;
+}
+
+/**
+ * A Verdict is what one judgement of one IP changed: findings opened, updated or cleared, and handovers seen; and
+ * whether what it says of the IP differs from an earlier judgement's key (compared without making a key: tens of
+ * thousands of IPs are judged every second and few change).
  */
 export interface Verdict {
   readonly transitions: readonly Transition[];
   readonly handovers: readonly Handover[];
-  readonly key: string;
+  /** same tells whether this judgement says of the IP what `key` (an earlier one's) said. */
+  same(key: VerdictKey | undefined): boolean;
+  /** key is this judgement's key (read it before the judge takes more data). */
+  key(): VerdictKey;
 }
 
 /**
@@ -429,11 +445,6 @@ function stateLetter(j: IpJudgement | undefined, answering: number, now: number)
 
 const STATES = { m: "multi-responder", s: "single", n: "no-responder", i: "idle" } as const;
 
-/** keyOf is a Verdict's key from the MACs answering now (and the first-answer changes: each is news to the IP page). */
-function keyOf(j: IpJudgement | undefined, answering: readonly string[], now: number): string {
-  return `${stateLetter(j, answering.length, now)}|${answering.join(",")}|${j?.handovers.length ?? 0}|${j?.handovers[0]?.announced ?? ""}|${j?.askers?.total ?? 0}`;
-}
-
 /** An Answering is a MAC answering an IP now, with its node, as the rules read it. */
 interface Answering {
   readonly mac: string;
@@ -442,12 +453,10 @@ interface Answering {
 }
 
 /**
- * A JudgedVerdict writes its key only when asked: the hub reads it, `whohas analyze` never does. It reads the IP's
- * judgement as it is then, so read it before the judge takes more data.
+ * A JudgedVerdict compares and makes its key only when asked: the hub does, `whohas analyze` never does. It reads the
+ * IP's judgement as it is then, so read it before the judge takes more data.
  */
 class JudgedVerdict implements Verdict {
-  #key: string | null = null;
-
   constructor(
     readonly transitions: readonly Transition[],
     readonly handovers: readonly Handover[],
@@ -456,11 +465,24 @@ class JudgedVerdict implements Verdict {
     readonly at: number,
   ) {}
 
-  get key(): string {
-    return (this.#key ??= keyOf(
-      this.judgement,
-      this.answering.map((r) => r.mac),
-      this.at,
-    ));
+  same(key: VerdictKey | undefined): boolean {
+    const j = this.judgement;
+    const answering = this.answering;
+    if (key?.state !== stateLetter(j, answering.length, this.at) || key.macs.length !== answering.length) return false;
+    for (let i = 0; i < answering.length; i++) if (key.macs[i] !== answering[i]?.mac) return false;
+    return (
+      key.handovers === (j?.handovers.length ?? 0) && key.announced === j?.handovers[0]?.announced && key.askers === (j?.askers?.total ?? 0)
+    );
+  }
+
+  key(): VerdictKey {
+    const j = this.judgement;
+    return {
+      state: stateLetter(j, this.answering.length, this.at),
+      macs: this.answering.map((r) => r.mac),
+      handovers: j?.handovers.length ?? 0,
+      announced: j?.handovers[0]?.announced,
+      askers: j?.askers?.total ?? 0,
+    };
   }
 }

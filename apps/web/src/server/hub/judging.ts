@@ -17,6 +17,7 @@ import {
   type IpInventory,
   type OpenFinding,
   type Transition,
+  type VerdictKey,
 } from "@whohas/core";
 import type { AuditLog } from "../store/audit.js";
 import type { Incident, IncidentEvent, IncidentsRepo } from "../store/incidents.js";
@@ -96,7 +97,7 @@ export class Judging {
    * What each IP's latest judgement said (its verdict key: when it moves with time alone, subscribers are told),
    * when it was made, and whether the IP was steady then (one MAC answering, nothing open): one lookup per IP a round.
    */
-  readonly #judged = new Map<string, { key: string; at: number; steady: boolean }>();
+  readonly #judged = new Map<string, { key: VerdictKey; at: number; steady: boolean }>();
   #rounds = 0;
   readonly #soon = new Set<string>();
   #scheduled = false;
@@ -271,10 +272,15 @@ export class Judging {
     }
     for (const tr of v.transitions) this.#record(tr, ip);
     const before = this.#judged.get(ip);
-    const moved = before?.key !== v.key;
-    const steady = v.key.startsWith("s|") && !t.judge.holds(ip);
-    if (before === undefined) this.#judged.set(ip, { key: v.key, at: ctx.now, steady });
-    else Object.assign(before, { key: v.key, at: ctx.now, steady });
+    const moved = !v.same(before?.key);
+    const key = before === undefined || moved ? v.key() : before.key;
+    const steady = key.state === "s" && !t.judge.holds(ip);
+    if (before === undefined) this.#judged.set(ip, { key, at: ctx.now, steady });
+    else {
+      before.key = key;
+      before.at = ctx.now;
+      before.steady = steady;
+    }
     if (moved) this.o.feed.publish({ kind: "ips", ips: [ip] });
   }
 
