@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { splitIpKey } from "@whohas/core";
+import { STATES, splitIpKey } from "@whohas/core";
 import type { Hub } from "./hub/hub.js";
 
 /** GAP_BUCKETS: handover gaps in seconds, from a clean MetalLB failover (well under a second) to a long outage. */
@@ -159,7 +159,7 @@ export class HubMetrics {
     });
     const ips = new Gauge({
       name: "whohas_hub_ips",
-      help: "IPs seen, by state (multi-responder is the incident whohas exists for).",
+      help: "IPs seen, by state as each IP's latest judgement gave it (multi-responder is the incident whohas exists for).",
       labelNames: ["state"],
       registers: [this.registry],
       collect: () => {
@@ -168,8 +168,11 @@ export class HubMetrics {
         const now = hub.clock();
         const { judge } = hub.traffic;
         const counts = new Map<string, number>();
+        // The judging rounds keep each IP's state: reading it costs a lookup, working it out again for tens of
+        // thousands of IPs on every scrape cost more than the rounds themselves. An IP not judged yet is worked out.
         for (const ip of judge.counts.ips()) {
-          const s = judge.stateOf(ip, now);
+          const k = hub.judging.lastKey(ip);
+          const s = k === undefined ? judge.stateOf(ip, now) : STATES[k.state];
           counts.set(s, (counts.get(s) ?? 0) + 1);
         }
         for (const [state, n] of counts) ips.set({ state }, n);
@@ -233,13 +236,15 @@ function answering(hub: Hub, max: number): [string, number, { readonly namespace
   const { judge } = hub.traffic;
   const lb = hub.cluster.inventory();
   const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
-  for (const [ip, inv] of lb) out.push([ip, judge.answeringCount(ip, now), inv.services[0] ?? null]);
+  // As the latest judgement counted them (see the state gauge), else worked out.
+  const count = (ip: string) => hub.judging.lastKey(ip)?.macs.length ?? judge.answeringCount(ip, now);
+  for (const [ip, inv] of lb) out.push([ip, count(ip), inv.services[0] ?? null]);
   for (const ip of judge.counts.ips()) {
     if (out.length >= max) break;
     if (lb.has(ip)) continue;
     // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
     const inv = lb.get(splitIpKey(ip).ip);
-    const n = judge.answeringCount(ip, now);
+    const n = count(ip);
     if (inv !== undefined || n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, inv?.services[0] ?? null]);
   }
   return out.slice(0, max);

@@ -443,7 +443,8 @@ function stateLetter(j: IpJudgement | undefined, answering: number, now: number)
   return j !== undefined && now - j.lastAsked <= ANSWER_WINDOW_MS ? "n" : "i";
 }
 
-const STATES = { m: "multi-responder", s: "single", n: "no-responder", i: "idle" } as const;
+/** STATES names the states by their first letter (a VerdictKey's `state`). */
+export const STATES = { m: "multi-responder", s: "single", n: "no-responder", i: "idle" } as const;
 
 /** An Answering is a MAC answering an IP now, with its node, as the rules read it. */
 interface Answering {

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { SILENCE_MS } from "@whohas/core";
 import { Hub } from "../hub/hub.js";
 import { SATURATED_SILENCE_MS } from "../hub/agents.js";
+import { HubMetrics } from "../metrics.js";
 import type { Sequenced } from "../hub/feed.js";
 import { ASKER, aggregate, answered, cluster, facts, hello, observations } from "./helpers.js";
 
@@ -35,6 +36,38 @@ describe("Hub", () => {
     await nextTurn();
     expect(hub.incidents({ open: true }).map((i) => [i.type, i.macs])).toEqual([["multi-responder", [A, B]]]);
     expect(hub.ip("192.0.2.7")?.state).toBe("multi-responder");
+  });
+
+  it("counts each IP in the metrics by the state its latest judgement gave, and one never judged by working it out", async () => {
+    let now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    const metrics = new HubMetrics(hub);
+    const states = async (): Promise<Record<string, number>> => {
+      const m = (await metrics.registry.getMetricsAsJSON()).find((x) => x.name === "whohas_hub_ips");
+      return Object.fromEntries((m?.values ?? []).filter((v) => v.value > 0).map((v) => [String(v.labels.state), v.value]));
+    };
+    const responders = async () =>
+      (await metrics.registry.getMetricsAsJSON()).find((x) => x.name === "whohas_ip_responders")?.values.map((v) => [v.labels.ip, v.value]);
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.tick();
+    hub.observe("node-a", answered("192.0.2.7", now - 50, A));
+    hub.observe("node-b", answered("192.0.2.7", now - 49, B));
+    hub.observe("node-a", answered("192.0.2.8", now - 50, A));
+    // Not judged yet: worked out at the scrape.
+    expect(await states()).toEqual({ "multi-responder": 1, single: 1 });
+    await nextTurn();
+    expect(await states()).toEqual({ "multi-responder": 1, single: 1 });
+    expect(await responders()).toEqual([
+      ["192.0.2.7", 2],
+      ["192.0.2.8", 1],
+    ]);
+    // A minute without traffic: both fall idle, as the next round finds (until it runs, the metric says what the
+    // latest judgement said: the scrape reads the rounds' work, it does not redo it).
+    now += 60_000;
+    expect(await states()).toEqual({ "multi-responder": 1, single: 1 });
+    hub.tick();
+    expect(await states()).toEqual({ idle: 2 });
   });
 
   it("judges the same address on two VLANs apart: two rows, each with its own verdict and incident", async () => {

@@ -253,6 +253,14 @@ export class Judging {
     }
   }
 
+  /**
+   * lastKey is what the latest judgement of `ip` said of it (its state, the MACs answering), undefined before its
+   * first: at most a round old (about 2 s) for an IP with traffic; a quiet IP's stands until its traffic resumes.
+   */
+  lastKey(ip: string): VerdictKey | undefined {
+    return this.#judged.get(ip)?.key;
+  }
+
   get ticking(): boolean {
     return this.#round !== null;
   }
