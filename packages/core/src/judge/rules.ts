@@ -59,6 +59,18 @@ export const NO_CONTEXT: IpContext = { owner: null, local: null, downNodes: new 
 const nameOf = (r: { readonly mac: string; readonly node: string | null }, lens: Lens) => r.node ?? name(r.mac, lens);
 
 /**
+ * NONE: the empty list the rules share when nothing applies (never written to). They run for every IP every second:
+ * a list made for nothing is most of what they allocate.
+ */
+const NONE: readonly never[] = [];
+
+/** answeringOf is the responders that answer now: `responders` itself when all do (the judge passes only those). */
+function answeringOf(responders: RuleView["responders"]): RuleView["responders"] {
+  for (const r of responders) if (!r.answering) return responders.filter((x) => x.answering);
+  return responders;
+}
+
+/**
  * findingsNow lists what is wrong with an IP at `now`: the evidence gathered since the last judgement (several
  * answers to one request, a takeover without announcement, a lying Ethernet source) and what holds true now (nobody
  * answers, the wrong node answers, overlapping claims, a flip-flop, a stale announcement, a silent drop, blindness).
@@ -75,7 +87,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
       detail: `the only agent${v.capturedBy.length === 1 ? "" : "s"} that captured ${ip} (${v.capturedBy.join(", ")}) ${v.capturedBy.length === 1 ? "is" : "are"} down: whohas cannot see it`,
     });
   }
-  const answering = v.responders.filter((r) => r.answering);
+  const answering = answeringOf(v.responders);
   if (j !== undefined && !blind) {
     const since = j.unansweredSince;
     if (since !== null && now - since >= NO_RESPONDER_MS && now - j.lastAsked <= ANSWER_WINDOW_MS && answering.length === 0) {
@@ -111,7 +123,7 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
     const since = r.answering ? j.answeringSince(r.mac, now) : null;
     return (since !== null && now - since >= STRANGER_GRACE_MS) || j.answersProbes(r.mac, now, STRANGER_GRACE_MS);
   };
-  const strangers = ctx.strangers === true ? v.responders.filter(stranger).map((r) => r.mac) : [];
+  const strangers: readonly string[] = ctx.strangers === true ? v.responders.filter(stranger).map((r) => r.mac) : NONE;
   if (strangers.length > 0) {
     const named = strangers.map((m) => `${m} (${lens.vendorOf?.(m) ?? "vendor not registered"})`).join(" and ");
     out.push({
@@ -122,11 +134,15 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
   }
   const owner = ctx.owner;
   // The owner answering from an interface its announcer does not name (it may name none the owner has).
-  const other = answering.filter((r) => {
-    if (ctx.ownerOtherMacs?.includes(r.mac) !== true) return false;
-    const since = j?.answeringSince(r.mac, now) ?? null;
-    return since === null || now - since >= OWNER_GRACE_MS;
-  });
+  const otherMacs = ctx.ownerOtherMacs;
+  const other =
+    otherMacs === undefined
+      ? NONE
+      : answering.filter((r) => {
+          if (!otherMacs.includes(r.mac)) return false;
+          const since = j?.answeringSince(r.mac, now) ?? null;
+          return since === null || now - since >= OWNER_GRACE_MS;
+        });
   if (owner !== null && other.length > 0) {
     out.push({
       type: "wrong-interface",
@@ -196,8 +212,8 @@ export function findingsNow(ip: string, j: IpJudgement | undefined, v: RuleView,
  * a client whose cache holds their MAC sends traffic that kube-proxy drops without a word ("it worked for a minute,
  * then timeouts"). Empty unless the IP is under ETP Local.
  */
-export function silentDropNodes(answering: RuleView["responders"], local: IpContext["local"]): string[] {
-  if (local === null) return [];
+export function silentDropNodes(answering: RuleView["responders"], local: IpContext["local"]): readonly string[] {
+  if (local === null) return NONE;
   return [
     ...new Set(answering.filter((r) => r.answering && r.node !== null && !local.endpointNodes.includes(r.node)).map((r) => r.node ?? "")),
   ].sort();
@@ -209,12 +225,14 @@ export function silentDropNodes(answering: RuleView["responders"], local: IpCont
  * stops, then the new one announces) and never overlaps.
  */
 function splitBrain(j: IpJudgement, now: number): [string, string] | null {
-  const claims: { mac: string; first: number; end: number; last: number }[] = [];
-  for (const [mac, m] of j.macs) {
+  // Made only when two MACs announced lately: most IPs have one announcer or none.
+  let claims: { mac: string; first: number; end: number; last: number }[] | null = null;
+  for (const m of j.macs.values()) {
     const e = m.episodes?.[m.episodes.length - 1];
     if (e === undefined || now - e.last > SPLIT_BRAIN_MS) continue;
-    claims.push({ mac, first: e.first, end: Math.max(e.last, m.lastReply >= e.first ? m.lastReply : 0), last: e.last });
+    (claims ??= []).push({ mac: m.mac, first: e.first, end: Math.max(e.last, m.lastReply >= e.first ? m.lastReply : 0), last: e.last });
   }
+  if (claims === null || claims.length < 2) return null;
   for (let a = 0; a < claims.length; a++) {
     for (let b = a + 1; b < claims.length; b++) {
       const x = claims[a];

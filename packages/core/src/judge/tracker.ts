@@ -31,8 +31,10 @@ export class FindingTracker {
 
   /** update records what is present on `subject` (an IP, or node/NAME) at `now` and returns what changed. */
   update(subject: string, now: number, present: readonly LiveFinding[]): Transition[] {
-    const out: Transition[] = [];
     let held = this.#held.get(subject);
+    // Most subjects judged hold nothing and have nothing present: nothing to make.
+    if (held === undefined && present.length === 0) return [];
+    const out: Transition[] = [];
     for (const f of present) {
       held ??= this.#slot(subject);
       const h = held.get(f.type);
