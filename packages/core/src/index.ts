@@ -24,6 +24,7 @@ export * from "./judge/ip-judgement.js";
 export * from "./judge/rules.js";
 export * from "./judge/tracker.js";
 export * from "./judge/judge.js";
+export { STATES, type IpState, type Verdict, type VerdictKey } from "./judge/verdict.js";
 export * from "./judge/node-findings.js";
 export * from "./judge/own-requests.js";
 export * from "./judge/capture-analysis.js";
