@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { VLAN_ID_MAX, VLAN_ID_MIN, VLAN_PRIORITY_MAX, tagFrame, untagFrame } from "./vlan.js";
 import { decodeEthernet } from "./link.js";
+import { TPID_8021AD, TPID_8021Q, TPID_QINQ_LEGACY } from "./ethernet.js";
 import { classifyFrame } from "./classify.js";
 import { newArpRequest } from "./arp.js";
 import { newNeighborSolicitation } from "./ndp.js";
@@ -138,12 +139,20 @@ describe("properties", () => {
   });
 
   it("decodeEthernet reads the VLAN tagFrame wrote", () => {
+    // A frame that already starts a tag becomes Q-in-Q once tagged, and one cut short inside its own tag is then
+    // rightly refused as truncated: the property is about frames with an EtherType of their own.
+    const untagged = frames.filter((f) => ![TPID_8021Q, TPID_8021AD, TPID_QINQ_LEGACY].includes(((f[12] ?? 0) << 8) | (f[13] ?? 0)));
     fc.assert(
-      fc.property(frames, vlans, (frame, vlan) => {
+      fc.property(untagged, vlans, (frame, vlan) => {
         const d = decodeEthernet(tagFrame(frame, vlan));
         expect(d.ok && d.value.vlan).toBe(vlan);
       }),
     );
+  });
+
+  it("decodeEthernet refuses a tagged frame whose inner tag is cut short", () => {
+    const d = decodeEthernet(tagFrame(hex(`${MACS} 8100`), 1));
+    expect(d.ok).toBe(false);
   });
 
   it("untagFrame never throws and never grows a frame", () => {
