@@ -3,6 +3,7 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
+import { ipJson } from "../hub/views.js";
 import { createHubServer } from "../http.js";
 import { ASKER, answered, hello, testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
@@ -77,6 +78,27 @@ describe("read API", () => {
     ]);
     expect((await get("/incidents?state=open")).body).toHaveLength(1);
     expect((await get("/incidents?state=resolved")).body).toHaveLength(0);
+  });
+
+  it("serves a list of many IPs in chunks, byte for byte what one JSON text of them all would be", async () => {
+    const { hub, origin } = await start(VIEWER);
+    const body = async (method = "GET") => {
+      const res = await fetch(`${origin}/api/v1/ips`, { method, headers: { authorization: `Bearer ${VIEWER}` } });
+      expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      return res.text();
+    };
+    expect(await body()).toBe("[]\n");
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.tick();
+    // Past two chunks, with one more to end on a short one.
+    const ips = Array.from({ length: 600 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
+    for (const ip of ips) hub.observe("node-a", answered(ip, 9000, "02:00:5e:00:00:0a"));
+    await new Promise((r) => setImmediate(r));
+    hub.flush(true);
+    const text = await body();
+    expect(text).toBe(JSON.stringify(hub.ips().map(ipJson), null, 1) + "\n");
+    expect((JSON.parse(text) as { ip: string }[]).map((e) => e.ip)).toEqual(ips);
+    expect(await body("HEAD")).toBe("");
   });
 
   it("serves each asker of an IP with its first-answer changes", async () => {

@@ -13,10 +13,48 @@ export const REST_PREFIX = "/api/v1/";
 /** TIMELINE_MS: how far back `GET /api/v1/ips/{ip}` reaches for its timeline. */
 const TIMELINE_MS = 3_600_000;
 
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" };
+
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res
-    .writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers })
-    .end(JSON.stringify(body, null, 1) + "\n");
+  res.writeHead(status, { ...JSON_HEADERS, ...headers }).end(JSON.stringify(body, null, 1) + "\n");
+}
+
+/** LIST_CHUNK: the entries of a long list serialized in one turn of the event loop. */
+const LIST_CHUNK = 256;
+
+/**
+ * sendList answers with a list of what `entry` makes of each key (undefined: left out), a chunk at a time: the same
+ * bytes as send() of the whole list, but a hub of hundreds of thousands of IPs neither holds every entry and one
+ * string of them all at once (which outgrew the hub's heap) nor stops reading its agents while a client downloads.
+ */
+async function sendList<K>(res: ServerResponse, head: boolean, keys: readonly K[], entry: (key: K) => unknown): Promise<void> {
+  res.writeHead(200, JSON_HEADERS);
+  if (head) {
+    res.end();
+    return;
+  }
+  let started = false;
+  for (let i = 0; i < keys.length; i += LIST_CHUNK) {
+    if (res.destroyed) return;
+    let text = "";
+    for (let k = i; k < Math.min(keys.length, i + LIST_CHUNK); k++) {
+      const e = entry(keys[k] as K);
+      if (e === undefined) continue;
+      // An entry one level in, as JSON.stringify(list, null, 1) indents it (JSON text holds no raw line breaks).
+      text += (started ? ",\n " : "[\n ") + JSON.stringify(e, null, 1).replaceAll("\n", "\n ");
+      started = true;
+    }
+    const more = text === "" || res.write(text);
+    await new Promise<void>((resolve) => {
+      if (more) return void setImmediate(resolve);
+      const done = () => {
+        res.off("drain", done).off("close", done);
+        resolve();
+      };
+      res.on("drain", done).on("close", done);
+    });
+  }
+  if (!res.destroyed) res.end(started ? "\n]\n" : "[]\n");
 }
 
 /**
@@ -54,7 +92,11 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
     return;
   }
   if (path === "ips") {
-    send(res, 200, hub.ips().map(ipJson));
+    const views = (ip: string) => {
+      const v = hub.ip(ip);
+      return v === null ? undefined : ipJson(v);
+    };
+    sendList(res, req.method === "HEAD", hub.ipKeys(), views).catch(() => res.destroy());
     return;
   }
   if (path.startsWith("ips/")) {

@@ -190,6 +190,11 @@ export class Hub {
     return this.views.ips();
   }
 
+  /** ipKeys lists the IPs ips() gives a view of, in the same order, without building the views. */
+  ipKeys(): string[] {
+    return this.views.ipKeys();
+  }
+
   /** listSnapshot is every IP's row with the event id a live list resumes from (server-rendered pages). */
   listSnapshot(): { id: string; rows: IpRow[] } {
     const seq = this.feed.seq;

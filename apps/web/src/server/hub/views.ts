@@ -234,15 +234,20 @@ export class Views {
     };
   }
 
-  /** ips lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order. */
-  ips(): HubIpView[] {
+  /** ipKeys lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order. */
+  ipKeys(): string[] {
     const inventory = this.cluster.inventory();
     const seen = [...this.traffic.ips()];
     // A Service's address seen only inside a VLAN is listed there, not again as an untagged row nobody asked for.
     const addresses = new Set(seen.map((k) => splitIpKey(k).ip));
     const all = new Set([...seen, ...[...inventory.keys()].filter((ip) => !addresses.has(ip))]);
-    return [...all]
-      .sort(compareIP)
+    return [...all].sort(compareIP);
+  }
+
+  /** ips is the view of every IP ipKeys lists. */
+  ips(): HubIpView[] {
+    const inventory = this.cluster.inventory();
+    return this.ipKeys()
       .map((ip) => this.ip(ip, inventory))
       .filter((v): v is HubIpView => v !== null);
   }
