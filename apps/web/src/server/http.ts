@@ -151,7 +151,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
   const serveMetrics = (res: ServerResponse) =>
-    void metrics.registry.metrics().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+    void metrics.text().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
   // The metrics port (metrics.listen): Prometheus and the probes only.
   const metricsListener: RequestListener = (req, res) => {
     apiHeaders(res);

@@ -64,6 +64,25 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  /** The walk over every IP that the scrape under way shares between its per-IP series, null between scrapes. */
+  #scan: IpScan | null = null;
+  #scrapes = 0;
+
+  /** text is one scrape: every series, the per-IP ones from one walk over the IPs. */
+  async text(): Promise<string> {
+    this.#scrapes++;
+    try {
+      return await this.registry.metrics();
+    } finally {
+      if (--this.#scrapes === 0) this.#scan = null;
+    }
+  }
+
+  #ipScan(hub: Hub): IpScan {
+    if (this.#scrapes === 0) return scanIps(hub);
+    return (this.#scan ??= scanIps(hub));
+  }
+
   constructor(hub: Hub) {
     // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
     collectDefaultMetrics({ register: this.registry });
@@ -165,17 +184,7 @@ export class HubMetrics {
       collect: () => {
         ips.reset();
         for (const s of ["single", "multi-responder", "no-responder", "idle"]) ips.set({ state: s }, 0);
-        const now = hub.clock();
-        const { judge } = hub.traffic;
-        const counts = new Map<string, number>();
-        // The judging rounds keep each IP's state: reading it costs a lookup, working it out again for tens of
-        // thousands of IPs on every scrape cost more than the rounds themselves. An IP not judged yet is worked out.
-        for (const ip of judge.counts.ips()) {
-          const k = hub.judging.lastKey(ip);
-          const s = k === undefined ? judge.stateOf(ip, now) : STATES[k.state];
-          counts.set(s, (counts.get(s) ?? 0) + 1);
-        }
-        for (const [state, n] of counts) ips.set({ state }, n);
+        for (const [state, n] of this.#ipScan(hub).states) ips.set({ state }, n);
       },
     });
     const responders = new Gauge({
@@ -185,7 +194,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         responders.reset();
-        for (const [key, n, svc] of answering(hub, MAX_IP_SERIES)) {
+        for (const [key, n, svc] of this.#ipScan(hub).answering) {
           const { ip, vlan } = splitIpKey(key);
           responders.set({ ip, vlan: vlan === null ? "" : String(vlan), namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
         }
@@ -198,7 +207,7 @@ export class HubMetrics {
       registers: [this.registry],
       collect: () => {
         changes.reset();
-        for (const [key, n, svc] of firstAnswerChanges(hub, MAX_IP_SERIES)) {
+        for (const [key, n, svc] of this.#ipScan(hub).changes) {
           const { ip, vlan } = splitIpKey(key);
           changes.inc({ ip, vlan: vlan === null ? "" : String(vlan), namespace: svc?.namespace ?? "", service: svc?.name ?? "" }, n);
         }
@@ -207,45 +216,59 @@ export class HubMetrics {
   }
 }
 
-/**
- * firstAnswerChanges lists the first-answer changes counted for each LoadBalancer IP of the cluster (zero included)
- * and each other IP with any: at most `max` of them, a bounded label set like `answering`'s.
- */
-function firstAnswerChanges(hub: Hub, max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
-  const { judge } = hub.traffic;
-  const lb = hub.cluster.inventory();
-  const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
-  for (const [ip, inv] of lb) out.push([ip, judge.firstAnswerChanges(ip), inv.services[0] ?? null]);
-  for (const ip of judge.counts.ips()) {
-    if (out.length >= max) break;
-    if (lb.has(ip)) continue;
-    const n = judge.firstAnswerChanges(ip);
-    const inv = lb.get(splitIpKey(ip).ip);
-    if (n > 0 || inv !== undefined) out.push([ip, n, inv?.services[0] ?? null]);
-  }
-  return out.slice(0, max);
+/** An IpSeries is one IP's value in a per-IP series, with the Service it belongs to (if any). */
+type IpSeries = [string, number, { readonly namespace: string; readonly name: string } | null];
+
+/** An IpScan is what one walk over every IP gives the per-IP series. */
+interface IpScan {
+  /** IPs by state, as each IP's latest judgement gave it. */
+  readonly states: Map<string, number>;
+  /**
+   * How many MACs answer now for each LoadBalancer IP of the cluster and each IP with several answering (in
+   * traffic-only mode, any IP with one or more): at most MAX_IP_SERIES of them, so that a segment with thousands of
+   * hosts does not explode a metric's label set.
+   */
+  readonly answering: IpSeries[];
+  /** The first-answer changes counted for each LoadBalancer IP (zero included) and each other IP with any: as bounded. */
+  readonly changes: IpSeries[];
 }
 
 /**
- * answering lists how many MACs answer now for each LoadBalancer IP of the cluster and each IP with several
- * answering (in traffic-only mode, any IP with one or more): at most `max` of them, so that a segment with thousands
- * of hosts does not explode a metric's label set.
+ * scanIps walks every IP once for the three per-IP series. The states are read from the judging rounds (at most a
+ * round old): working each IP's state out again on every scrape cost more than the rounds themselves. An IP not
+ * judged yet is worked out.
  */
-function answering(hub: Hub, max: number): [string, number, { readonly namespace: string; readonly name: string } | null][] {
+function scanIps(hub: Hub): IpScan {
   const now = hub.clock();
   const { judge } = hub.traffic;
   const lb = hub.cluster.inventory();
-  const out: [string, number, { readonly namespace: string; readonly name: string } | null][] = [];
-  // As the latest judgement counted them (see the state gauge), else worked out.
+  const several = hub.cluster.connected ? 2 : 1;
+  const states = new Map<string, number>();
+  const answering: IpSeries[] = [];
+  const changes: IpSeries[] = [];
   const count = (ip: string) => hub.judging.lastKey(ip)?.macs.length ?? judge.answeringCount(ip, now);
-  for (const [ip, inv] of lb) out.push([ip, count(ip), inv.services[0] ?? null]);
-  for (const ip of judge.counts.ips()) {
-    if (out.length >= max) break;
-    if (lb.has(ip)) continue;
-    // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
-    const inv = lb.get(splitIpKey(ip).ip);
-    const n = count(ip);
-    if (inv !== undefined || n >= (hub.cluster.connected ? 2 : 1)) out.push([ip, n, inv?.services[0] ?? null]);
+  for (const [ip, inv] of lb) {
+    answering.push([ip, count(ip), inv.services[0] ?? null]);
+    changes.push([ip, judge.firstAnswerChanges(ip), inv.services[0] ?? null]);
   }
-  return out.slice(0, max);
+  for (const ip of judge.counts.ips()) {
+    const k = hub.judging.lastKey(ip);
+    const state = k === undefined ? judge.stateOf(ip, now) : STATES[k.state];
+    states.set(state, (states.get(state) ?? 0) + 1);
+    const roomA = answering.length < MAX_IP_SERIES;
+    const roomC = changes.length < MAX_IP_SERIES;
+    if ((!roomA && !roomC) || lb.has(ip)) continue;
+    // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
+    const inv = ip.includes("@") ? lb.get(splitIpKey(ip).ip) : undefined;
+    const svc = inv?.services[0] ?? null;
+    if (roomA) {
+      const n = k?.macs.length ?? judge.answeringCount(ip, now);
+      if (inv !== undefined || n >= several) answering.push([ip, n, svc]);
+    }
+    if (roomC) {
+      const n = judge.firstAnswerChanges(ip);
+      if (n > 0 || inv !== undefined) changes.push([ip, n, svc]);
+    }
+  }
+  return { states, answering: answering.slice(0, MAX_IP_SERIES), changes: changes.slice(0, MAX_IP_SERIES) };
 }

@@ -70,6 +70,27 @@ describe("Hub", () => {
     expect(await states()).toEqual({ idle: 2 });
   });
 
+  it("walks the IPs once per scrape for its three per-IP series, and again for the next scrape", async () => {
+    const now = 10_000;
+    const hub = new Hub({ clock: () => now });
+    const metrics = new HubMetrics(hub);
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.tick();
+    hub.observe("node-a", answered("192.0.2.7", now - 50, A));
+    const walks = vi.spyOn(hub.traffic.judge.counts, "ips");
+    const first = await metrics.text();
+    expect(walks).toHaveBeenCalledTimes(1);
+    expect(first).toContain('whohas_hub_ips{state="single"} 1');
+    expect(first).toContain('whohas_ip_responders{ip="192.0.2.7",vlan="",namespace="",service=""} 1');
+    hub.observe("node-b", answered("192.0.2.7", now - 40, B));
+    await nextTurn();
+    const second = await metrics.text();
+    expect(walks).toHaveBeenCalledTimes(2);
+    expect(second).toContain('whohas_hub_ips{state="multi-responder"} 1');
+    expect(second).toContain('whohas_ip_responders{ip="192.0.2.7",vlan="",namespace="",service=""} 2');
+  });
+
   it("judges the same address on two VLANs apart: two rows, each with its own verdict and incident", async () => {
     const now = 10_000;
     const hub = new Hub({ clock: () => now });
