@@ -26,6 +26,7 @@ const LIST_CHUNK = 256;
  * sendList answers with a list of what `entry` makes of each key (undefined: left out), a chunk at a time: the same
  * bytes as send() of the whole list, but a hub of hundreds of thousands of IPs neither holds every entry and one
  * string of them all at once (which outgrew the hub's heap) nor stops reading its agents while a client downloads.
+ * Each entry is read when its chunk is written: a key gone by then is left out.
  */
 async function sendList<K>(res: ServerResponse, head: boolean, keys: readonly K[], entry: (key: K) => unknown): Promise<void> {
   res.writeHead(200, JSON_HEADERS);
