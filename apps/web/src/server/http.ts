@@ -232,7 +232,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     if (isHubRoute(rest)) req.url = `${rest}${t.search}`;
     return rest;
   };
-  const route = (req: IncomingMessage, res: ServerResponse): void => {
+  const route = (req: IncomingMessage, res: ServerResponse): Promise<void> | undefined => {
     const t = parseTarget(req.url);
     if (!t.ok) {
       apiHeaders(res);
@@ -257,8 +257,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path.startsWith(REST_PREFIX)) {
-      handleRest(opts.hub, auth.principal(req), req, res, evidence);
-      return;
+      return handleRest(opts.hub, auth.principal(req), req, res, evidence);
     }
     if (path.startsWith(TRPC_PREFIX)) {
       trpc(req, res);
@@ -296,14 +295,18 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     }
     opts.pages(req, res);
   };
-  // A handler that throws answers 500 with a line to look for in the log, and the process goes on.
+  // A handler that throws, or whose answer written over time fails, answers 500 (or ends the answer it began) with a
+  // line to look for in the log, and the process goes on.
+  const failed = (req: IncomingMessage, res: ServerResponse, e: unknown) => {
+    opts.logger.error("http.failed", { url: req.url?.slice(0, 200), message: (e as Error).message });
+    if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("internal error: see the hub's log (http.failed)\n");
+    else res.destroy();
+  };
   const listener: RequestListener = (req, res) => {
     try {
-      route(req, res);
+      route(req, res)?.catch((e: unknown) => failed(req, res, e));
     } catch (e) {
-      opts.logger.error("http.failed", { url: req.url?.slice(0, 200), message: (e as Error).message });
-      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("internal error: see the hub's log (http.failed)\n");
-      else res.destroy();
+      failed(req, res, e);
     }
   };
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {

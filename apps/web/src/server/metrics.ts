@@ -246,7 +246,8 @@ function scanIps(hub: Hub): IpScan {
   const states = new Map<string, number>();
   const answering: IpSeries[] = [];
   const changes: IpSeries[] = [];
-  const count = (ip: string) => hub.judging.lastKey(ip)?.macs.length ?? judge.answeringCount(ip, now);
+  // As the latest judgement counted them, else worked out.
+  const count = (ip: string, k = hub.judging.lastKey(ip)) => k?.macs.length ?? judge.answeringCount(ip, now);
   for (const [ip, inv] of lb) {
     answering.push([ip, count(ip), inv.services[0] ?? null]);
     changes.push([ip, judge.firstAnswerChanges(ip), inv.services[0] ?? null]);
@@ -259,10 +260,10 @@ function scanIps(hub: Hub): IpScan {
     const roomC = changes.length < MAX_IP_SERIES;
     if ((!roomA && !roomC) || lb.has(ip)) continue;
     // A LoadBalancer IP seen inside a VLAN: its Service's series, labelled with the VLAN.
-    const inv = ip.includes("@") ? lb.get(splitIpKey(ip).ip) : undefined;
+    const inv = lb.get(splitIpKey(ip).ip);
     const svc = inv?.services[0] ?? null;
     if (roomA) {
-      const n = k?.macs.length ?? judge.answeringCount(ip, now);
+      const n = count(ip, k);
       if (inv !== undefined || n >= several) answering.push([ip, n, svc]);
     }
     if (roomC) {

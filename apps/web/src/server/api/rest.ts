@@ -60,9 +60,16 @@ async function sendList<K>(res: ServerResponse, head: boolean, keys: readonly K[
 
 /**
  * handleRest answers the read API: GET only, for a Bearer token (api.viewerTokenFile, or one an admin made in
- * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token.
+ * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token. An answer written
+ * over time (a capture, the IP list) is returned as its promise, for the server to log if it fails.
  */
-export function handleRest(hub: Hub, principal: Principal | null, req: IncomingMessage, res: ServerResponse, evidence?: Evidence): void {
+export function handleRest(
+  hub: Hub,
+  principal: Principal | null,
+  req: IncomingMessage,
+  res: ServerResponse,
+  evidence?: Evidence,
+): Promise<void> | undefined {
   const url = new URL(req.url ?? "/", "http://hub");
   if (principal === null) {
     send(
@@ -83,13 +90,21 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
   const path = url.pathname.slice(REST_PREFIX.length).replace(/\/$/, "");
   const capture = /^(ips|incidents)\/([^/]+)\/capture$/.exec(path);
   if (capture !== null) {
-    if (evidence === undefined) return send(res, 503, { error: "this hub keeps no evidence" });
-    if (req.method !== "GET") return send(res, 405, { error: "a capture is built when it is downloaded: GET only" }, { allow: "GET" });
+    if (evidence === undefined) {
+      send(res, 503, { error: "this hub keeps no evidence" });
+      return;
+    }
+    if (req.method !== "GET") {
+      send(res, 405, { error: "a capture is built when it is downloaded: GET only" }, { allow: "GET" });
+      return;
+    }
     // A signed-in browser sends its session cookie on a link followed from another site too: a capture asks every
     // agent, so it is built only for the dashboard's own pages (or a token).
-    if (principal.via === "session" && req.headers["sec-fetch-site"] === "cross-site")
-      return send(res, 403, { error: "a capture is downloaded from the dashboard's own pages: open the link there" });
-    void serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
+    if (principal.via === "session" && req.headers["sec-fetch-site"] === "cross-site") {
+      send(res, 403, { error: "a capture is downloaded from the dashboard's own pages: open the link there" });
+      return;
+    }
+    return serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
     return;
   }
   if (path === "ips") {
@@ -97,8 +112,7 @@ export function handleRest(hub: Hub, principal: Principal | null, req: IncomingM
       const v = hub.ip(ip);
       return v === null ? undefined : ipJson(v);
     };
-    sendList(res, req.method === "HEAD", hub.ipKeys(), views).catch(() => res.destroy());
-    return;
+    return sendList(res, req.method === "HEAD", hub.ipKeys(), views);
   }
   if (path.startsWith("ips/")) {
     const asked = decodeSegment(path.slice(4));
