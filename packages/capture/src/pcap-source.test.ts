@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import cap from "cap";
 import { describe, expect, it } from "vitest";
 import { CAPTURE_FILTER, PcapSource } from "./pcap-source.js";
@@ -12,6 +13,17 @@ function experimentalFrame(marker: Uint8Array): Uint8Array {
   new DataView(frame.buffer).setUint16(12, 0x88b5);
   frame.set(marker, 14);
   return frame;
+}
+
+/** packetRingBytes is the size of this process's memory mapped from sockets: libpcap's packet rings. */
+function packetRingBytes(): number {
+  let total = 0;
+  let socket = false;
+  for (const line of readFileSync("/proc/self/smaps", "utf8").split("\n")) {
+    if (/^[0-9a-f]+-[0-9a-f]+ /.test(line)) socket = /socket:\[\d+\]$/.test(line);
+    else if (socket && line.startsWith("Size:")) total += Number(/(\d+) kB/.exec(line)?.[1] ?? 0) * 1024;
+  }
+  return total;
 }
 
 /** capturing is false where the kernel refuses a capture (neither root nor CAP_NET_RAW): those tests are skipped. */
@@ -68,6 +80,21 @@ describe.skipIf(!capturing)("PcapSource on loopback (root or CAP_NET_RAW)", () =
     }
     expect(src.stats()).toBeNull();
     src.close();
+  });
+
+  it("maps a kernel ring no larger than the buffer it asked for (two slots to a page)", () => {
+    const bytes = 4 * 1024 * 1024;
+    const before = packetRingBytes();
+    const src = new PcapSource("lo", LOCAL_EXPERIMENTAL, bytes);
+    try {
+      src.start(() => undefined);
+      const ring = packetRingBytes() - before;
+      // At least the buffer (the ring exists), at most the buffer and a page (slots of a page each would double it).
+      expect(ring).toBeGreaterThanOrEqual(bytes);
+      expect(ring).toBeLessThanOrEqual(bytes + 4096);
+    } finally {
+      src.close();
+    }
   });
 
   it("refuses a link that is not Ethernet and leaves no capture open", () => {

@@ -10,7 +10,7 @@ import { LINKTYPE_ETHERNET, aboutIp, decodeFrame, newFrameFields } from "@whohas
  */
 const HEADER_LEN = 16;
 const WRAP = 0;
-/** MAX_FRAME_LEN: the length field has 16 bits (libpcap hands the agent at most SNAPLEN, 2,048 bytes). */
+/** MAX_FRAME_LEN: the length field has 16 bits (libpcap hands the agent at most SNAPLEN bytes). */
 const MAX_FRAME_LEN = 0xffff;
 /** MAX_IFACES: interface names held at once; ids are freed when their last frame goes. */
 const MAX_IFACES = 0xffff;
