@@ -8,6 +8,10 @@ import { fileURLToPath } from "node:url";
 import { collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
 import { TICKS, cpuTicks, rssMb } from "./sim.js";
 
+/** IDLE_SETTLE_MS / IDLE_MS: idle CPU is measured this long after the agent is found, over this long. */
+const IDLE_SETTLE_MS = 17_000;
+const IDLE_MS = 30_000;
+
 const FLOOD = fileURLToPath(new URL("./arp-flood.js", import.meta.url));
 /** pidsIn lists the processes named `comm` running inside a namespace. */
 function pidsIn(ns: string, comm: string): number[] {
@@ -44,10 +48,12 @@ async function main(): Promise<void> {
     const [agent] = pidsIn(node.ns, "node");
     if (agent === undefined) throw new Error("agent process not found");
 
-    // Idle: nothing but the lab's background.
+    // Idle: nothing but the lab's background, once the agent has settled. Its first 15 s or so cost more (compiling
+    // its code, the first facts and inventory, the first drains), up to 2.4 % in 5 s here; that is start-up, not idle.
+    await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
     const idle0 = cpuTicks(agent);
-    await new Promise((r) => setTimeout(r, 10_000));
-    const idleCpu = (cpuTicks(agent) - idle0) / TICKS / 10;
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    const idleCpu = (cpuTicks(agent) - idle0) / TICKS / (IDLE_MS / 1000);
 
     const dump = spawn("ip", ["netns", "exec", node.ns, "tcpdump", "-i", "eth0", "-w", "/dev/null"], {
       stdio: ["ignore", "ignore", "pipe"],
@@ -100,7 +106,7 @@ async function main(): Promise<void> {
       `${"whohas agent".padEnd(22)} ${`${(agentCpu * 100).toFixed(1)} %`.padStart(12)} ${`${rssMb(agent, "VmHWM").toFixed(0)} MB`.padStart(10)} ${String(drops).padStart(13)} ${String(frames).padStart(9)}`,
       `${"tcpdump -w /dev/null".padEnd(22)} ${`${(dumpCpu * 100).toFixed(1)} %`.padStart(12)} ${`${dumpRss.toFixed(0)} MB`.padStart(10)} ${dumpDrops.padStart(13)}`,
       "",
-      `agent idle CPU (10 s, no flood): ${(idleCpu * 100).toFixed(2)} %`,
+      `agent idle CPU (${IDLE_MS / 1000} s, no flood, from ${(3000 + IDLE_SETTLE_MS) / 1000} s after start): ${(idleCpu * 100).toFixed(2)} %`,
       `frames counted by the agent: ${frames} of ${sent.sent} sent (${countedAll ? "all" : "NOT all"})`,
       `evidence ring: peak ${ringPeak} bytes of its ${ringBound}-byte bound (sampled each second), ${evicted} frames evicted for room or age`,
       `targets: every frame counted (${frames} of ${sent.sent}: ${countedAll ? "met" : "NOT met"}), zero drops (${drops}: ${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${(agentCpu * 100).toFixed(1)} %: ${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM").toFixed(0)} MB: ${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${(idleCpu * 100).toFixed(2)} %: ${idleCpu <= 0.01 ? "met" : "NOT met"}), ring within its bound (${ringPeak <= ringBound && ringBound > 0 ? "met" : "NOT met"})`,
