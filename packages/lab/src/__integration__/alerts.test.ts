@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import { writeFile } from "node:fs/promises";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startStack, type Stack } from "../stack.js";
 import { eventually } from "./hub-client.js";
+import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 interface Got {
   readonly headers: IncomingHttpHeaders;
@@ -17,23 +17,17 @@ interface Got {
 // a real HTTP receiver on loopback, signed; one still failing when the hub is killed is delivered after the restart.
 describe("alerts: incidents reach webhook receivers, and survive a crash", () => {
   let stack: Stack;
-  let server: Server;
+  let receiver: WebhookReceiver;
   const got: Got[] = [];
   let answer = 200;
   const secret = "lab-signing-secret-0123456789";
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c: Buffer) => (body += c.toString()));
-      req.on("end", () => {
-        got.push({ headers: req.headers, body });
-        res.writeHead(answer).end(answer === 200 ? "ok" : "try later");
-      });
+    receiver = await webhookReceiver((body, headers) => {
+      got.push({ headers, body });
+      return answer;
     });
-    server.listen(0, "127.0.0.1");
-    await new Promise((r) => server.once("listening", r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const { url } = receiver;
     const secretFile = join(tmpdir(), `whohas-lab-hook-secret-${process.pid}`);
     await writeFile(secretFile, secret, { mode: 0o600 });
     answer = 503; // the receiver is down when the incidents open
@@ -50,8 +44,7 @@ describe("alerts: incidents reach webhook receivers, and survive a crash", () =>
   });
   afterAll(async () => {
     await stack.stop();
-    server.closeAllConnections();
-    server.close();
+    receiver.close();
   });
 
   it("keeps trying with the same id, loses nothing to a SIGKILL, and delivers a signed notice of the three responders", async () => {

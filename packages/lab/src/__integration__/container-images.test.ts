@@ -4,12 +4,12 @@
 // skip and say why; a build that fails is a failure.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
 import { REPO_ROOT, freePort } from "../stack.js";
+import { writeTwoResponders } from "./captures.js";
 import { PAGES, bootstrapPages } from "./hub-client.js";
 
 const exec = promisify(execFile);
@@ -109,14 +109,8 @@ describe("container images (podman)", () => {
       ctx.skip(unavailable);
     }
     // Two MACs answer one request for 192.0.2.10: the analysis must say so, and exit 1.
-    const client = "02:00:00:00:00:01";
-    const frames = [
-      newArpRequest(client, "192.0.2.1", "192.0.2.10"),
-      newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"),
-      newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1"),
-    ];
     const file = join(dir, "two.pcap");
-    writeFileSync(file, Buffer.concat([pcapFileHeader(1), ...frames.map((f, i) => pcapRecord(f, 1_700_000_000_000 + i))]));
+    writeTwoResponders(file);
     const args = ["run", "--rm", "--name", containers.agent, ...LIMITS, "--network", "none", "--read-only"];
     const r = await podman([
       ...args,

@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import WebSocket from "ws";
 import { SILENCE_MS } from "@whohas/core";
@@ -11,6 +9,7 @@ import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
 import { api as readApi, eventually, findingsIn, passed, signIn, type IncidentView as Incident } from "./hub-client.js";
 import { record } from "./reliability.js";
+import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const exec = promisify(execFile);
 const FLOOD = `${REPO_ROOT}packages/lab/dist/flood.js`;
@@ -52,7 +51,7 @@ const count = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ?
 // down, floods of malformed frames and messages. Each passing test records its row for docs/reliability.md.
 describe("faults: nothing is lost", () => {
   let stack: Stack;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   /** Each notification the receiver was sent: its webhook-id (the outbox row's id) and when. */
   const received: { id: string; at: number }[] = [];
   const api = <T>(path: string) => readApi<T>(stack.url, stack.viewerToken, path);
@@ -85,13 +84,11 @@ describe("faults: nothing is lost", () => {
 
   beforeAll(async () => {
     // A receiver that keeps failing, so that notifications wait in the outbox when the hub is killed.
-    receiver = createServer((req, res) => {
-      received.push({ id: String(req.headers["webhook-id"]), at: Date.now() });
-      res.writeHead(503).end("down");
+    receiver = await webhookReceiver((_body, headers) => {
+      received.push({ id: String(headers["webhook-id"]), at: Date.now() });
+      return 503;
     });
-    receiver.listen(0, "127.0.0.1");
-    await new Promise((r) => receiver.once("listening", r));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const { url } = receiver;
     stack = await startStack({
       nodes: 3,
       vips: 2,
@@ -103,7 +100,6 @@ describe("faults: nothing is lost", () => {
   });
   afterAll(async () => {
     await stack.stop();
-    receiver.closeAllConnections();
     receiver.close();
   });
 

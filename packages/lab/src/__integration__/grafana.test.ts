@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import WebSocket from "ws";
@@ -13,6 +11,7 @@ import { unixWsUrl } from "../naming.js";
 import { inNs } from "../sh.js";
 import { startStack, type Stack } from "../stack.js";
 import { eventually } from "./hub-client.js";
+import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const exec = promisify(execFile);
 
@@ -65,20 +64,15 @@ function malformedArp(srcMac: string): string {
 // malformed frames), the hub's /metrics and every agent's scraped, and every query's metrics and labels looked up.
 describe("the Grafana dashboard reads series the hub and the agents export", () => {
   let stack: Stack;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   let delivered = 0;
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      req.resume();
-      req.on("end", () => {
-        delivered++;
-        res.writeHead(200).end("ok");
-      });
+    receiver = await webhookReceiver(() => {
+      delivered++;
+      return 200;
     });
-    receiver.listen(0, "127.0.0.1");
-    await new Promise((r) => receiver.once("listening", r));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const { url } = receiver;
     stack = await startStack({
       nodes: 3,
       vips: 2,
@@ -90,7 +84,6 @@ describe("the Grafana dashboard reads series the hub and the agents export", () 
   });
   afterAll(async () => {
     await stack.stop();
-    receiver.closeAllConnections();
     receiver.close();
   });
 

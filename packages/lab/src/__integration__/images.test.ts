@@ -7,8 +7,8 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { newArpReply, newArpRequest, pcapFileHeader, pcapRecord } from "@whohas/core";
 import { REPO_ROOT, freePort } from "../stack.js";
+import { writeTwoResponders } from "./captures.js";
 import { PAGES, bootstrapPages } from "./hub-client.js";
 
 const exec = promisify(execFile);
@@ -130,14 +130,8 @@ describe("container images", () => {
     const capture = await exec(process.execPath, ["--input-type=module", "--eval", opened], { cwd: out });
     expect(JSON.parse(capture.stdout)).toEqual({ received: expect.any(Number), dropped: 0 });
     // A capture in which two MACs answer one request for 192.0.2.10: the analysis must say so (and exit 1).
-    const client = "02:00:00:00:00:01";
-    const frames = [
-      newArpRequest(client, "192.0.2.1", "192.0.2.10"),
-      newArpReply("02:00:00:00:00:0a", "192.0.2.10", client, "192.0.2.1"),
-      newArpReply("02:00:00:00:00:0b", "192.0.2.10", client, "192.0.2.1"),
-    ];
     const file = join(dir, "two.pcap");
-    writeFileSync(file, Buffer.concat([pcapFileHeader(1), ...frames.map((f, i) => pcapRecord(f, 1_700_000_000_000 + i))]));
+    writeTwoResponders(file);
     const r = await exec(process.execPath, [join(out, "dist/main.js"), "analyze", "--json", file], { cwd: dir }).then(
       () => ({ code: 0, stdout: "" }),
       (e: { code: number; stdout: string }) => e,

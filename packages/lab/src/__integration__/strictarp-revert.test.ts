@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { startStack, type Stack } from "../stack.js";
 import { api, eventually, query, type IncidentView } from "./hub-client.js";
 import { kubeProxyConfig, kubectl } from "./kube-client.js";
+import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 interface Notice {
   type: string;
@@ -25,21 +24,15 @@ const reverted = (list: IncidentView[]) => list.find((i) => i.ip === "cluster/ku
 // KKP's operator does when it reconciles, is an incident naming that manager, and a webhook carries it.
 describe("strictARP reverted: who undid the fix is named, and told", () => {
   let stack: Stack;
-  let server: Server;
+  let receiver: WebhookReceiver;
   const got: Notice[] = [];
 
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c: Buffer) => (body += c.toString()));
-      req.on("end", () => {
-        got.push(JSON.parse(body) as Notice);
-        res.writeHead(200).end("ok");
-      });
+    receiver = await webhookReceiver((body) => {
+      got.push(JSON.parse(body) as Notice);
+      return 200;
     });
-    server.listen(0, "127.0.0.1");
-    await new Promise((r) => server.once("listening", r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    const { url } = receiver;
     stack = await startStack({
       nodes: 2,
       vips: 1,
@@ -50,8 +43,7 @@ describe("strictARP reverted: who undid the fix is named, and told", () => {
   });
   afterAll(async () => {
     await stack.stop();
-    server.closeAllConnections();
-    server.close();
+    receiver.close();
   });
 
   it("opens an incident naming kubermatic-operator within 5 s of kubectl patch --field-manager, and a webhook carries it", async () => {

@@ -4,8 +4,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { execFile, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import { ARP_OP_REPLY, CaptureReader, decodeArp, newGratuitousArp } from "@whohas/core";
 import { AGENT_MAIN, INJECT } from "../hub-process.js";
@@ -13,6 +11,7 @@ import { resourceNamed } from "../kube/resources.js";
 import { startStack, type Stack } from "../stack.js";
 import { listening, startTcpdump } from "../tcpdump.js";
 import { api, eventually, findingsIn, signIn, type IncidentView as Incident } from "./hub-client.js";
+import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const exec = promisify(execFile);
 
@@ -59,7 +58,7 @@ interface Captured {
 
 describe("one judge: verdicts the same live and offline", () => {
   let stack: Stack;
-  let receiver: Server;
+  let receiver: WebhookReceiver;
   /** Every notification received: its IP, and each alert's type, status and when its finding was first seen. */
   const webhooks: { ip: string | null; alerts: { type: string; status: string; firstSeen: number }[] }[] = [];
   /** Which VIPs each node's speaker owns now. */
@@ -68,18 +67,12 @@ describe("one judge: verdicts the same live and offline", () => {
   const macOf = (node: string) => stack.lab.nodes.find((n) => n.name === node)?.mac ?? "";
 
   beforeAll(async () => {
-    receiver = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c: Buffer) => (body += c.toString()));
-      req.on("end", () => {
-        const n = JSON.parse(body) as { ip: string | null; alerts: { type: string; status: string; firstSeen: string }[] };
-        webhooks.push({ ip: n.ip, alerts: n.alerts.map((a) => ({ type: a.type, status: a.status, firstSeen: Date.parse(a.firstSeen) })) });
-        res.writeHead(200).end();
-      });
+    receiver = await webhookReceiver((body) => {
+      const n = JSON.parse(body) as { ip: string | null; alerts: { type: string; status: string; firstSeen: string }[] };
+      webhooks.push({ ip: n.ip, alerts: n.alerts.map((a) => ({ type: a.type, status: a.status, firstSeen: Date.parse(a.firstSeen) })) });
+      return 200;
     });
-    receiver.listen(0, "127.0.0.1");
-    await new Promise((r) => receiver.once("listening", r));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const { url } = receiver;
     // Six VIPs: the even ones have an externalTrafficPolicy Cluster Service (no silent drop to mix in).
     stack = await startStack({
       nodes: 3,
