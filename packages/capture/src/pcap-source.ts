@@ -32,10 +32,11 @@ export interface PacketSource {
 /**
  * SNAPLEN is how much of each frame is captured: a whole frame at the standard 1500-byte MTU with VLAN tags (ARP
  * and NDP are far smaller). It also sizes libpcap's ring slots (patches/cap@0.2.1.patch), so a short one lets the
- * kernel buffer hold thousands of frames while the event loop is busy. In immediate mode (TPACKET_V2) a slot is the
- * snaplen plus 70 bytes of headers, and slots do not straddle pages: 1978 makes a slot exactly 2048 bytes, two to a
- * 4 KiB page. At 2048 each slot took a page of its own, and the 16 MiB ring mapped 31.5 MiB, all of it resident
- * under a flood.
+ * kernel buffer hold thousands of frames while the event loop is busy. In immediate mode libpcap 1.10 uses
+ * TPACKET_V2: on an Ethernet link with offloads (veth, most NICs) a slot is the snaplen plus 68 bytes of headers
+ * and reserve, rounded up to 16, and slots do not straddle pages. Any snaplen from 1965 to 1980 makes a slot 2048
+ * bytes, two to a 4 KiB page. At 2048 a slot was 2128 bytes with a page of its own, and the 16 MiB ring mapped
+ * 30.8 MiB, all resident (the kernel maps a packet ring's pages at once).
  */
 export const SNAPLEN = 1978;
 
