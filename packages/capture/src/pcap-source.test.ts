@@ -55,22 +55,28 @@ describe("PcapSource before it starts", () => {
 });
 
 describe.skipIf(!capturing)("PcapSource on loopback (root or CAP_NET_RAW)", () => {
-  it("hears the frame it sends, with its capture time, and counts it", async () => {
+  it("hears the frame it sends, with the kernel's capture time and the time it was read, and counts it", async () => {
     const marker = randomBytes(16);
     const sent = experimentalFrame(marker);
     const src = new PcapSource("lo", LOCAL_EXPERIMENTAL);
     try {
       const before = Date.now();
-      const heard = new Promise<{ frame: Uint8Array; now: number }>((resolve) => {
-        src.start((frame, now) => {
+      const heard = new Promise<{ frame: Uint8Array; now: number; capturedAt: number }>((resolve) => {
+        src.start((frame, now, capturedAt) => {
           // The frame is a view into the capture buffer: copy it before the next packet overwrites it.
-          if (Buffer.from(frame.subarray(14, 30)).equals(marker)) resolve({ frame: Uint8Array.from(frame), now });
+          if (Buffer.from(frame.subarray(14, 30)).equals(marker)) resolve({ frame: Uint8Array.from(frame), now, capturedAt });
         });
       });
+      // Sent, then the event loop kept busy: the frame is read at least 150 ms after the kernel captured it.
       src.send(sent);
-      const { frame, now } = await heard;
+      const sentBy = Date.now();
+      while (Date.now() - sentBy < 150);
+      const { frame, now, capturedAt } = await heard;
       expect(frame).toEqual(sent);
-      expect(now).toBeGreaterThanOrEqual(before);
+      // The kernel's time (microseconds, in ms) is the clock Date.now() reads, taken when the frame was sent.
+      expect(capturedAt).toBeGreaterThanOrEqual(before);
+      expect(capturedAt).toBeLessThanOrEqual(sentBy + 1);
+      expect(now).toBeGreaterThanOrEqual(sentBy + 150);
       expect(now).toBeLessThanOrEqual(Date.now());
       const stats = src.stats();
       expect(stats?.received).toBeGreaterThanOrEqual(1);

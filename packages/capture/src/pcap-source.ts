@@ -17,12 +17,20 @@ export interface KernelStats {
 }
 
 /**
+ * A FrameHandler takes one captured frame: `now` is when the event loop read it, `capturedAt` when the kernel
+ * captured it (ms since the epoch, the clock Date.now() reads). A garbage collection or a busy CPU can put the first
+ * hundreds of milliseconds after the second: capture points, whose sightings of one request are joined to within tens
+ * of milliseconds, take the kernel's; a probe, which times replies against when it sent, takes the event loop's.
+ */
+export type FrameHandler = (frame: Uint8Array, now: number, capturedAt: number) => void;
+
+/**
  * A PacketSource delivers frames to a handler and sends frames on the same link. Code that captures takes one, so
  * its tests inject frames without libpcap.
  */
 export interface PacketSource {
   readonly iface: string;
-  start(onFrame: (frame: Uint8Array, now: number) => void): void;
+  start(onFrame: FrameHandler): void;
   send(frame: Uint8Array): void;
   /** Kernel counters since start, or null where the source has none. */
   stats(): KernelStats | null;
@@ -52,7 +60,7 @@ export class PcapSource implements PacketSource {
     readonly kernelBufferBytes = 16 * 1024 * 1024,
   ) {}
 
-  start(onFrame: (frame: Uint8Array, now: number) => void): void {
+  start(onFrame: FrameHandler): void {
     const linkType = this.#cap.open(this.iface, this.filter, this.kernelBufferBytes, this.#buffer);
     this.#open = true;
     if (linkType !== "ETHERNET") {
@@ -60,7 +68,9 @@ export class PcapSource implements PacketSource {
       throw new Error(`capture: ${this.iface} has link type ${linkType}, whohas captures on Ethernet links only`);
     }
     // The frame is a view into the shared buffer: handlers must copy what they keep (classify copies into strings).
-    this.#cap.on("packet", (nbytes: number) => onFrame(this.#buffer.subarray(0, nbytes), Date.now()));
+    this.#cap.on("packet", (nbytes: number, _truncated: boolean, capturedAt: number) =>
+      onFrame(this.#buffer.subarray(0, nbytes), Date.now(), capturedAt),
+    );
   }
 
   send(frame: Uint8Array): void {

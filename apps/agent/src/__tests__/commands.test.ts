@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { PacketSource } from "@whohas/capture";
+import type { FrameHandler, PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type HubMessage, type AgentMessage } from "@whohas/core";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir, type NetworkInterfaceInfo } from "node:os";
@@ -16,22 +16,23 @@ const VIP = "192.0.2.200";
 /** FakeWire records what was sent and lets responders answer each request at once. */
 class FakeWire implements PacketSource {
   sent: { t: number; frame: Uint8Array }[] = [];
-  onFrame: ((f: Uint8Array, now: number) => void) | null = null;
+  onFrame: FrameHandler | null = null;
   closed = false;
   constructor(
     readonly iface: string,
     readonly clock: Clock,
     readonly responders: (seq: number) => string[],
   ) {}
-  start(f: (frame: Uint8Array, now: number) => void) {
+  start(f: FrameHandler) {
     this.onFrame = f;
   }
   send(frame: Uint8Array) {
     this.sent.push({ t: this.clock.now(), frame });
     const seq = this.sent.length;
-    this.responders(seq).forEach((mac, i) =>
-      this.onFrame?.(newArpReply(mac, VIP, EGRESS.mac, EGRESS.address), this.clock.now() + 0.1 * (i + 1)),
-    );
+    this.responders(seq).forEach((mac, i) => {
+      const at = this.clock.now() + 0.1 * (i + 1);
+      this.onFrame?.(newArpReply(mac, VIP, EGRESS.mac, EGRESS.address), at, at);
+    });
   }
   stats() {
     return null;
@@ -191,7 +192,7 @@ describe("runProbe over IPv6", () => {
     const egress6: Egress = { iface: "eth0", mac: EGRESS.mac, address: "2001:db8::1", linkLocal: "fe80::1" };
     const vip6 = "2001:db8::c8";
     const sent: Uint8Array[] = [];
-    let deliver: ((f: Uint8Array, now: number) => void) | null = null;
+    let deliver: FrameHandler | null = null;
     const wire: PacketSource = {
       iface: "eth0",
       start: (f) => (deliver = f),
@@ -201,7 +202,7 @@ describe("runProbe over IPv6", () => {
           ["02:00:5e:00:00:0a", "fe80::a"],
           ["02:00:5e:00:00:0b", "fe80::b"],
         ] as const) {
-          deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), clock.now() + 0.2);
+          deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), clock.now() + 0.2, clock.now() + 0.2);
         }
       },
       stats: () => null,

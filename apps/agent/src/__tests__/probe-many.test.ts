@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { PacketSource } from "@whohas/capture";
+import type { FrameHandler, PacketSource } from "@whohas/capture";
 import { classifyFrame, newArpReply, newSolicitedAdvertisement, type AgentMessage } from "@whohas/core";
 import type { Clock, Egress } from "../commands.js";
 import { probeManyCommand, runProbeMany, type ProbeManyCommand, type TargetResult } from "../probe-many.js";
@@ -22,14 +22,14 @@ function egress(ip: string, vlan: number | null): Egress {
 /** A Wire is one interface's capture: what was sent on it, and answers from `answer` (the MACs per IP and request). */
 class Wire implements PacketSource {
   readonly sent: { t: number; ip: string; kind: string; dst: string | null }[] = [];
-  #deliver: ((f: Uint8Array, now: number) => void) | null = null;
+  #deliver: FrameHandler | null = null;
   closed = false;
   constructor(
     readonly iface: string,
     readonly clock: Clock,
     readonly answer: (ip: string, nth: number) => string[],
   ) {}
-  start(f: (frame: Uint8Array, now: number) => void) {
+  start(f: FrameHandler) {
     this.#deliver = f;
   }
   send(frame: Uint8Array) {
@@ -43,7 +43,9 @@ class Wire implements PacketSource {
     );
     // Frames come in after the send returns, as libpcap delivers them: on a later turn of the event loop.
     const at = this.clock.now();
-    [...replies, ...this.also.splice(0)].forEach((f, i) => queueMicrotask(() => this.#deliver?.(f, at + 0.1 * (i + 1))));
+    [...replies, ...this.also.splice(0)].forEach((f, i) =>
+      queueMicrotask(() => this.#deliver?.(f, at + 0.1 * (i + 1), at + 0.1 * (i + 1))),
+    );
   }
   /** also: frames to deliver after the next send, whatever was asked. */
   readonly also: Uint8Array[] = [];

@@ -10,7 +10,8 @@ declare module "cap" {
     /** Added by patches/cap@0.2.1.patch: pcap_stats(). */
     stats(): { received: number; dropped: number; ifDropped: number };
     setMinBytes?(n: number): void;
-    on(event: "packet", listener: (nbytes: number, truncated: boolean) => void): this;
+    /** `capturedAt`: the kernel's capture time, ms since the epoch (patches/cap@0.2.1.patch adds it). */
+    on(event: "packet", listener: (nbytes: number, truncated: boolean, capturedAt: number) => void): this;
     static deviceList(): { name: string; addresses: { addr: string }[] }[];
   }
   const cap: { Cap: typeof Cap };
