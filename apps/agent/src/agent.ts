@@ -165,7 +165,8 @@ export class Agent {
       if (this.#sources.has(name)) continue;
       try {
         const src = this.deps.openSource(name);
-        src.start((frame, now) => this.#onFrame(name, frame, now));
+        // Capture time, not read time: a capture point joins one request's sightings across nodes by their times.
+        src.start((frame, _read, capturedAt) => this.#onFrame(name, frame, capturedAt));
         this.#sources.set(name, src);
         logger.info("capture.started", { iface: name });
       } catch (e) {

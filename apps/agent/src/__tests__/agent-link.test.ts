@@ -155,7 +155,8 @@ describe("Agent with HubLink", () => {
     expect(hub.auth[0]).toBe("Bearer s3cret");
     expect(hub.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
 
-    for (let i = 0; i < 50; i++) src.push(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200"), 1000 + i);
+    // Read 4 s after the kernel captured them (a stalled event loop): the capture times are what count.
+    for (let i = 0; i < 50; i++) src.push(newArpRequest("02:00:5e:00:00:01", "192.0.2.1", "192.0.2.200"), 5000 + i, 1000 + i);
     src.push(new Uint8Array(5), 2000);
     await until(() => hub.messages.some((m) => m.type === "observations"));
     const obs = hub.messages.filter((m) => m.type === "observations");
