@@ -202,7 +202,8 @@ describe("runProbe over IPv6", () => {
           ["02:00:5e:00:00:0a", "fe80::a"],
           ["02:00:5e:00:00:0b", "fe80::b"],
         ] as const) {
-          deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), clock.now() + 0.2, clock.now() + 0.2);
+          const at = clock.now() + 0.2;
+          deliver?.(newSolicitedAdvertisement(mac, ll, vip6, egress6.mac, egress6.address), at, at);
         }
       },
       stats: () => null,

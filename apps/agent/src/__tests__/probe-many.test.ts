@@ -43,9 +43,10 @@ class Wire implements PacketSource {
     );
     // Frames come in after the send returns, as libpcap delivers them: on a later turn of the event loop.
     const at = this.clock.now();
-    [...replies, ...this.also.splice(0)].forEach((f, i) =>
-      queueMicrotask(() => this.#deliver?.(f, at + 0.1 * (i + 1), at + 0.1 * (i + 1))),
-    );
+    [...replies, ...this.also.splice(0)].forEach((f, i) => {
+      const t = at + 0.1 * (i + 1);
+      queueMicrotask(() => this.#deliver?.(f, t, t));
+    });
   }
   /** also: frames to deliver after the next send, whatever was asked. */
   readonly also: Uint8Array[] = [];

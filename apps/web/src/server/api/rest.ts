@@ -105,7 +105,6 @@ export function handleRest(
       return;
     }
     return serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
-    return;
   }
   if (path === "ips") {
     const views = (ip: string) => {
