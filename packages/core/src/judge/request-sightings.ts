@@ -339,7 +339,9 @@ export class RequestSightings {
     }
     if (keep < list.length) {
       this.#held -= list.length - keep;
-      list.length = keep;
+      // Popped, not `list.length = keep`: an array cut to length 0 drops its storage, and most askers' lists go from
+      // one request to none and back every time they ask.
+      while (list.length > keep) list.pop();
       if (keep === 0 && !final) this.#emptied.push(a, now);
     }
     if (keep === 0 && final) this.#forget(a);

@@ -233,7 +233,7 @@ export class RequestJoin {
     this.#added = 0;
     // One list reused: most sightings find one request near or none.
     const near = NEAR;
-    near.length = 0;
+    while (near.length > 0) near.pop();
     nearby(this.#list, this.#head, asker, t, near);
     // The same point telling more of a request it reported before (a reply seen after its first report).
     let r: JoinedRequest | undefined;
