@@ -197,15 +197,22 @@ export class Judge {
     let askerMac: string | null = null;
     let at = "";
     let left = 0;
+    // A drain reports an IP's askers one after the other: the IP's key, judgement and point are made once for them.
+    let lastLink = "";
+    let lastIp: IpKey = -1;
     const feed: RequestVisitor = {
       asker: (link: string, ipk: IpKey, askerk: IpKey, mac: number, requests: number) => {
-        const where = point.where(link);
-        ip = ipOnLink(ipText(ipk), where.vlan);
-        touched.add(ip);
-        j = this.#judgement(ip);
+        if (j === null || link !== lastLink || ipk !== lastIp) {
+          const where = point.where(link);
+          ip = ipOnLink(ipText(ipk), where.vlan);
+          touched.add(ip);
+          j = this.#judgement(ip);
+          at = this.#point(node, where.iface);
+          lastLink = link;
+          lastIp = ipk;
+        }
         asker = ipText(askerk);
         askerMac = mac === NO_MAC ? null : macText(mac);
-        at = this.#point(node, where.iface);
         left = requests;
       },
       request: (t: number, flat: ArrayLike<number>, from: number, to: number) => {

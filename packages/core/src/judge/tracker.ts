@@ -11,6 +11,14 @@ interface Held {
   samples: number[];
 }
 
+/** NONE: nothing changed (shared, never written to). */
+const NONE: readonly Transition[] = [];
+
+const isPresent = (present: readonly LiveFinding[], type: FindingType): boolean => {
+  for (const f of present) if (f.type === type) return true;
+  return false;
+};
+
 const freeze = (h: Held): OpenFinding => ({ ...h, macs: [...h.macs], samples: [...h.samples] });
 
 /**
@@ -30,11 +38,12 @@ export class FindingTracker {
   }
 
   /** update records what is present on `subject` (an IP, or node/NAME) at `now` and returns what changed. */
-  update(subject: string, now: number, present: readonly LiveFinding[]): Transition[] {
+  update(subject: string, now: number, present: readonly LiveFinding[]): readonly Transition[] {
     let held = this.#held.get(subject);
     // Most subjects judged hold nothing and have nothing present: nothing to make.
-    if (held === undefined && present.length === 0) return [];
-    const out: Transition[] = [];
+    if (held === undefined && present.length === 0) return NONE;
+    // Made when something changed: an IP with an open finding is judged every second, and mostly nothing changes.
+    let out: Transition[] | null = null;
     for (const f of present) {
       held ??= this.#slot(subject);
       const h = held.get(f.type);
@@ -51,7 +60,7 @@ export class FindingTracker {
           samples: [at],
         };
         held.set(f.type, n);
-        out.push({ kind: "opened", finding: freeze(n) });
+        (out ??= []).push({ kind: "opened", finding: freeze(n) });
         continue;
       }
       h.lastSeen = now;
@@ -61,19 +70,17 @@ export class FindingTracker {
       if (added.length > 0) {
         h.macs = [...h.macs, ...added].sort();
         h.detail = f.detail;
-        out.push({ kind: "updated", finding: freeze(h) });
+        (out ??= []).push({ kind: "updated", finding: freeze(h) });
       }
     }
-    if (held === undefined) return out;
-    for (const [type, h] of held) {
-      if (present.some((f) => f.type === type)) continue;
-      if (now - h.lastSeen >= this.clearAfterMs) {
-        held.delete(type);
-        out.push({ kind: "cleared", finding: freeze(h), at: now });
-      }
+    if (held === undefined) return out ?? NONE;
+    for (const h of held.values()) {
+      if (isPresent(present, h.type) || now - h.lastSeen < this.clearAfterMs) continue;
+      held.delete(h.type);
+      (out ??= []).push({ kind: "cleared", finding: freeze(h), at: now });
     }
     if (held.size === 0) this.#held.delete(subject);
-    return out;
+    return out ?? NONE;
   }
 
   /** has tells whether `subject` holds an open finding. */
