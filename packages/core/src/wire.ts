@@ -370,3 +370,6 @@ export type HubMessage = z.infer<typeof HubMessageSchema>;
 /** A HubCommand is what the hub asks an agent to run; its results come back as CommandResults, command-done last. */
 export type HubCommand = Extract<HubMessage, { type: "announce" | "probe" | "probe-many" }>;
 export type CommandResult = Extract<AgentMessage, { type: "probe-result" | "probe-many-result" | "command-done" }>;
+/** An EvidenceRequest asks an agent for the frames it holds about an IP; the agent answers with one EvidenceAnswer. */
+export type EvidenceRequest = Extract<HubMessage, { type: "evidence-request" }>;
+export type EvidenceAnswer = Extract<AgentMessage, { type: "evidence" }>;

@@ -2,14 +2,11 @@ import {
   EVIDENCE_MESSAGE_BYTES,
   WIRE_VERSION,
   evidenceFrameBytes,
-  type AgentMessage,
+  type EvidenceAnswer,
   type EvidenceFrame,
-  type HubMessage,
+  type EvidenceRequest,
 } from "@whohas/core";
 import type { FrameRing } from "./ring.js";
-
-export type EvidenceRequest = Extract<HubMessage, { type: "evidence-request" }>;
-export type EvidenceAnswer = Extract<AgentMessage, { type: "evidence" }>;
 
 /**
  * answerEvidence is the evidence message that answers `req` from `ring` (null: evidence turned off, nothing held):

@@ -10,7 +10,7 @@ import {
   type MissingNode,
   type NodeEvidence,
 } from "@whohas/core";
-import type { EvidenceAnswer, EvidenceRequest } from "../gateway/agent-gateway.js";
+import type { EvidenceAnswer, EvidenceRequest } from "@whohas/core";
 
 /** ANSWER_TIMEOUT_MS: an agent answers an evidence-request at once from memory; one that takes longer is missing. */
 export const ANSWER_TIMEOUT_MS = 5000;

@@ -4,10 +4,10 @@ import { WebSocketServer, type WebSocket } from "ws";
 import {
   WIRE_VERSION,
   parseAgentMessage,
-  type AgentMessage,
   type CommandResult,
+  type EvidenceAnswer,
+  type EvidenceRequest,
   type HubCommand,
-  type HubMessage,
   type ParseFailure,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
@@ -18,9 +18,6 @@ import { DEFAULT_AGENT_LIMITS, FactsPacer, NewIpBudget, type AgentLimits } from 
 import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
-
-export type EvidenceRequest = Extract<HubMessage, { type: "evidence-request" }>;
-export type EvidenceAnswer = Extract<AgentMessage, { type: "evidence" }>;
 
 /** AGENT_PATH is where agents connect. */
 export const AGENT_PATH = "/agent";
