@@ -1,7 +1,8 @@
 // Benchmark of `whohas analyze`: frames per second end to end on one core and peak RSS, against tools reading the
 // same file in the same run: `arp-count` (bench/ref, C and libpcap: reads and counts requests and replies per IP and
 // MAC, the same counting without the judging: the floor), `tcpdump -nn -r` and `tshark -T fields` (which format
-// every frame instead). Prints figures; asserts nothing.
+// every frame instead), and `arp-join` (bench/src/arp-join.ts: the per-request work in plain JavaScript, without
+// verdicts: how close whohas comes to what JavaScript can do at all). Prints figures; asserts nothing.
 import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,6 +12,9 @@ import { ISSUE_SHAPE, generateCapture, type CaptureShape } from "./generate.js";
 const AGENT_MAIN = fileURLToPath(new URL("../../apps/agent/dist/main.js", import.meta.url));
 const RSS_HOOK = fileURLToPath(new URL("../src/rss-hook.mjs", import.meta.url));
 const ARP_COUNT_C = fileURLToPath(new URL("../ref/arp-count.c", import.meta.url));
+const ARP_JOIN = fileURLToPath(new URL("./arp-join.js", import.meta.url));
+/** ROUNDS: turns of whohas and of the JavaScript floor; each keeps its fastest. */
+const ROUNDS = 3;
 
 async function ensureCapture(shape: CaptureShape): Promise<string> {
   const path = `${tmpdir()}/whohas-bench-${shape.frames}-${shape.vips}-${shape.clients}-${shape.responders}.pcap`;
@@ -61,15 +65,57 @@ async function main(): Promise<void> {
   const shape = { ...ISSUE_SHAPE, frames };
   const file = await ensureCapture(shape);
   const runs: Run[] = [];
-  const whohas = await timed("whohas analyze", process.execPath, ["--import", RSS_HOOK, AGENT_MAIN, "analyze", "--json", file], true);
-  if (whohas.exit !== 1) throw new Error(`whohas analyze exited ${whohas.exit} (expected 1: several responders):\n${whohas.stderr}`);
+  // whohas and the JavaScript floor run in turns, ROUNDS times each, and each keeps its fastest run: this machine's
+  // speed drifts by more than their difference within a minute, and turns put both through the same drift.
+  let whohas: Awaited<ReturnType<typeof timed>> | null = null;
+  let floor: Awaited<ReturnType<typeof timed>> | null = null;
+  for (let round = 0; round < ROUNDS; round++) {
+    const w = await timed("whohas analyze", process.execPath, ["--import", RSS_HOOK, AGENT_MAIN, "analyze", "--json", file], true);
+    if (w.exit !== 1) throw new Error(`whohas analyze exited ${w.exit} (expected 1: several responders):\n${w.stderr}`);
+    if (whohas === null || w.seconds < whohas.seconds) whohas = w;
+    const f = await timed("arp-join (JS floor)", process.execPath, [ARP_JOIN, file], true);
+    if (f.exit !== 0) throw new Error(`arp-join exited ${f.exit}:\n${f.stderr}`);
+    if (floor === null || f.seconds < floor.seconds) floor = f;
+  }
+  if (whohas === null || floor === null) throw new Error("no rounds ran");
   // A fast wrong answer is no answer: every frame must have been read, every VIP seen with all its responders.
-  const report = JSON.parse(whohas.stdout) as { frames: number; ips: { ip: string; responders: { mac: string }[] }[] };
+  const report = JSON.parse(whohas.stdout) as {
+    frames: number;
+    ips: { ip: string; requests: number; responders: { mac: string }[]; findings: { type: string }[] }[];
+  };
   if (report.frames !== frames || report.ips.length !== Math.min(shape.vips, Math.ceil(frames / (1 + shape.responders) / shape.clients))) {
     throw new Error(`whohas analyze read ${report.frames} frames and ${report.ips.length} IPs, expected ${frames} frames`);
   }
   if (report.ips.some((ip) => ip.responders.length !== shape.responders)) throw new Error("whohas analyze missed responders");
   runs.push(whohas);
+  // The floor must have joined the same requests and answers: per IP, as many requests, the same MACs, and requests
+  // answered by several MACs exactly where whohas found several responders.
+  const joined = new Map(
+    floor.stdout
+      .trim()
+      .split("\n")
+      .map((line) => {
+        const [ip = "", requests = "", multi = "", macs = ""] = line.split(" ");
+        return [ip, { requests: Number(requests), multi: Number(multi), macs: macs.split(",").filter((m) => m !== "") }] as const;
+      }),
+  );
+  const floorDiffers = report.ips.filter((ip) => {
+    const f = joined.get(ip.ip);
+    const multi = ip.findings.some((x) => x.type === "multi-responder");
+    if (f === undefined) return true;
+    return (
+      f.requests !== ip.requests ||
+      f.multi > 0 !== multi ||
+      f.macs.join() !==
+        ip.responders
+          .map((r) => r.mac)
+          .sort()
+          .join()
+    );
+  });
+  if (floorDiffers.length > 0 || joined.size !== report.ips.length)
+    throw new Error(`whohas and arp-join disagree on ${floorDiffers.map((x) => x.ip).join(", ") || "the set of IPs"}`);
+  runs.push(floor);
   // The C reference, built here from bench/ref (libpcap's headers are part of the set-up): without it there is no
   // figure to compare with, so the run fails.
   const arpCount = `${tmpdir()}/whohas-arp-count`;
