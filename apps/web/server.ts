@@ -18,6 +18,7 @@ import { nextConfig } from "./next.config.mjs";
 import { createHubServer, type HubServer } from "./src/server/http.js";
 import { Hub, type MacConflict } from "./src/server/hub/hub.js";
 import { Scheduler } from "./src/server/hub/scheduler.js";
+import { watchHeap } from "./src/server/hub/heap-guard.js";
 import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
 import { tokenReviewer } from "./src/server/kube/token-review.js";
 import { registerHub } from "./src/server/registry.js";
@@ -131,7 +132,10 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     onLimit: (s) =>
       logger.warn("hub.limit_reached", {
         ...s,
-        hint: "the least recently active IPs left the live view (their history stays in storage) and the oldest MACs of crowded IPs were summed; raise limits.maxIps / limits.maxMacsPerIp if this network is really this large",
+        hint:
+          s.ipLimit < s.maxIps
+            ? `the V8 heap is near its bound (${s.heap?.usedMb ?? "?"} of ${s.heap?.limitMb ?? "?"} MB live after a full collection): the live view holds at most ${s.ipLimit} IPs, not limits.maxIps = ${s.maxIps}, the least recently active leaving it (their history stays in storage); give the hub more memory (WHOHAS_HEAP_MB, and the container's limit above it)`
+            : "the least recently active IPs left the live view (their history stays in storage) and the oldest MACs of crowded IPs were summed; raise limits.maxIps / limits.maxMacsPerIp if this network is really this large",
       }),
     onMacConflict: macConflictLog(logger),
   });
@@ -306,6 +310,8 @@ async function main(): Promise<void> {
     timer: (pass) => server.metrics.tickSeconds.startTimer({ pass }),
   });
   scheduler.start();
+  // Near the heap's bound the live view gives up its least recently active IPs rather than the hub running out.
+  const stopHeapWatch = watchHeap((sample) => hub.traffic.heap(sample, Date.now()));
 
   const tcp = await listen(server.createServer(config.tls), config.listen);
   logger.info("hub.listening", {
@@ -332,6 +338,7 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     logger.info("hub.stopping", { signal });
     feedLog.abort();
+    stopHeapWatch();
     server.alerter?.stop();
     server.evidence.stop();
     server.backgroundProbe?.stop();

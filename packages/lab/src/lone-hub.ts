@@ -23,9 +23,13 @@ export interface LoneHub {
 
 /**
  * startLoneHub runs `whohas-hub --config` in traffic-only mode with one user per role, in a directory of its own
- * (removed by stop; the hub's log is `hub.log` there until then). Needs the built hub, not root.
+ * (removed by stop; the hub's log is `hub.log` there until then), with `extra` config keys and `env` variables beside
+ * the test's own. Needs the built hub, not root.
  */
-export async function startLoneHub(extra: Readonly<Record<string, unknown>> = {}): Promise<LoneHub> {
+export async function startLoneHub(
+  extra: Readonly<Record<string, unknown>> = {},
+  extraEnv: Readonly<Record<string, string>> = {},
+): Promise<LoneHub> {
   const dir = await mkdtemp(join(tmpdir(), "whohas-hub-"));
   const [port, metricsPort] = [await freePort(), await freePort()];
   const agentToken = randomBytes(24).toString("hex");
@@ -53,7 +57,7 @@ export async function startLoneHub(extra: Readonly<Record<string, unknown>> = {}
   );
   const log = createWriteStream(join(dir, "hub.log"));
   // eslint-disable-next-line no-restricted-properties
-  const env = { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" };
+  const env = { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", ...extraEnv };
   const child = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { env, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout.pipe(log);
   child.stderr.pipe(log);

@@ -62,8 +62,11 @@ function LimitWarning({ limits }: { limits: Summary["limits"] }) {
     <div className="banner warn" role="status" data-testid="limit-warning">
       <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />
       ):{" "}
+      {limits.ipLimit < limits.maxIps
+        ? `the hub's memory is near its bound (V8 heap ${limits.heap?.usedMb ?? "?"} of ${limits.heap?.limitMb ?? "?"} MB after a full collection), so the live view holds at most ${limits.ipLimit.toLocaleString()} IPs, not limits.maxIps = ${limits.maxIps.toLocaleString()}: give the hub more memory (WHOHAS_HEAP_MB and the container's limit). `
+        : null}
       {limits.evictedIps > 0
-        ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at limits.maxIps = ${limits.maxIps.toLocaleString()} (their history stays in storage)`
+        ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at ${limits.ipLimit < limits.maxIps ? "that limit" : `limits.maxIps = ${limits.maxIps.toLocaleString()}`} (their history stays in storage)`
         : null}
       {limits.evictedIps > 0 && limits.foldedMacs > 0 ? "; " : null}
       {limits.foldedMacs > 0

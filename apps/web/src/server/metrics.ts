@@ -103,6 +103,14 @@ export class HubMetrics {
         this.set(hub.traffic.limitStatus().ips);
       },
     });
+    new Gauge({
+      name: "whohas_hub_ip_limit",
+      help: "The most IPs the live view holds now: limits.maxIps, or fewer while the V8 heap is near its bound.",
+      registers: [this.registry],
+      collect() {
+        this.set(hub.traffic.limitStatus().ipLimit);
+      },
+    });
     new Counter({
       name: "whohas_hub_limit_hits_total",
       help: "IPs let go at limits.maxIps (what=ip), and times an IP's oldest MAC was summed at limits.maxMacsPerIp (what=mac).",

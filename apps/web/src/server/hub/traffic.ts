@@ -2,6 +2,7 @@ import { DEFAULT_MAX_MACS_PER_IP, Judge, OwnRequests, clientEntries, nodeOfPoint
 import { vendorOf } from "../vendors.js";
 import type { TrafficRepo } from "../store/traffic.js";
 import type { Feed } from "./feed.js";
+import { nextIpLimit, type HeapSample } from "./heap-guard.js";
 
 /** TrackingLimits bound the hub's memory whatever the network sends: made-up IPs or MACs fold, never crash. */
 export interface TrackingLimits {
@@ -15,6 +16,13 @@ export const DEFAULT_LIMITS: TrackingLimits = { maxIps: 100_000, maxMacsPerIp: D
 export interface LimitStatus {
   readonly maxIps: number;
   readonly maxMacsPerIp: number;
+  /**
+   * The IP limit in force: maxIps, or less while the V8 heap is near its bound (the live view shrinks rather than the
+   * hub running out of memory, and grows back once there is room).
+   */
+  readonly ipLimit: number;
+  /** The V8 heap after its latest full collection, in MB; null before the first. */
+  readonly heap: { readonly usedMb: number; readonly limitMb: number } | null;
   readonly ips: number;
   /** IPs let go from the live view at maxIps (the least recently active; their history stays in storage). */
   readonly evictedIps: number;
@@ -58,13 +66,18 @@ export class Traffic {
   #foldedSeen = 0;
   #lastHit: number | null = null;
   #lastTold = -Infinity;
-  /** The table size above which the next eviction pass runs (maxIps, unless IPs that must stay fill it). */
+  /** The table size above which the next eviction pass runs (the IP limit, unless IPs that must stay fill it). */
   #evictAbove: number;
+  /** The IP limit in force (maxIps unless memory lowered it), when memory last changed it, and the latest heap. */
+  #ipLimit: number;
+  #ipLimitChanged = -Infinity;
+  #heap: HeapSample | null = null;
 
   constructor(readonly o: TrafficOptions) {
     this.#limits = { ...DEFAULT_LIMITS, ...o.limits };
     this.judge = new Judge({ maxMacsPerIp: this.#limits.maxMacsPerIp });
     this.#evictAbove = this.#limits.maxIps;
+    this.#ipLimit = this.#limits.maxIps;
     this.lens = {
       nodeOf: (mac) => o.nodeOfMac(mac),
       watches: (mac, points) => {
@@ -109,7 +122,32 @@ export class Traffic {
   }
 
   /**
-   * #enforceLimits lets go of the least recently active IPs when the table holds more than maxIps (5 % of the limit
+   * heap takes a sample of the V8 heap after a full collection: near its bound the IP limit comes down and the least
+   * recently active IPs go at once; with room again it grows back towards maxIps.
+   */
+  heap(sample: HeapSample, now: number): void {
+    this.#heap = sample;
+    const held = this.judge.counts.size;
+    const limit = nextIpLimit(
+      { configured: this.#limits.maxIps, current: this.#ipLimit, held, changedAt: this.#ipLimitChanged },
+      sample,
+      now,
+    );
+    if (limit === this.#ipLimit) return;
+    const lowered = limit < this.#ipLimit;
+    this.#ipLimit = limit;
+    this.#ipLimitChanged = now;
+    this.#evictAbove = limit;
+    if (lowered) {
+      // Told now, not at most once a minute: the first time memory limits the view is what an operator must see.
+      this.#lastTold = -Infinity;
+      if (held > limit) this.#enforceLimits(now);
+      else this.#hit(now);
+    }
+  }
+
+  /**
+   * #enforceLimits lets go of the least recently active IPs when the table holds more than the IP limit (5 % of it
    * at once); IPs that must stay are kept, and when they alone hold the table above the limit, the next pass waits
    * for another 5 % rather than sorting every IP at every batch.
    */
@@ -121,7 +159,7 @@ export class Traffic {
       this.#hit(now);
     }
     if (table.size <= this.#evictAbove) return;
-    const target = Math.floor(this.#limits.maxIps * (1 - EVICT_SHARE));
+    const target = Math.floor(this.#ipLimit * (1 - EVICT_SHARE));
     const candidates = [...table.ips()].filter((ip) => !this.o.mustStay(ip)).sort((a, b) => table.lastActivity(a) - table.lastActivity(b));
     for (const ip of candidates) {
       if (table.size <= target) break;
@@ -129,8 +167,8 @@ export class Traffic {
       this.o.feed.forget(ip);
       this.#evictedIps++;
     }
-    const share = Math.ceil(this.#limits.maxIps * EVICT_SHARE);
-    this.#evictAbove = table.size > this.#limits.maxIps ? table.size + share : this.#limits.maxIps;
+    const share = Math.ceil(this.#ipLimit * EVICT_SHARE);
+    this.#evictAbove = table.size > this.#ipLimit ? table.size + share : this.#ipLimit;
     this.#hit(now);
     // Live lists send deltas, which cannot say "gone": their subscribers get the whole list once.
     this.o.feed.publish({ kind: "everything" });
@@ -146,8 +184,11 @@ export class Traffic {
 
   /** limitStatus tells the tracking limits and whether they were hit. */
   limitStatus(): LimitStatus {
+    const heap = this.#heap;
     return {
       ...this.#limits,
+      ipLimit: this.#ipLimit,
+      heap: heap === null ? null : { usedMb: Math.round(heap.usedBytes / 1_048_576), limitMb: Math.round(heap.limitBytes / 1_048_576) },
       ips: this.judge.counts.size,
       evictedIps: this.#evictedIps,
       foldedMacs: this.judge.counts.foldedMacs,

@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import WebSocket from "ws";
+import { startLoneHub, type LoneHub } from "../lone-hub.js";
+import { eventually } from "./hub-client.js";
+
+/** HEAP_MB: a small heap (the hub idles at about 60 MB of it): some 30,000 IPs fill it. */
+const HEAP_MB = "160";
+/** IPS: far more than that heap holds (a few KB each): without the guard the hub dies of it. */
+const IPS = 60_000;
+const PER_MESSAGE = 500;
+const NODE_MAC = "02:00:5e:10:00:01";
+
+const ipOf = (i: number) => `10.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
+
+/** observations is one agent message: a client's request and this node's reply for each of `ips`, as an agent sends. */
+function observations(ips: readonly string[], now: number): string {
+  const entry = (ip: string, mac: string, kind: string) =>
+    `{"ip":"${ip}","mac":"${mac}","kind":"${kind}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}`;
+  const entries = ips.flatMap((ip) => [entry(ip, "02:00:5e:00:00:01", "request"), entry(ip, NODE_MAC, "reply")]);
+  const requests = ips.map((ip) => `{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${now}],"replies":[[0,"${NODE_MAC}",0.3]]}`);
+  return `{"v":2,"type":"observations","dropped":0,"entries":[${entries.join(",")}],"requests":[${requests.join(",")}]}`;
+}
+
+const metric = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? NaN);
+
+// A flood of new IPs into a hub whose heap cannot hold them: the live view shrinks, the hub stays up and says why.
+describe("the hub near its heap's bound", () => {
+  let hub: LoneHub;
+  beforeAll(async () => {
+    hub = await startLoneHub(
+      { limits: { newIpsPerAgentPerMinute: 10_000_000, newIpsPerMinute: 100_000_000 }, log: { level: "warn" } },
+      { WHOHAS_HEAP_MB: HEAP_MB },
+    );
+  });
+  afterAll(async () => {
+    await hub.stop();
+  });
+
+  it("lets the least recently active IPs go instead of running out of memory", async () => {
+    const ws = new WebSocket(`${hub.url.replace("http", "ws")}/agent`, {
+      headers: { authorization: `Bearer ${hub.agentToken}` },
+      perMessageDeflate: false,
+    });
+    await once(ws, "open");
+    ws.send(
+      JSON.stringify({
+        v: 2,
+        type: "hello",
+        node: "flood-1",
+        agentVersion: "test",
+        interfaces: [{ name: "eth0", mac: NODE_MAC, up: true }],
+      }),
+    );
+    const gone: { code: number | null } = { code: null };
+    hub.process.once("exit", (code) => (gone.code = code ?? -1));
+    for (let i = 0; i < IPS && gone.code === null; i += PER_MESSAGE) {
+      const ips = Array.from({ length: PER_MESSAGE }, (_, k) => ipOf(i + k));
+      ws.send(observations(ips, Date.now()));
+      // As an agent does: no more than a few messages in flight.
+      while (ws.bufferedAmount > 1_000_000) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const metrics = await eventually(
+      async () => (gone.code !== null ? "" : await (await fetch(hub.metricsUrl)).text()),
+      (text) => gone.code !== null || metric(text, "whohas_hub_ip_limit") < 100_000,
+      60_000,
+      1_000,
+    );
+    ws.close();
+    const tail = () => readFileSync(join(hub.dir, "hub.log"), "utf8").split("\n").slice(-15).join("\n");
+    expect(gone.code, `the hub exited ${gone.code}; its log ends:\n${tail()}`).toBeNull();
+    const limit = metric(metrics, "whohas_hub_ip_limit");
+    expect(limit).toBeLessThan(100_000);
+    expect(metric(metrics, "whohas_hub_ips_tracked")).toBeLessThanOrEqual(limit * 1.05);
+    const log = readFileSync(join(hub.dir, "hub.log"), "utf8");
+    expect(log).toMatch(/"event":"hub.limit_reached".*"hint":"the V8 heap is near its bound/);
+    expect((await fetch(`${hub.url}/healthz`)).status).toBe(200);
+  });
+});
