@@ -188,10 +188,17 @@ export function Overview() {
         )}
       </p>
       {c.strictArp.nodes.length === 0 ? (
-        <Empty>
-          No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;) to see each node&apos;s ARP
-          behaviour.
-        </Empty>
+        online > 0 ? (
+          <Empty>
+            {online} agent{online === 1 ? " is" : "s are"} connected, and none has reported its node&apos;s ARP settings yet: agents report
+            them as they connect, and again every few seconds.
+          </Empty>
+        ) : (
+          <Empty>
+            No agent connected: deploy the whohas agent DaemonSet (README, &quot;Running the agent&quot;) to see each node&apos;s ARP
+            behaviour.
+          </Empty>
+        )
       ) : (
         <table data-testid="strictarp-nodes">
           <Head cols={["Node", "arp_ignore / arp_announce (effective)", "Answers ARP", "kube-ipvs0", "Drift from the configuration"]} />
