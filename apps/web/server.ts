@@ -132,10 +132,16 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     onLimit: (s) =>
       logger.warn("hub.limit_reached", {
         ...s,
-        hint:
+        hint: [
           s.ipLimit < s.maxIps
-            ? `the V8 heap is near its bound (${s.heap?.usedMb ?? "?"} of ${s.heap?.limitMb ?? "?"} MB live after a full collection): the live view holds at most ${s.ipLimit} IPs, not limits.maxIps = ${s.maxIps}, the least recently active leaving it (their history stays in storage); give the hub more memory (WHOHAS_HEAP_MB, and the container's limit above it)`
-            : "the least recently active IPs left the live view (their history stays in storage) and the oldest MACs of crowded IPs were summed; raise limits.maxIps / limits.maxMacsPerIp if this network is really this large",
+            ? `the hub's heap came near its bound: the live view holds at most ${s.ipLimit} IPs, not limits.maxIps = ${s.maxIps} (the heap: ${s.heap === null ? "?" : `${s.heap.usedMb} of ${s.heap.limitMb} MB`} at its latest full collection); give the hub more memory (WHOHAS_HEAP_MB, and the container's limit above it)`
+            : null,
+          s.evictedIps > 0 ? "the least recently active IPs left the live view (their history stays in storage)" : null,
+          s.foldedMacs > 0 ? "the oldest MACs of crowded IPs were summed" : null,
+          s.ipLimit < s.maxIps ? null : "raise limits.maxIps / limits.maxMacsPerIp if this network is really this large",
+        ]
+          .filter((x) => x !== null)
+          .join("; "),
       }),
     onMacConflict: macConflictLog(logger),
   });

@@ -58,22 +58,26 @@ function Unwatched({ nodes }: { nodes: Summary["unwatchedNodes"] }) {
 /** LimitWarning tells that the tracking limits were hit, what that cost, and which keys raise them. */
 function LimitWarning({ limits }: { limits: Summary["limits"] }) {
   if (limits.lastHit === null) return null;
+  const byMemory = limits.ipLimit < limits.maxIps;
+  const heap = limits.heap === null ? "" : ` (V8 heap ${limits.heap.usedMb} of ${limits.heap.limitMb} MB at its latest full collection)`;
   return (
     <div className="banner warn" role="status" data-testid="limit-warning">
       <strong>Tracking limit reached</strong> (<Ago t={limits.lastHit} />
       ):{" "}
-      {limits.ipLimit < limits.maxIps
-        ? `the hub's memory is near its bound (V8 heap ${limits.heap?.usedMb ?? "?"} of ${limits.heap?.limitMb ?? "?"} MB after a full collection), so the live view holds at most ${limits.ipLimit.toLocaleString()} IPs, not limits.maxIps = ${limits.maxIps.toLocaleString()}: give the hub more memory (WHOHAS_HEAP_MB and the container's limit). `
+      {byMemory
+        ? `the hub's memory came near its bound, so the live view holds at most ${limits.ipLimit.toLocaleString()} IPs, not limits.maxIps = ${limits.maxIps.toLocaleString()}${heap}; it grows back as memory allows. `
         : null}
       {limits.evictedIps > 0
-        ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at ${limits.ipLimit < limits.maxIps ? "that limit" : `limits.maxIps = ${limits.maxIps.toLocaleString()}`} (their history stays in storage)`
+        ? `${limits.evictedIps.toLocaleString()} least recently active IPs left the live view at its IP limit (their history stays in storage)`
         : null}
       {limits.evictedIps > 0 && limits.foldedMacs > 0 ? "; " : null}
       {limits.foldedMacs > 0
         ? `an IP's least recently seen MAC was summed into its "folded" line ${limits.foldedMacs.toLocaleString()} times, at limits.maxMacsPerIp = ${limits.maxMacsPerIp}`
         : null}
-      . LoadBalancer IPs and IPs with an open incident always stay. A segment this large, or a flood of made-up addresses? Raise the limits
-      in the hub&apos;s config if the network is really this big.
+      . LoadBalancer IPs and IPs with an open incident always stay.{" "}
+      {byMemory
+        ? "Give the hub more memory: WHOHAS_HEAP_MB, and the container's limit above it."
+        : "A segment this large, or a flood of made-up addresses? Raise the limits in the hub's config if the network is really this big."}
     </div>
   );
 }

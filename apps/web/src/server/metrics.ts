@@ -105,7 +105,7 @@ export class HubMetrics {
     });
     new Gauge({
       name: "whohas_hub_ip_limit",
-      help: "The most IPs the live view holds now: limits.maxIps, or fewer while the V8 heap is near its bound.",
+      help: "The most IPs the live view holds now: limits.maxIps, or fewer after the V8 heap came near its bound (LoadBalancer IPs and IPs with an open incident stay even past it).",
       registers: [this.registry],
       collect() {
         this.set(hub.traffic.limitStatus().ipLimit);
@@ -113,7 +113,7 @@ export class HubMetrics {
     });
     new Counter({
       name: "whohas_hub_limit_hits_total",
-      help: "IPs let go at limits.maxIps (what=ip), and times an IP's oldest MAC was summed at limits.maxMacsPerIp (what=mac).",
+      help: "IPs let go at the IP limit (what=ip: limits.maxIps, or less set by memory), and times an IP's oldest MAC was summed at limits.maxMacsPerIp (what=mac).",
       labelNames: ["what"],
       registers: [this.registry],
       collect() {

@@ -14,15 +14,20 @@ export interface HeapSample {
 export const GUARD = {
   /** Live data above this share of the heap's bound shrinks the live view before V8 runs out. */
   high: 0.8,
-  /** A shrink keeps this share of the IPs held (the least recently active go). */
+  /** A shrink sets the limit to this share of the IPs held (eviction then leaves 95 % of that: about 71 %). */
   keep: 0.75,
   /** Above this share a shrink keeps only `keepHard`: a flood can bring the heap this far before a collection tells. */
   critical: 0.9,
   keepHard: 0.5,
   /** A shrink waits this long after the last: what it let go becomes free only as V8 collects it. */
   shrinkEveryMs: 5_000,
+  /**
+   * Below `critical`, another shrink comes only if the last one lowered the heap's share by this much: when letting
+   * IPs go frees nothing, the pressure comes from elsewhere, and more of the same would empty the view for nothing.
+   */
+  progress: 0.03,
   /** Below this share the live view may grow back towards limits.maxIps, by `grow`, at most every `growEveryMs`. */
-  low: 0.55,
+  low: 0.7,
   grow: 1.1,
   growEveryMs: 60_000,
   /** Memory never holds the live view below this many IPs (a hub that small is misconfigured, not flooded). */
@@ -36,17 +41,22 @@ export interface IpLimitState {
   readonly held: number;
   /** When memory last changed the limit (-Infinity: never). */
   readonly changedAt: number;
+  /** The heap's share when memory last lowered the limit; null when it has not (or the limit has grown back since). */
+  readonly shareAtShrink: number | null;
 }
 
 /**
  * nextIpLimit decides the live view's IP limit after a heap sample: near the heap's bound it keeps a share of the IPs
- * held (every IP costs a few KB, and a flood of new IPs is what runs a hub out of memory); once the heap has room
- * again it grows back a tenth a minute, up to the configured limit. Pure: the caller evicts.
+ * held (every IP costs a few KB, and a flood of new IPs is what runs a hub out of memory), again only if the last
+ * shrink helped or the end is near; once the heap has room again it grows back a tenth a minute, up to the
+ * configured limit. Pure: the caller evicts.
  */
 export function nextIpLimit(s: IpLimitState, heap: HeapSample, now: number): number {
   const share = heap.usedBytes / heap.limitBytes;
   if (share >= GUARD.high && now - s.changedAt >= GUARD.shrinkEveryMs) {
-    const keep = share >= GUARD.critical ? GUARD.keepHard : GUARD.keep;
+    const critical = share >= GUARD.critical;
+    if (!critical && s.shareAtShrink !== null && share > s.shareAtShrink - GUARD.progress) return s.current;
+    const keep = critical ? GUARD.keepHard : GUARD.keep;
     return Math.min(s.current, Math.max(GUARD.minIps, Math.floor(Math.min(s.current, s.held) * keep)));
   }
   if (share <= GUARD.low && s.current < s.configured && now - s.changedAt >= GUARD.growEveryMs) {
@@ -60,10 +70,12 @@ const YOUNG_SPACES = new Set(["new_space", "new_large_object_space"]);
 
 /**
  * oldGenerationBound is the old generation's bound in bytes: --max-old-space-size when Node was started with it (on
- * its command line or in NODE_OPTIONS), else V8's whole heap limit (which also counts the young generation's room).
+ * its command line or in NODE_OPTIONS), else V8's whole heap limit (which also counts the young generation's room,
+ * about 48 MB more: the guard then acts a little late, which only a hub started without its launcher does).
  */
 export function oldGenerationBound(execArgv: readonly string[], nodeOptions: string, heapSizeLimit: number): number {
-  const flag = [...execArgv, ...nodeOptions.split(/\s+/)].map((a) => /^--max-old-space-size=(\d+)$/.exec(a)).findLast((m) => m !== null);
+  // Node reads NODE_OPTIONS first and its command line after: the command line's flag wins.
+  const flag = [...nodeOptions.split(/\s+/), ...execArgv].map((a) => /^--max-old-space-size=(\d+)$/.exec(a)).findLast((m) => m !== null);
   return flag == null ? heapSizeLimit : Number(flag[1]) * 1_048_576;
 }
 

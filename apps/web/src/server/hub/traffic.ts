@@ -71,6 +71,7 @@ export class Traffic {
   /** The IP limit in force (maxIps unless memory lowered it), when memory last changed it, and the latest heap. */
   #ipLimit: number;
   #ipLimitChanged = -Infinity;
+  #shareAtShrink: number | null = null;
   #heap: HeapSample | null = null;
 
   constructor(readonly o: TrafficOptions) {
@@ -128,22 +129,26 @@ export class Traffic {
   heap(sample: HeapSample, now: number): void {
     this.#heap = sample;
     const held = this.judge.counts.size;
-    const limit = nextIpLimit(
-      { configured: this.#limits.maxIps, current: this.#ipLimit, held, changedAt: this.#ipLimitChanged },
-      sample,
-      now,
-    );
+    const state = {
+      configured: this.#limits.maxIps,
+      current: this.#ipLimit,
+      held,
+      changedAt: this.#ipLimitChanged,
+      shareAtShrink: this.#shareAtShrink,
+    };
+    const limit = nextIpLimit(state, sample, now);
     if (limit === this.#ipLimit) return;
+    const first = this.#ipLimit === this.#limits.maxIps;
     const lowered = limit < this.#ipLimit;
     this.#ipLimit = limit;
     this.#ipLimitChanged = now;
     this.#evictAbove = limit;
-    if (lowered) {
-      // Told now, not at most once a minute: the first time memory limits the view is what an operator must see.
-      this.#lastTold = -Infinity;
-      if (held > limit) this.#enforceLimits(now);
-      else this.#hit(now);
-    }
+    this.#shareAtShrink = lowered ? sample.usedBytes / sample.limitBytes : null;
+    if (!lowered) return;
+    // The first time memory limits the view is told at once, whenever the last limit was told.
+    if (first) this.#lastTold = -Infinity;
+    if (held > limit) this.#enforceLimits(now);
+    else this.#hit(now);
   }
 
   /**
