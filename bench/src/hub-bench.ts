@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { freePort } from "@whohas/lab";
-import { SimAgent, TICKS, VIEWER, cpuTicks, rssMb, sleep, startHub } from "./sim.js";
+import { MAX_IPS, SimAgent, TICKS, VIEWER, cpuTicks, rssMb, sleep, startHub } from "./sim.js";
 
 const MAX_ROWS_PER_FLUSH_NOTE = "the hub writes at most 15,000 rows a second, oldest first";
 /**
@@ -230,6 +230,8 @@ async function main(): Promise<void> {
     const rssAfterQueries = rssMb(pid, "VmRSS");
     const heapUsed = (await hubMetric(metrics, "nodejs_heap_size_used_bytes")) / 1e6;
     const heapTotal = (await hubMetric(metrics, "nodejs_heap_size_total_bytes")) / 1e6;
+    // Below limits.maxIps only when memory set it (the hub's heap guard): then the hub holds fewer IPs than were sent.
+    const ipLimit = await hubMetric(metrics, "whohas_hub_ip_limit");
     for (const a of agents) a.ws.close();
     await hub.stop();
     hub = null;
@@ -260,7 +262,7 @@ async function main(): Promise<void> {
       "",
       `keeps up: ${accepted}/${sent} messages accepted (${markers} of them latency markers), rows waiting for the disk ${pending0} at the start and ${pending} at the end (bounded: ${MAX_ROWS_PER_FLUSH_NOTE}; during the load, peak of the first quarter ${firstPeak}, of the last ${lastPeak}: ${backlog}), client-side send buffer peak ${maxBuffered} bytes`,
       `passes (each every 1 s, warm-up included): judging ${pass("judge")}, writing ${pass("write")}`,
-      `V8 heap at the end: ${heapUsed.toFixed(0)} MB used of ${heapTotal.toFixed(0)} MB (the launcher bounds it at 384 MB: WHOHAS_HEAP_MB)`,
+      `V8 heap at the end: ${heapUsed.toFixed(0)} MB used of ${heapTotal.toFixed(0)} MB (the launcher bounds it at 384 MB: WHOHAS_HEAP_MB); the IP limit in force: ${ipLimit < MAX_IPS ? `${ipLimit}, set by memory (limits.maxIps ${MAX_IPS})` : `limits.maxIps ${MAX_IPS}`}`,
       `open incidents at the end: ${open.length === 0 ? "none" : openByType}`,
       `the whohas-hub launcher that bounds the heap (parent process): ${wrapperRss.toFixed(0)} MB peak RSS, ~0 CPU`,
       `RSS over the run: ${rssSamples.length > 0 ? `${Math.min(...rssSamples).toFixed(0)} -> ${Math.max(...rssSamples).toFixed(0)} MB` : "?"}; after answering /api/v1/ips for every IP and the other queries: ${rssAfterQueries.toFixed(0)} MB`,

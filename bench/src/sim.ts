@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WebSocket } from "ws";
-import { HUB_BIN, freePort } from "@whohas/lab";
+import { HUB_BIN, freePort, observationsJson } from "@whohas/lab";
 
 export const TICKS = 100; // USER_HZ
 export const TOKEN = "bench-agent-token-0123456789abcdef";
@@ -86,24 +86,8 @@ export class SimAgent {
   }
 }
 
-/**
- * observationsJson is one observations message as a SimAgent sends it: `n` aggregates from position `cursor` on, a
- * client's request and the node's (`mac`) reply for each IP in turn, round-robin, with the request report an agent
- * sends for each request it saw answered (the reply 0.3 ms after the request).
- */
-export function observationsJson(ips: readonly string[], mac: string, cursor: number, n: number, now: number): string {
-  const parts: string[] = [];
-  const requests: string[] = [];
-  for (let k = 0; k < n; k++, cursor++) {
-    const ip = ips[Math.floor(cursor / 2) % ips.length] ?? "";
-    const reply = (cursor & 1) === 1;
-    parts.push(
-      `{"ip":"${ip}","mac":"${reply ? mac : "02:00:5e:00:00:01"}","kind":"${reply ? "reply" : "request"}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}`,
-    );
-    if (reply) requests.push(`{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${now}],"replies":[[0,"${mac}",0.3]]}`);
-  }
-  return `{"v":2,"type":"observations","dropped":0,"entries":[${parts.join(",")}],"requests":[${requests.join(",")}]}`;
-}
+/** MAX_IPS: the benchmark hub's limits.maxIps, past its 300,000 IPs at 5,000 agents. */
+export const MAX_IPS = 400_000;
 
 /** A RunningHub is `whohas-hub --config` started for a benchmark, measured through its server process. */
 export interface RunningHub {
@@ -129,7 +113,7 @@ export async function startHub(dir: string): Promise<RunningHub> {
       // The benchmark brings its whole table (60,000 IPs) in the warm-up's first seconds, as no real network does:
       // the budget for new IPs is opened for it, so that it measures steady traffic. Its agents all connect from
       // 127.0.0.1, where a cluster's come from a Pod address each; and 5,000 agents of 60 IPs each are 300,000 IPs.
-      `limits: { newIpsPerMinute: 10000000, connectionsPerAddress: 20000, maxIps: 400000 }\n`,
+      `limits: { newIpsPerMinute: 10000000, connectionsPerAddress: 20000, maxIps: ${MAX_IPS} }\n`,
   );
   const hub = spawn(process.execPath, [HUB_BIN, "--config", join(dir, "hub.yaml")], { stdio: ["ignore", "ignore", "inherit"] });
   // A benchmark that dies on an error must not leave its hub running (and loading the machine for the next run):

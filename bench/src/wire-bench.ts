@@ -6,7 +6,8 @@
 // message). `node wire-bench.js [ENTRIES_PER_MESSAGE] [SECONDS]`. Asserts nothing.
 import { parseAgentMessage } from "@whohas/core";
 import { isDeepStrictEqual, parseArgs } from "node:util";
-import { observationsJson, simIp } from "./sim.js";
+import { observationsJson } from "@whohas/lab";
+import { simIp } from "./sim.js";
 import { decodeObservations, encodeObservations, type Observations } from "./wire-binary.js";
 
 const { values, positionals } = parseArgs({ options: { "hub-us": { type: "string" } }, allowPositionals: true });

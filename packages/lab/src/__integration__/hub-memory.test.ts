@@ -3,6 +3,7 @@ import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import WebSocket from "ws";
+import { observationsJson } from "../agent-messages.js";
 import { startLoneHub, type LoneHub } from "../lone-hub.js";
 import { eventually } from "./hub-client.js";
 
@@ -14,15 +15,6 @@ const PER_MESSAGE = 500;
 const NODE_MAC = "02:00:5e:10:00:01";
 
 const ipOf = (i: number) => `10.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`;
-
-/** observations is one agent message: a client's request and this node's reply for each of `ips`, as an agent sends. */
-function observations(ips: readonly string[], now: number): string {
-  const entry = (ip: string, mac: string, kind: string) =>
-    `{"ip":"${ip}","mac":"${mac}","kind":"${kind}","iface":"eth0","count":1,"firstSeen":${now},"lastSeen":${now},"targetMac":null,"ethernetMismatch":0,"ethSrc":null}`;
-  const entries = ips.flatMap((ip) => [entry(ip, "02:00:5e:00:00:01", "request"), entry(ip, NODE_MAC, "reply")]);
-  const requests = ips.map((ip) => `{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${now}],"replies":[[0,"${NODE_MAC}",0.3]]}`);
-  return `{"v":2,"type":"observations","dropped":0,"entries":[${entries.join(",")}],"requests":[${requests.join(",")}]}`;
-}
 
 /** metric reads one series of a /metrics text (`name` with its labels as the text writes them); NaN when absent. */
 const metric = (text: string, series: string): number => {
@@ -62,7 +54,8 @@ describe("the hub near its heap's bound", () => {
     hub.process.once("exit", (code) => (gone.code = code ?? -1));
     for (let i = 0; i < IPS && gone.code === null; i += PER_MESSAGE) {
       const ips = Array.from({ length: PER_MESSAGE }, (_, k) => ipOf(i + k));
-      ws.send(observations(ips, Date.now()));
+      // A client's request and this node's reply for each IP: two aggregates an IP.
+      ws.send(observationsJson(ips, NODE_MAC, 0, ips.length * 2, Date.now()));
       // As an agent does: no more than a few messages in flight.
       while (ws.bufferedAmount > 1_000_000) await new Promise((r) => setTimeout(r, 10));
       await new Promise((r) => setTimeout(r, 5));

@@ -24,7 +24,7 @@ export interface LimitStatus {
   /** The V8 heap after its latest full collection, in MB; null before the first. */
   readonly heap: { readonly usedMb: number; readonly limitMb: number } | null;
   readonly ips: number;
-  /** IPs let go from the live view at maxIps (the least recently active; their history stays in storage). */
+  /** IPs let go from the live view at the IP limit (the least recently active; their history stays in storage). */
   readonly evictedIps: number;
   /** Times a responder was folded into its IP's sum at maxMacsPerIp. */
   readonly foldedMacs: number;
