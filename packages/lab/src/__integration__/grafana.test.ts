@@ -127,18 +127,19 @@ describe("the Grafana dashboard reads series the hub and the agents export", () 
     );
     await exec("ip", ["netns", "exec", stack.lab.client.ns, process.execPath, INJECT, "eth0", malformedArp(stack.lab.client.mac)]);
 
-    // Everything that traffic makes, counted: the webhook of the several responders sent, a background probe done, the
-    // refusal and the bad message counted, and each agent's malformed frame.
+    // Everything that traffic makes, counted: the webhook of the several responders delivered, a background probe
+    // done, the refusal and the bad message counted, and each agent's malformed frame. The hub exports every
+    // receiver's outcomes from zero at its start, so a series being there says nothing: each must have counted one.
     const hubText = await eventually(
       async () => (await fetch(stack.metricsUrl)).text(),
       (t) =>
         /^whohas_agents_connected 3$/m.test(t) &&
         [
-          "whohas_webhook_deliveries_total",
-          "whohas_background_probes_total",
-          "whohas_hub_agent_rejected_total",
-          "whohas_hub_agent_bad_messages_total",
-        ].every((m) => new RegExp(`^${m}\\{`, "m").test(t)),
+          'whohas_webhook_deliveries_total\\{receiver="ops",outcome="delivered"\\}',
+          "whohas_background_probes_total\\{[^}]*\\}",
+          "whohas_hub_agent_rejected_total\\{[^}]*\\}",
+          "whohas_hub_agent_bad_messages_total\\{[^}]*\\}",
+        ].every((m) => new RegExp(`^${m} [1-9]`, "m").test(t)),
       45_000,
     );
     expect(delivered).toBeGreaterThan(0);
