@@ -3,25 +3,21 @@ import type { RequestReport } from "../wire.js";
 import { ASKER_IDLE_MS, MAX_ASKERS } from "./askers.js";
 import { FINAL_MS } from "./findings.js";
 import type { Lens } from "./ip-judgement.js";
-import { Judge, nodeOfPoint } from "./judge.js";
+import { Judge } from "./judge.js";
 import { OwnRequests } from "./own-requests.js";
 import { NO_CONTEXT } from "./rules.js";
+import { NODE_A_MAC as A, NODE_B_MAC as B, NODE_C_MAC as C, VIP, hubLens } from "../__tests__/fixtures.js";
 
-const VIP = "198.51.100.7";
 const ROUTER = "198.51.100.1";
 const ROUTER_MAC = "02:00:5e:00:01:01";
 const FIREWALL = "198.51.100.2";
 const FIREWALL_MAC = "02:00:5e:00:01:02";
-const A = "02:00:5e:00:00:0a";
 /** A second MAC of node-a (another interface): an answer from it is no change of node. */
 const A2 = "02:00:5e:00:00:1a";
-const B = "02:00:5e:00:00:0b";
-const C = "02:00:5e:00:00:0c";
 const NODE_OF: Record<string, string> = { [A]: "node-a", [A2]: "node-a", [B]: "node-b", [C]: "node-c" };
 const NODES = ["node-a", "node-b", "node-c"];
 const nodeOf = (m: string) => NODE_OF[m] ?? null;
-/** The hub's lens: a node's capture points see only that node's replies. */
-const lens: Lens = { nodeOf, watches: (m, points) => [...points].some((p) => nodeOfPoint(p) === nodeOf(m)) };
+const lens = hubLens(nodeOf);
 
 /**
  * Feed plays the agents of three nodes: each reports every request it saw, with its own replies (MAC and delay);

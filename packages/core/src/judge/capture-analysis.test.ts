@@ -4,13 +4,8 @@ import { ARP_OP_REPLY, newArpReply, newArpRequest, newGratuitousArp } from "../p
 import { LINKTYPE_ETHERNET } from "../packet/link.js";
 import { tagFrame } from "../packet/vlan.js";
 import { CaptureAnalysis, analyzeExitCode, toJson, toTable } from "./capture-analysis.js";
+import { CLIENT_IP as CLIENT, CLIENT_MAC, NODE_A_MAC as A, NODE_B_MAC as B, NODE_C_MAC as C, VIP } from "../__tests__/fixtures.js";
 
-const VIP = "198.51.100.7";
-const CLIENT = "198.51.100.1";
-const CLIENT_MAC = "02:00:5e:00:00:01";
-const A = "02:00:5e:00:00:0a";
-const B = "02:00:5e:00:00:0b";
-const C = "02:00:5e:00:00:0c";
 const T0 = Date.UTC(2026, 11, 1);
 
 /** Capture writes what a client's tcpdump would record: its requests, every reply to it, the broadcasts. */

@@ -1,61 +1,32 @@
 import { describe, expect, it } from "vitest";
 import { CapturePoint } from "./capture-point.js";
 import { newArpReply, newArpRequest } from "../packet/arp.js";
-import { decodeFrame, newFrameFields, type FrameFields } from "../packet/frame.js";
-import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import type { FrameFields } from "../packet/frame.js";
+import { newNeighborSolicitation, newSolicitedAdvertisement, newUnsolicitedAdvertisement } from "../packet/ndp.js";
 import {
-  encodeNdpFrame,
-  newNeighborSolicitation,
-  newSolicitedAdvertisement,
-  newUnsolicitedAdvertisement,
-  solicitedNodeMulticast,
-} from "../packet/ndp.js";
-import { CLIENT_IP, CLIENT_MAC, NODE_A_MAC, NODE_B_MAC, VIP } from "../__tests__/fixtures.js";
+  CLIENT6,
+  CLIENT_IP,
+  CLIENT_MAC,
+  NODE_A_MAC,
+  NODE_B_MAC,
+  VIP,
+  VIP6,
+  dadProbe,
+  frameFields as fields,
+} from "../__tests__/fixtures.js";
 import { REPLY_WINDOW_MS } from "./findings.js";
 
 const OTHER_IP = "192.0.2.2";
 const OTHER_MAC = "02:00:5e:00:00:02";
 
-/** fields decodes one frame into fresh FrameFields. */
-function fields(frame: Uint8Array): FrameFields {
-  const f = newFrameFields();
-  const err = decodeFrame(frame, LINKTYPE_ETHERNET, f);
-  if (err !== null) throw new Error(err.message);
-  return f;
-}
 const request = (asker = CLIENT_IP, askerMac = CLIENT_MAC, ip = VIP) => fields(newArpRequest(askerMac, asker, ip));
 const reply = (mac: string, to = CLIENT_IP, toMac = CLIENT_MAC, ip = VIP) => fields(newArpReply(mac, ip, toMac, to));
 
-const VIP6 = "2001:db8::c8";
-const CLIENT6 = "2001:db8::1";
 const NODE_A_LL = "fe80::a";
 const NODE_B_LL = "fe80::b";
 const ns = () => fields(newNeighborSolicitation(CLIENT_MAC, CLIENT6, VIP6));
 const solicitedNa = (mac: string, linkLocal: string) => fields(newSolicitedAdvertisement(mac, linkLocal, VIP6, CLIENT_MAC, CLIENT6));
 const unsolicitedNa = (mac: string, linkLocal: string) => fields(newUnsolicitedAdvertisement(mac, linkLocal, VIP6));
-
-/**
- * dadProbe is a Duplicate Address Detection NS as a host sends it before using `target` (RFC 4862 5.4.2): from the
- * unspecified address to the target's solicited-node group, with no source link-layer address option (RFC 4861
- * 7.2.2: "If the source address of the packet is the unspecified address, the node MUST NOT include" it).
- */
-function dadProbe(mac: string, target = VIP6): FrameFields {
-  const group = solicitedNodeMulticast(target);
-  return fields(
-    encodeNdpFrame({
-      ethDst: group.mac,
-      ethSrc: mac,
-      type: "ns",
-      src: "::",
-      dst: group.ip,
-      target,
-      router: false,
-      solicited: false,
-      override: false,
-      options: [],
-    }),
-  );
-}
 
 /** inVlan is a decoded frame as if it had come inside an 802.1Q tag with `vlan`. */
 const inVlan = (f: FrameFields, vlan: number): FrameFields => Object.assign(f, { vlan });
@@ -230,10 +201,10 @@ describe("CapturePoint requests", () => {
 describe("CapturePoint on NDP", () => {
   it("holds no request for a DAD probe (NS from ::): none pending, none reported answered or unanswered", () => {
     const p = new CapturePoint(10);
-    const dad = dadProbe(NODE_B_MAC);
+    const dad = fields(dadProbe(NODE_B_MAC));
     expect(dad.kind).toBe("ns-dad");
     p.addFrame(dad, "eth0", 1000);
-    p.addFrame(inVlan(dadProbe(NODE_B_MAC), 30), "eth0", 1001);
+    p.addFrame(inVlan(fields(dadProbe(NODE_B_MAC)), 30), "eth0", 1001);
     expect(p.pending).toBe(0);
     // Even an NA right after it answers nothing: there is no request to pair it with.
     p.addFrame(solicitedNa(NODE_A_MAC, NODE_A_LL), "eth0", 1001);

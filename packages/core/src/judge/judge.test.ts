@@ -12,30 +12,32 @@ import {
   type Transition,
 } from "./findings.js";
 import type { Lens } from "./ip-judgement.js";
-import { Judge, nodeOfPoint } from "./judge.js";
+import { Judge } from "./judge.js";
 import { NO_CONTEXT, type IpContext } from "./rules.js";
 import { OwnRequests } from "./own-requests.js";
 import { CapturePoint } from "./capture-point.js";
 import { keyBatch } from "../net/ip-key.js";
-import { decodeFrame, newFrameFields } from "../packet/frame.js";
-import { LINKTYPE_ETHERNET } from "../packet/link.js";
+import { newNeighborSolicitation, newSolicitedAdvertisement, newUnsolicitedAdvertisement } from "../packet/ndp.js";
 import {
-  encodeNdpFrame,
-  newNeighborSolicitation,
-  newSolicitedAdvertisement,
-  newUnsolicitedAdvertisement,
-  solicitedNodeMulticast,
-} from "../packet/ndp.js";
+  CLIENT6,
+  CLIENT_IP as CLIENT,
+  CLIENT_MAC,
+  NODE_A_MAC,
+  NODE_B_MAC,
+  NODE_C_MAC,
+  VIP,
+  VIP6,
+  dadProbe,
+  frameFields,
+  hubLens,
+} from "../__tests__/fixtures.js";
 
-const VIP = "198.51.100.7";
-const CLIENT = "198.51.100.1";
-const OTHER_CLIENT = "198.51.100.2";
-const MACS: Record<string, string> = { "node-a": "02:00:5e:00:00:0a", "node-b": "02:00:5e:00:00:0b", "node-c": "02:00:5e:00:00:0c" };
+const OTHER_CLIENT = "192.0.2.2";
+const MACS: Record<string, string> = { "node-a": NODE_A_MAC, "node-b": NODE_B_MAC, "node-c": NODE_C_MAC };
 const NODES = Object.keys(MACS);
 const mac = (node: string) => MACS[node] ?? "";
 const nodeOf = (m: string) => Object.entries(MACS).find(([, x]) => x === m)?.[0] ?? null;
-/** The hub's lens: a node's capture points see only that node's replies. */
-const lens: Lens = { nodeOf, watches: (m, points) => [...points].some((p) => nodeOfPoint(p) === nodeOf(m)) };
+const lens = hubLens(nodeOf);
 
 /**
  * A Cluster feeds a Judge as the hub does: each node's agent reports every broadcast request it saw and its own
@@ -496,9 +498,6 @@ describe("the judge, per request", () => {
   });
 });
 
-const VIP6 = "2001:db8::c8";
-const CLIENT6 = "2001:db8::1";
-const CLIENT6_MAC = "02:00:5e:00:00:01";
 const linkLocal = (node: string) => `fe80::${node.slice(-1)}`;
 
 /**
@@ -515,23 +514,18 @@ class Segment {
   now = 1_000_000;
 
   frame(bytes: Uint8Array, at = this.now): void {
-    const f = newFrameFields();
-    const err = decodeFrame(bytes, LINKTYPE_ETHERNET, f);
-    if (err !== null) throw new Error(err.message);
-    this.point.addFrame(f, "eth0", at);
+    this.point.addFrame(frameFields(bytes), "eth0", at);
   }
 
   /** dad: a Duplicate Address Detection probe for VIP6 by `node` (RFC 4862 5.4.2: from ::, no source LLA). */
   dad(node: string): void {
-    const group = solicitedNodeMulticast(VIP6);
-    const m = { ethDst: group.mac, ethSrc: mac(node), src: "::", dst: group.ip, target: VIP6 };
-    this.frame(encodeNdpFrame({ ...m, type: "ns", router: false, solicited: false, override: false, options: [] }));
+    this.frame(dadProbe(mac(node), VIP6));
   }
 
   /** ask: the client's NS for VIP6, answered by `by` with solicited NAs 0.3 ms later. */
   ask(by: readonly string[]): void {
-    this.frame(newNeighborSolicitation(CLIENT6_MAC, CLIENT6, VIP6));
-    for (const n of by) this.frame(newSolicitedAdvertisement(mac(n), linkLocal(n), VIP6, CLIENT6_MAC, CLIENT6), this.now + 0.3);
+    this.frame(newNeighborSolicitation(CLIENT_MAC, CLIENT6, VIP6));
+    for (const n of by) this.frame(newSolicitedAdvertisement(mac(n), linkLocal(n), VIP6, CLIENT_MAC, CLIENT6), this.now + 0.3);
   }
 
   /** announce: MetalLB's unsolicited NA from `node` (S=0, O=1, to ff02::1). */
