@@ -32,6 +32,7 @@ export * from "./metallb/selector.js";
 export * from "./metallb/election.js";
 export * from "./metallb/speaker.js";
 export * from "./kubeproxy/config.js";
+export * from "./kubeproxy/kubeadm.js";
 export * from "./kubeproxy/strict-arp.js";
 export * from "./kubeproxy/rollout.js";
 export * from "./kubeproxy/plan.js";

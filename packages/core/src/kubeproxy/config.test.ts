@@ -1,63 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseKubeProxyConfig, patchStrictArp } from "./config.js";
-
-// config.conf as kubeadm v1.32 writes it into ConfigMap kube-system/kube-proxy (keys sorted, mode "" unless set).
-const KUBEADM = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
-bindAddress: 0.0.0.0
-bindAddressHardFail: false
-clientConnection:
-  acceptContentTypes: ""
-  burst: 0
-  contentType: ""
-  kubeconfig: /var/lib/kube-proxy/kubeconfig.conf
-  qps: 0
-clusterCIDR: 10.244.0.0/16
-configSyncPeriod: 0s
-conntrack:
-  maxPerCore: null
-  min: null
-  tcpCloseWaitTimeout: null
-  tcpEstablishedTimeout: null
-detectLocalMode: ""
-enableProfiling: false
-healthzBindAddress: ""
-hostnameOverride: ""
-iptables:
-  localhostNodePorts: null
-  masqueradeAll: false
-  masqueradeBit: null
-  minSyncPeriod: 0s
-  syncPeriod: 0s
-ipvs:
-  excludeCIDRs: null
-  minSyncPeriod: 0s
-  scheduler: ""
-  strictARP: false
-  syncPeriod: 0s
-  tcpFinTimeout: 0s
-  tcpTimeout: 0s
-  udpTimeout: 0s
-kind: KubeProxyConfiguration
-logging:
-  flushFrequency: 0
-  options:
-    json:
-      infoBufferSize: "0"
-  verbosity: 0
-metricsBindAddress: ""
-mode: ipvs
-nodePortAddresses: null
-oomScoreAdj: null
-portRange: ""
-showHiddenMetricsForAlpha: ""
-udpIdleTimeout: 0s
-winkernel:
-  enableDSR: false
-  forwardHealthCheckVip: false
-  networkName: ""
-  rootHnsEndpointName: ""
-  sourceVip: ""
-`;
+import { KUBEADM_KUBE_PROXY_CONFIG as KUBEADM } from "./kubeadm.js";
 
 /** changedLines lists [before, after] for each line that differs (same line count) or the added lines. */
 function diff(a: string, b: string): { removed: string[]; added: string[] } {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { KUBEADM_KUBE_PROXY_CONFIG } from "@whohas/core";
 import { startStack, type Stack } from "../stack.js";
 import { resourceNamed } from "../kube/resources.js";
-import { KUBE_PROXY_CONFIG } from "../kube/seed.js";
 import { api as readApi, electedBy, eventually, query } from "./hub-client.js";
 
 interface IpRow {
@@ -93,7 +93,7 @@ describe("the hub joins traffic with the cluster", () => {
     const cur = api().store.get(cm, "kube-system", "kube-proxy");
     api().store.update(cm, "kube-system", "kube-proxy", {
       ...cur,
-      data: { "config.conf": KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") },
+      data: { "config.conf": KUBEADM_KUBE_PROXY_CONFIG.replace("strictARP: false", "strictARP: true") },
     });
     const s = await eventually(
       () => query<Summary>(stack, "cluster.summary"),

@@ -1,20 +1,7 @@
+import { KUBEADM_KUBE_PROXY_CONFIG } from "@whohas/core";
 import { resourceNamed } from "./resources.js";
 import type { KubeObject } from "./store.js";
 import type { TestApiServer } from "./server.js";
-
-/** KUBE_PROXY_CONFIG is config.conf as kubeadm writes it, in IPVS mode with strictARP false (the default). */
-export const KUBE_PROXY_CONFIG = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
-bindAddress: 0.0.0.0
-clusterCIDR: 10.244.0.0/16
-ipvs:
-  excludeCIDRs: null
-  minSyncPeriod: 0s
-  scheduler: ""
-  strictARP: false
-  syncPeriod: 0s
-kind: KubeProxyConfiguration
-mode: ipvs
-`;
 
 export interface SeedService {
   readonly namespace: string;
@@ -43,7 +30,7 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
   }
   create(api, "configmaps", "kube-system", {
     metadata: { name: "kube-proxy", labels: { app: "kube-proxy" } },
-    data: { "config.conf": KUBE_PROXY_CONFIG },
+    data: { "config.conf": KUBEADM_KUBE_PROXY_CONFIG },
   });
   create(api, "daemonsets", "kube-system", {
     metadata: { name: "kube-proxy", labels: { "k8s-app": "kube-proxy" } },
@@ -86,7 +73,7 @@ export function seedCluster(api: TestApiServer, nodes: readonly string[], servic
       metadata: { name: `${s.name}-abc12`, labels: { "kubernetes.io/service-name": s.name } },
       addressType: family,
       endpoints: s.endpointNodes.map((n, i) => ({
-        // Pod addresses: IPv4 from KUBE_PROXY_CONFIG's clusterCIDR, IPv6 from a unique local prefix (RFC 4193).
+        // Pod addresses: IPv4 from KUBEADM_KUBE_PROXY_CONFIG's clusterCIDR, IPv6 from a unique local prefix (RFC 4193).
         addresses: [family === "IPv6" ? `fd00:10:244:${i}::10` : `10.244.${i}.10`],
         conditions: { ready: true, serving: true, terminating: false },
         nodeName: n,
