@@ -134,7 +134,9 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
         ...s,
         hint: [
           s.ipLimit < s.maxIps
-            ? `the hub's heap came near its bound: the live view holds at most ${s.ipLimit} IPs, not limits.maxIps = ${s.maxIps} (the heap: ${s.heap === null ? "?" : `${s.heap.usedMb} of ${s.heap.limitMb} MB`} at its latest full collection); give the hub more memory (WHOHAS_HEAP_MB, and the container's limit above it)`
+            ? `the hub's heap came near its bound: the live view holds at most ${s.ipLimit} IPs, not limits.maxIps = ${s.maxIps} ` +
+              `(the heap: ${s.heap === null ? "?" : `${s.heap.usedMb} of ${s.heap.limitMb} MB`} at its latest full collection); ` +
+              "give the hub more memory (WHOHAS_HEAP_MB, and the container's limit above it)"
             : null,
           s.evictedIps > 0 ? "the least recently active IPs left the live view (their history stays in storage)" : null,
           s.foldedMacs > 0 ? "the oldest MACs of crowded IPs were summed" : null,

@@ -210,7 +210,10 @@ export class HubMetrics {
     });
     const changes = new Counter({
       name: "whohas_first_answer_changes_total",
-      help: `Times an asker's request was first answered by another node than its previous one, for each LoadBalancer IP and any other IP it happened to (at most ${MAX_IP_SERIES} IPs): each is a router, firewall or client re-learning the IP's MAC from another node and its connections through the old one dropping. Starts over when the hub does, or lets go of the IP.`,
+      help:
+        "Times an asker's request was first answered by another node than its previous one, for each LoadBalancer IP and " +
+        `any other IP it happened to (at most ${MAX_IP_SERIES} IPs): each is a router, firewall or client re-learning the ` +
+        "IP's MAC from another node and its connections through the old one dropping. Starts over when the hub does, or lets go of the IP.",
       labelNames: ["ip", "vlan", "namespace", "service"],
       registers: [this.registry],
       collect: () => {

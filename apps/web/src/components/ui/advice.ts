@@ -157,7 +157,10 @@ function ipSteps(f: Facts, ip: Ip, x: Finding): Step[] {
         {
           key: "split-brain",
           title: "Check the MetalLB speakers' memberlist",
-          why: `${listed(nodes.length > 0 ? nodes : x.macs)} both announce ${a}: each speaker elects an owner from its own view of memberlist, so a partition (or a speaker that cannot reach the others on port 7946) gives two owners.${ip.expectedOwner === null ? "" : ` whohas expects ${ip.expectedOwner}.`}`,
+          why:
+            `${listed(nodes.length > 0 ? nodes : x.macs)} both announce ${a}: each speaker elects an owner from its own view of ` +
+            "memberlist, so a partition (or a speaker that cannot reach the others on port 7946) gives two owners." +
+            (ip.expectedOwner === null ? "" : ` whohas expects ${ip.expectedOwner}.`),
           commands: [
             SPEAKERS,
             `kubectl -n metallb-system logs -l component=speaker --since=30m --prefix | grep -Ei 'memberlist|${a}'   ${METALLB_NS}`,
@@ -174,7 +177,12 @@ function ipSteps(f: Facts, ip: Ip, x: Finding): Step[] {
           key: x.type,
           title:
             x.type === "address-conflict" ? `Find the host that is not a cluster node` : "Find the device behind the mismatched frames",
-          why: `${listed(macs.map((m) => name(ip, m)))} ${x.type === "address-conflict" ? `answer${macs.length === 1 ? "s" : ""} for ${a}: no whohas agent reports it, it is not a node. Find its switch port, then give that host another address or take ${a} out of MetalLB's pool.` : "sends frames whose Ethernet source is not its ARP sender (Microsoft NLB does so on purpose)."}`,
+          why:
+            `${listed(macs.map((m) => name(ip, m)))} ` +
+            (x.type === "address-conflict"
+              ? `answer${macs.length === 1 ? "s" : ""} for ${a}: no whohas agent reports it, it is not a node. ` +
+                `Find its switch port, then give that host another address or take ${a} out of MetalLB's pool.`
+              : "sends frames whose Ethernet source is not its ARP sender (Microsoft NLB does so on purpose)."),
           commands: [
             ip.family === 4
               ? `arping -b -c 3 ${a}   # from a host on the segment; -b keeps broadcasting, so every answer shows`
