@@ -9,7 +9,7 @@ import { vipAt } from "../lab.js";
 import { resourceNamed } from "../kube/resources.js";
 import { api as readApi, eventually, findingsIn, passed, signIn, type IncidentView as Incident } from "./hub-client.js";
 import { record } from "./reliability.js";
-import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
+import { notifying, webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const exec = promisify(execFile);
 const FLOOD = `${REPO_ROOT}packages/lab/dist/flood.js`;
@@ -88,13 +88,12 @@ describe("faults: nothing is lost", () => {
       received.push({ id: String(headers["webhook-id"]), at: Date.now() });
       return 503;
     });
-    const { url } = receiver;
     stack = await startStack({
       nodes: 3,
       vips: 2,
       kube: true,
       requestIntervalMs: 500,
-      hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "down", url, format: "generic" }] },
+      hubConfig: notifying(receiver, "down"),
     });
     await eventually(allUp, (ok) => ok, 20_000);
   });

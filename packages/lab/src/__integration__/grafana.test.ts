@@ -11,7 +11,7 @@ import { unixWsUrl } from "../naming.js";
 import { inNs } from "../sh.js";
 import { startStack, type Stack } from "../stack.js";
 import { eventually } from "./hub-client.js";
-import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
+import { notifying, webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 const exec = promisify(execFile);
 
@@ -72,14 +72,13 @@ describe("the Grafana dashboard reads series the hub and the agents export", () 
       delivered++;
       return 200;
     });
-    const { url } = receiver;
     stack = await startStack({
       nodes: 3,
       vips: 2,
       kube: true,
       requestIntervalMs: 500,
       backgroundProbe: "5s",
-      hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "ops", url, format: "generic" }] },
+      hubConfig: notifying(receiver, "ops"),
     });
   });
   afterAll(async () => {

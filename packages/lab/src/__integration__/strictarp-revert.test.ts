@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../stack.js";
 import { api, eventually, query, type IncidentView } from "./hub-client.js";
 import { kubeProxyConfig, kubectl } from "./kube-client.js";
-import { webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
+import { notifying, webhookReceiver, type WebhookReceiver } from "./webhook-receiver.js";
 
 interface Notice {
   type: string;
@@ -32,13 +32,12 @@ describe("strictARP reverted: who undid the fix is named, and told", () => {
       got.push(JSON.parse(body) as Notice);
       return 200;
     });
-    const { url } = receiver;
     stack = await startStack({
       nodes: 2,
       vips: 1,
       kube: true,
       cluster: true,
-      hubConfig: { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name: "ops", url, format: "generic" }] },
+      hubConfig: notifying(receiver, "ops"),
     });
   });
   afterAll(async () => {

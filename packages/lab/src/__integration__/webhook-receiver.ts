@@ -31,3 +31,11 @@ export async function webhookReceiver(take: (body: string, headers: IncomingHttp
     },
   };
 }
+
+/**
+ * notifying is the hub's config (StackOptions.hubConfig) that sends every notification to `receiver` as webhook
+ * `name`: alerts grouped for a second, and loopback allowed, where the lab's receivers listen.
+ */
+export function notifying(receiver: WebhookReceiver, name: string): Readonly<Record<string, unknown>> {
+  return { alerting: { groupWait: "1s", allowHosts: ["127.0.0.1"] }, webhooks: [{ name, url: receiver.url, format: "generic" }] };
+}
