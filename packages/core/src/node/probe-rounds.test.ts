@@ -5,27 +5,20 @@ const A = "02:00:00:00:00:0a";
 const B = "02:00:00:00:00:0b";
 const C = "02:00:00:00:00:0c";
 
+/** result is one prober's result for request `seq`: the replies it heard as [MAC, latency in ms], in the order heard. */
+const result = (seq: number, sentAt: number, ...replies: (readonly [string, number])[]) => ({
+  seq,
+  sentAt,
+  replies: replies.map(([mac, latencyMs]) => ({ mac, latencyMs })),
+});
+
 describe("ProbeRounds", () => {
   it("joins two probers' requests: each misses its own answer, the round has all three responders", () => {
     const p = new ProbeRounds("192.0.2.10");
     // node-a (MAC A) hears B and C; node-b (MAC B) hears A and C.
-    p.add("node-a", {
-      seq: 1,
-      sentAt: 1000,
-      replies: [
-        { mac: C, latencyMs: 0.4 },
-        { mac: B, latencyMs: 0.9 },
-      ],
-    });
-    p.add("node-b", {
-      seq: 1,
-      sentAt: 1002,
-      replies: [
-        { mac: A, latencyMs: 0.2 },
-        { mac: C, latencyMs: 0.6 },
-      ],
-    });
-    p.add("node-a", { seq: 2, sentAt: 2000, replies: [{ mac: C, latencyMs: 0.5 }] });
+    p.add("node-a", result(1, 1000, [C, 0.4], [B, 0.9]));
+    p.add("node-b", result(1, 1002, [A, 0.2], [C, 0.6]));
+    p.add("node-a", result(2, 2000, [C, 0.5]));
     const rounds = p.rounds();
     expect(rounds).toHaveLength(2);
     expect(rounds[0]).toEqual({
@@ -54,10 +47,10 @@ describe("ProbeRounds", () => {
 
   it("counts unanswered rounds, and a repeated result changes nothing", () => {
     const p = new ProbeRounds("192.0.2.10");
-    const r = { seq: 1, sentAt: 1000, replies: [{ mac: A, latencyMs: 1 }] };
+    const r = result(1, 1000, [A, 1]);
     p.add("node-b", r);
     p.add("node-b", r);
-    p.add("node-b", { seq: 2, sentAt: 2000, replies: [] });
+    p.add("node-b", result(2, 2000));
     expect(p.summary()).toMatchObject({ requests: 2, unanswered: 1, multiAnswered: 0, macs: [{ mac: A, replies: 1, first: 1 }] });
   });
 });
