@@ -7,6 +7,10 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { collectGarbage, inNs, requireRoot, startStack } from "@whohas/lab";
 import { TICKS, cpuTicks, rssMb } from "./sim.js";
+import { cells, target, targets } from "./report.js";
+
+/** The widths of the table's columns. */
+const WIDTHS = [22, 12, 10, 13, 9];
 
 /** FIND_MS: the agent is looked for this long after the stack has started. */
 const FIND_MS = 3000;
@@ -106,15 +110,29 @@ async function main(): Promise<void> {
     const rows = [
       `agent benchmark: ${sent.sent} ARP frames at ${Math.round(sent.rate)}/s for ${flooding.toFixed(1)} s into one lab node holding 300 VIPs (the lab's client silent meanwhile)`,
       "",
-      `${"".padEnd(22)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)} ${"kernel drops".padStart(13)} ${"frames".padStart(9)}`,
-      `${"whohas agent".padEnd(22)} ${`${(agentCpu * 100).toFixed(1)} %`.padStart(12)} ${`${rssMb(agent, "VmHWM").toFixed(0)} MB`.padStart(10)} ${String(drops).padStart(13)} ${String(frames).padStart(9)}`,
-      `${"tcpdump -w /dev/null".padEnd(22)} ${`${(dumpCpu * 100).toFixed(1)} %`.padStart(12)} ${`${dumpRss.toFixed(0)} MB`.padStart(10)} ${dumpDrops.padStart(13)}`,
+      cells(WIDTHS, "", "CPU (1 core)", "peak RSS", "kernel drops", "frames"),
+      cells(
+        WIDTHS,
+        "whohas agent",
+        `${(agentCpu * 100).toFixed(1)} %`,
+        `${rssMb(agent, "VmHWM").toFixed(0)} MB`,
+        String(drops),
+        String(frames),
+      ),
+      cells(WIDTHS, "tcpdump -w /dev/null", `${(dumpCpu * 100).toFixed(1)} %`, `${dumpRss.toFixed(0)} MB`, dumpDrops),
       "",
       `agent start-up: ${startupCpuSeconds.toFixed(2)} s of CPU in its first ${(FIND_MS + IDLE_SETTLE_MS) / 1000} s or so`,
       `agent idle CPU (${IDLE_MS / 1000} s, no flood, from ${(FIND_MS + IDLE_SETTLE_MS) / 1000} s after the stack started): ${(idleCpu * 100).toFixed(2)} %`,
       `frames counted by the agent: ${frames} of ${sent.sent} sent (${countedAll ? "all" : "NOT all"})`,
       `evidence ring: peak ${ringPeak} bytes of its ${ringBound}-byte bound (sampled each second), ${evicted} frames evicted for room or age`,
-      `targets: every frame counted (${frames} of ${sent.sent}: ${countedAll ? "met" : "NOT met"}), zero drops (${drops}: ${drops === 0 ? "met" : "NOT met"}), CPU <= 30 % (${(agentCpu * 100).toFixed(1)} %: ${agentCpu <= 0.3 ? "met" : "NOT met"}), RSS <= 120 MB (${rssMb(agent, "VmHWM").toFixed(0)} MB: ${rssMb(agent, "VmHWM") <= 120 ? "met" : "NOT met"}), idle <= 1 % (${(idleCpu * 100).toFixed(2)} %: ${idleCpu <= 0.01 ? "met" : "NOT met"}), ring within its bound (${ringPeak <= ringBound && ringBound > 0 ? "met" : "NOT met"})`,
+      targets(
+        target("every frame counted", `${frames} of ${sent.sent}`, countedAll),
+        target("zero drops", String(drops), drops === 0),
+        target("CPU <= 30 %", `${(agentCpu * 100).toFixed(1)} %`, agentCpu <= 0.3),
+        target("RSS <= 120 MB", `${rssMb(agent, "VmHWM").toFixed(0)} MB`, rssMb(agent, "VmHWM") <= 120),
+        target("idle <= 1 %", `${(idleCpu * 100).toFixed(2)} %`, idleCpu <= 0.01),
+        target("ring within its bound", "", ringPeak <= ringBound && ringBound > 0),
+      ),
     ];
     process.stdout.write(rows.join("\n") + "\n");
     process.stdout.write(

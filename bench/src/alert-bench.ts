@@ -9,6 +9,7 @@ import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { REQUESTER, collectGarbage, inNs, listening, requireRoot, startStack, startTcpdump } from "@whohas/lab";
+import { target, targets } from "./report.js";
 
 const TRIALS = Number(process.argv[2] ?? 50);
 /** Trial IPs: on the lab's link, outside the stack's own VIPs (198.18.0.200+). */
@@ -160,8 +161,8 @@ async function main(): Promise<void> {
         `reference, same trials -> the read API shows the IP as multi-responder (polled every 20 ms): ${fmt(apiLat)}`,
         `ratio of p50s to the reference: webhook ${(pct(lat, 0.5) / pct(apiLat, 0.5)).toFixed(2)}, SSE ${(pct(sseLat, 0.5) / pct(apiLat, 0.5)).toFixed(2)}`,
         "",
-        `target: wire -> webhook p99 <= 250 ms (${pct(lat, 0.99).toFixed(0)} ms: ${pct(lat, 0.99) <= 250 ? "met" : "NOT met"})`,
-        `target: wire -> SSE state change p99 <= 100 ms (${pct(sseLat, 0.99).toFixed(0)} ms: ${pct(sseLat, 0.99) <= 100 ? "met" : "NOT met"})`,
+        targets(target("wire -> webhook p99 <= 250 ms", `${pct(lat, 0.99).toFixed(0)} ms`, pct(lat, 0.99) <= 250)),
+        targets(target("wire -> SSE state change p99 <= 100 ms", `${pct(sseLat, 0.99).toFixed(0)} ms`, pct(sseLat, 0.99) <= 100)),
       ].join("\n") + "\n",
     );
   } finally {

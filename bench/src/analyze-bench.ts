@@ -8,6 +8,7 @@ import { createWriteStream, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { ISSUE_SHAPE, generateCapture, type CaptureShape } from "./generate.js";
+import { target, targets } from "./report.js";
 
 const AGENT_MAIN = fileURLToPath(new URL("../../apps/agent/dist/main.js", import.meta.url));
 const RSS_HOOK = fileURLToPath(new URL("../src/rss-hook.mjs", import.meta.url));
@@ -165,7 +166,10 @@ async function main(): Promise<void> {
   }
   lines.push(
     "",
-    `targets: >= 2.00 M frames/s (${(rate(whohas) / 1e6).toFixed(2)} M: ${rate(whohas) >= 2e6 ? "met" : "NOT met"}), peak RSS < 200 MB (${(whohas.maxRssMb ?? NaN).toFixed(0)} MB: ${(whohas.maxRssMb ?? Infinity) < 200 ? "met" : "NOT met"})`,
+    targets(
+      target(">= 2.00 M frames/s", `${(rate(whohas) / 1e6).toFixed(2)} M`, rate(whohas) >= 2e6),
+      target("peak RSS < 200 MB", `${(whohas.maxRssMb ?? NaN).toFixed(0)} MB`, (whohas.maxRssMb ?? Infinity) < 200),
+    ),
   );
   process.stdout.write(lines.join("\n") + "\n");
   process.stdout.write(

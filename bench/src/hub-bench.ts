@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { WebSocketServer } from "ws";
 import { freePort } from "@whohas/lab";
 import { MAX_IPS, SimAgent, TICKS, VIEWER, cpuTicks, rssMb, sleep, startHub } from "./sim.js";
+import { target, targets } from "./report.js";
 
 const MAX_ROWS_PER_FLUSH_NOTE = "the hub writes at most 15,000 rows a second, oldest first";
 /**
@@ -260,14 +261,21 @@ async function main(): Promise<void> {
       `${"bare ws + JSON.parse (ref)".padEnd(28)} ${`${(ref.cpu * 100).toFixed(1)} %`.padStart(12)} ${`${ref.rss.toFixed(0)} MB`.padStart(10)}   (${ref.entries}/${ref.sent} entries parsed)`,
       `ratio hub / reference CPU: ${(cpu / ref.cpu).toFixed(2)}x; the hub's CPU per message: ${((cpu * seconds * 1e6) / Math.max(1, accepted)).toFixed(0)} µs (wire-bench.js --hub-us N: what reading it costs)`,
       "",
-      `keeps up: ${accepted}/${sent} messages accepted (${markers} of them latency markers), rows waiting for the disk ${pending0} at the start and ${pending} at the end (bounded: ${MAX_ROWS_PER_FLUSH_NOTE}; during the load, peak of the first quarter ${firstPeak}, of the last ${lastPeak}: ${backlog}), client-side send buffer peak ${maxBuffered} bytes`,
+      `keeps up: ${accepted}/${sent} messages accepted (${markers} of them latency markers), rows waiting for the disk ` +
+        `${pending0} at the start and ${pending} at the end (bounded: ${MAX_ROWS_PER_FLUSH_NOTE}; during the load, peak of ` +
+        `the first quarter ${firstPeak}, of the last ${lastPeak}: ${backlog}), client-side send buffer peak ${maxBuffered} bytes`,
       `passes (each every 1 s, warm-up included): judging ${pass("judge")}, writing ${pass("write")}`,
       `V8 heap at the end: ${heapUsed.toFixed(0)} MB used of ${heapTotal.toFixed(0)} MB (the launcher bounds it at 384 MB: WHOHAS_HEAP_MB); the IP limit in force: ${ipLimit < MAX_IPS ? `${ipLimit}, set by memory (limits.maxIps ${MAX_IPS})` : `limits.maxIps ${MAX_IPS}`}`,
       `open incidents at the end: ${open.length === 0 ? "none" : openByType}`,
       `the whohas-hub launcher that bounds the heap (parent process): ${wrapperRss.toFixed(0)} MB peak RSS, ~0 CPU`,
       `RSS over the run: ${rssSamples.length > 0 ? `${Math.min(...rssSamples).toFixed(0)} -> ${Math.max(...rssSamples).toFixed(0)} MB` : "?"}; after answering /api/v1/ips for every IP and the other queries: ${rssAfterQueries.toFixed(0)} MB`,
       `send -> state change seen over SSE (${latencies.length} markers): p50 ${pct(50).toFixed(1)} ms, p99 ${pct(99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
-      `targets: keeps up (${accepted}/${sent} accepted, backlog ${backlog}: ${keepsUp ? "met" : "NOT met"}), p99 <= 50 ms (${pct(99).toFixed(1)} ms: ${pct(99) <= 50 ? "met" : "NOT met"}), CPU <= 1 core (${(cpu * 100).toFixed(1)} %: ${cpu <= 1 ? "met" : "NOT met"}), RSS <= 500 MB (${(peak + wrapperRss).toFixed(0)} MB, hub and launcher together: ${peak + wrapperRss <= 500 ? "met" : "NOT met"})`,
+      targets(
+        target("keeps up", `${accepted}/${sent} accepted, backlog ${backlog}`, keepsUp),
+        target("p99 <= 50 ms", `${pct(99).toFixed(1)} ms`, pct(99) <= 50),
+        target("CPU <= 1 core", `${(cpu * 100).toFixed(1)} %`, cpu <= 1),
+        target("RSS <= 500 MB", `${(peak + wrapperRss).toFixed(0)} MB, hub and launcher together`, peak + wrapperRss <= 500),
+      ),
     ];
     process.stdout.write(rows.join("\n") + "\n");
   } finally {

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { chromium, type Page } from "playwright-core";
 import { CHROMIUM, CHROMIUM_ARGS } from "@whohas/lab";
 import { SimAgent, VIEWER, sleep, startHub } from "./sim.js";
+import { met, target, targets } from "./report.js";
 
 /** VISITS: how many first-time visitors open the IPs page, one after the other. */
 const VISITS = 5;
@@ -137,7 +138,10 @@ async function main(): Promise<void> {
       result: { data: { ip: string; state: string; responders: { mac: string; node: string | null }[]; requests: number }[] };
     };
     // Served by a plain HTTP server and loaded by navigation, as the IPs page is: a server-rendered static table.
-    const html = `<!doctype html><html><head><meta charset="utf-8"><title>IPs</title></head><body><table>${data.result.data.map((i) => `<tr data-ip="${i.ip}"><td>${i.ip}</td><td>${i.state}</td><td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`).join("")}</table></body></html>`;
+    const tr = (i: (typeof data.result.data)[number]) =>
+      `<tr data-ip="${i.ip}"><td>${i.ip}</td><td>${i.state}</td>` +
+      `<td>${i.responders.map((r) => `${r.node ?? ""} ${r.mac}`).join(", ")}</td><td>${i.requests}</td></tr>`;
+    const html = `<!doctype html><html><head><meta charset="utf-8"><title>IPs</title></head><body><table>${data.result.data.map(tr).join("")}</table></body></html>`;
     const server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const refUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
@@ -192,7 +196,12 @@ async function main(): Promise<void> {
         `naive <table> (reference: ${data.result.data.length} rows server-rendered by a plain HTTP server, loaded by navigation; median of visits 2-${VISITS}): first render ${refRender.toFixed(0)} ms; scrolling 5 s: ${fmt(refScroll)}`,
         "",
         `ratio first render / reference render: ${(warmMedian / refRender).toFixed(2)}`,
-        `targets: first render <= 1.5 s (median of visits 2-${VISITS}, ${warmMedian.toFixed(0)} ms: ${warmMedian <= 1500 ? "met" : "NOT met"}; the hub's first page load, ${cold.firstRender.toFixed(0)} ms: ${cold.firstRender <= 1500 ? "met" : "NOT met"}), no frame over 100 ms while scrolling (${live.over100} over: ${live.over100 === 0 ? "met" : "NOT met"})`,
+        targets(
+          // One target of two parts, each with its verdict: bench/all.ts counts it met only if both are.
+          `first render <= 1.5 s (median of visits 2-${VISITS}, ${warmMedian.toFixed(0)} ms: ${met(warmMedian <= 1500)}; ` +
+            `the hub's first page load, ${cold.firstRender.toFixed(0)} ms: ${met(cold.firstRender <= 1500)})`,
+          target("no frame over 100 ms while scrolling", `${live.over100} over`, live.over100 === 0),
+        ),
       ].join("\n") + "\n",
     );
   } finally {

@@ -8,6 +8,7 @@
 // run, it takes fifty minutes. `node verify-bench.js [VIPS] [NODES]` (default 300 3). Asserts nothing.
 import { spawn } from "node:child_process";
 import { collectGarbage, listening, requireRoot, startStack, startTcpdump, type Stack } from "@whohas/lab";
+import { cells, target, targets } from "./report.js";
 
 /** ROUNDS: the requests each prober sends each IP during verification (the hub's VERIFY_ROUNDS). */
 const ROUNDS = 10;
@@ -130,6 +131,21 @@ function wireFigures(requests: readonly Request[], askers: ReadonlySet<string>, 
   };
 }
 
+/** The widths of the table's columns. */
+const WIDTHS = [44, 8, 9, 13, 10, 15, 9, 10];
+
+/** wireCells are the table's cells of what one sender put on the wire, after its time. */
+function wireCells(f: ReturnType<typeof wireFigures>): string[] {
+  return [
+    String(f.requests),
+    f.perPair.join("-"),
+    `${f.minGapMs.toFixed(1)} ms`,
+    String(f.perSecondPerAsker),
+    String(f.perSecondPerIp),
+    String(f.per10Ms),
+  ];
+}
+
 /** arpingAll runs Habets' arping for every IP at once in `ns`, `count` requests each; resolves with its start and end. */
 async function arpingAll(ns: string, ips: readonly string[], count: number): Promise<{ from: number; to: number; answered: number }> {
   const script = `for ip in ${ips.join(" ")}; do arping -c ${count} -i eth0 $ip | grep -c 'bytes from' & done; wait`;
@@ -211,20 +227,34 @@ async function main(): Promise<void> {
     const rows = [
       `fix verification benchmark: ${vips} LoadBalancer IPs on ${nodes} lab nodes, the strictARP fix applied through the hub's API (run: ${run.result})`,
       "",
-      `${"".padEnd(44)} ${"time".padStart(8)} ${"requests".padStart(9)} ${"per IP+asker".padStart(13)} ${"min gap".padStart(10)} ${"max/s IP+asker".padStart(15)} ${"max/s IP".padStart(9)} ${"max/10 ms".padStart(10)}`,
-      `${"whohas verification (2 probers per IP)".padEnd(44)} ${`${verifyS.toFixed(1)} s`.padStart(8)} ${String(ours.requests).padStart(9)} ${ours.perPair.join("-").padStart(13)} ${`${ours.minGapMs.toFixed(1)} ms`.padStart(10)} ${String(ours.perSecondPerAsker).padStart(15)} ${String(ours.perSecondPerIp).padStart(9)} ${String(ours.per10Ms).padStart(10)}`,
-      `${`arping -c ${ROUNDS} x ${vips} at once, node-1`.padEnd(44)} ${`${((ref.to - ref.from) / 1000).toFixed(1)} s`.padStart(8)} ${String(theirs.requests).padStart(9)} ${theirs.perPair.join("-").padStart(13)} ${`${theirs.minGapMs.toFixed(1)} ms`.padStart(10)} ${String(theirs.perSecondPerAsker).padStart(15)} ${String(theirs.perSecondPerIp).padStart(9)} ${String(theirs.per10Ms).padStart(10)}`,
+      cells(WIDTHS, "", "time", "requests", "per IP+asker", "min gap", "max/s IP+asker", "max/s IP", "max/10 ms"),
+      cells(WIDTHS, "whohas verification (2 probers per IP)", `${verifyS.toFixed(1)} s`, ...wireCells(ours)),
+      cells(WIDTHS, `arping -c ${ROUNDS} x ${vips} at once, node-1`, `${((ref.to - ref.from) / 1000).toFixed(1)} s`, ...wireCells(theirs)),
       "(per IP+asker: requests each asker sent each IP; min gap: the shortest time between two of them; max/s: the most",
       " within any second, per asker and IP, then all askers of one IP together; max/10 ms: the most one asker sent within",
       " any 10 ms, all IPs together: a spread round or a burst)",
       "",
-      `whohas: ${run.checked.length} IPs judged, ${problems.length} with a problem${problems.length > 0 ? ` (first: ${problems[0]?.problem ?? ""})` : ""}; arping: ${ref.answered} of ${vips * ROUNDS} requests answered (from one node, and it counts no second responder: a reference for time and rate, not a check)`,
+      `whohas: ${run.checked.length} IPs judged, ${problems.length} with a problem` +
+        `${problems.length > 0 ? ` (first: ${problems[0]?.problem ?? ""})` : ""}; arping: ${ref.answered} of ${vips * ROUNDS} ` +
+        "requests answered (from one node, and it counts no second responder: a reference for time and rate, not a check)",
       `whohas's requests went out from ${(ours.firstMs / 1000).toFixed(1)} s to ${(ours.lastMs / 1000).toFixed(1)} s of the ${verifyS.toFixed(1)} s step (the rest: commands on their way, the last round's reply window, judging)`,
       `ratio to arping's time: ${(verifyS / ((ref.to - ref.from) / 1000)).toFixed(2)}`,
       `before (computed from its rounds): ${Math.ceil(vips / OLD_BATCH)} batches of ${OLD_BATCH} IPs x ${OLD_PROBE_S} s = ${oldS} s; with ${ROUNDS} requests per IP, ${oldRoundsS} s`,
       "",
-      `target: fix verification of ${vips} IPs <= 120 s (${verifyS.toFixed(1)} s${verified ? "" : `, but the run ${run.result}: ${run.message.slice(0, 200)}`}: ${verifyS <= 120 && verified ? "met" : "NOT met"})`,
-      `target: at most one request per IP a second from each prober, as a client re-asks (at most ${ours.perSecondPerAsker} in any second, smallest gap ${ours.minGapMs.toFixed(1)} ms: ${rateMet ? "met" : "NOT met"})`,
+      targets(
+        target(
+          `fix verification of ${vips} IPs <= 120 s`,
+          `${verifyS.toFixed(1)} s${verified ? "" : `, but the run ${run.result}: ${run.message.slice(0, 200)}`}`,
+          verifyS <= 120 && verified,
+        ),
+      ),
+      targets(
+        target(
+          "at most one request per IP a second from each prober, as a client re-asks",
+          `at most ${ours.perSecondPerAsker} in any second, smallest gap ${ours.minGapMs.toFixed(1)} ms`,
+          rateMet,
+        ),
+      ),
     ];
     process.stdout.write(rows.join("\n") + "\n");
     process.stdout.write(
