@@ -58,13 +58,25 @@ class Wire implements PacketSource {
   }
 }
 
+/** wiresOn opens a Wire for each interface, answered as `answer(iface)` says, and keeps them by interface. */
+function wiresOn(clock: Clock, answer: (iface: string) => Wire["answer"]) {
+  const wires = new Map<string, Wire>();
+  const open = (iface: string) => {
+    const w = new Wire(iface, clock, answer(iface));
+    wires.set(iface, w);
+    return w;
+  };
+  return { wires, open };
+}
+
 describe("runProbeMany", () => {
   it("asks every IP once a round, spread over the interval, one capture per interface, and counts every MAC per request", async () => {
     const clock = fakeClock();
-    const wires = new Map<string, Wire>();
     // 192.0.2.11 has two responders on its second request; 192.0.2.10 in VLAN 30 is answered by OTHER there only.
-    const answer = (iface: string) => (ip: string, nth: number) =>
-      iface === "eth0.30" ? [OTHER] : ip === "192.0.2.11" && nth === 2 ? [OWNER, OTHER] : [OWNER];
+    const { wires, open } = wiresOn(
+      clock,
+      (iface) => (ip, nth) => (iface === "eth0.30" ? [OTHER] : ip === "192.0.2.11" && nth === 2 ? [OWNER, OTHER] : [OWNER]),
+    );
     const rounds: { seq: number; results: TargetResult[] }[] = [];
     const out = await runProbeMany({
       targets: [
@@ -78,11 +90,7 @@ describe("runProbeMany", () => {
       intervalMs: 1000,
       egress,
       clock,
-      open: (iface) => {
-        const w = new Wire(iface, clock, answer(iface));
-        wires.set(iface, w);
-        return w;
-      },
+      open,
       onRound: (seq, results) => rounds.push({ seq, results }),
     });
     expect(out).toEqual({
@@ -258,7 +266,7 @@ describe("probeManyCommand", () => {
 
   it("asks an IP once per link however it is named: the second naming is not asked, the rest still are", async () => {
     const clock = fakeClock();
-    const wires = new Map<string, Wire>();
+    const { wires, open } = wiresOn(clock, () => () => [OWNER]);
     const sent: AgentMessage[] = [];
     // As egressFor may: 10.30.0.0/24 is on eth0.30 only, so an untagged 10.30.0.5 is asked there too.
     const viaVlan = (ip: string, vlan: number | null): Egress => (ip.startsWith("10.30.") ? VLAN30 : egress(ip, vlan));
@@ -274,11 +282,7 @@ describe("probeManyCommand", () => {
       (m) => (sent.push(m), true),
       {
         egress: viaVlan,
-        open: (iface) => {
-          const w = new Wire(iface, clock, () => [OWNER]);
-          wires.set(iface, w);
-          return w;
-        },
+        open,
         clock,
       },
     );
