@@ -139,6 +139,11 @@ const iso = (t: number): string => new Date(t).toISOString().replace(/\.\d{3}Z$/
 export function ipDetail(ip: ApiIp, now: number): string {
   const out: string[] = [];
   const field = (k: string, v: string) => out.push(`${`${k}:`.padEnd(12)}${clean(v)}`);
+  /** section: a titled table, indented under its title; with no rows, `none` in its place (null: no section at all). */
+  const section = (title: string, none: string | null, headers: readonly string[], rows: readonly (readonly string[])[]) => {
+    if (rows.length > 0) out.push("", title, indent(table(headers, rows)));
+    else if (none !== null) out.push("", title, `  ${none}`);
+  };
   field("IP", ip.vlan === null ? ip.ip : `${ip.ip} (VLAN ${ip.vlan})`);
   field("State", ip.state);
   field(
@@ -159,59 +164,43 @@ export function ipDetail(ip: ApiIp, now: number): string {
   field("Requests", String(ip.requests));
   if (ip.silentDropNodes.length > 0)
     field("Drops", `${ip.silentDropNodes.join(", ")} answer with no local endpoint: traffic sent there is dropped`);
-  out.push("", "Responders:");
-  if (ip.responders.length === 0) out.push("  none seen");
-  else
-    out.push(
-      indent(
-        table(
-          ["MAC", "NODE", "ANSWERING", "REPLIES", "GRATUITOUS", "LAST SEEN", "LATENCY"],
-          ip.responders.map((r) => [
-            r.mac,
-            r.node ?? `not a node${r.vendor === null || r.vendor === undefined ? "" : ` (${r.vendor})`}`,
-            r.answering ? (ip.fastest === r.mac && ip.responders.filter((x) => x.answering).length > 1 ? "yes, fastest" : "yes") : "no",
-            String(r.replies),
-            String(r.gratuitous),
-            `${age(r.lastSeen, now)} ago`,
-            r.meanLatencyMs === null ? "-" : `${r.meanLatencyMs.toFixed(2)} ms`,
-          ]),
-        ),
-      ),
-    );
+  section(
+    "Responders:",
+    "none seen",
+    ["MAC", "NODE", "ANSWERING", "REPLIES", "GRATUITOUS", "LAST SEEN", "LATENCY"],
+    ip.responders.map((r) => [
+      r.mac,
+      r.node ?? `not a node${r.vendor === null || r.vendor === undefined ? "" : ` (${r.vendor})`}`,
+      r.answering ? (ip.fastest === r.mac && ip.responders.filter((x) => x.answering).length > 1 ? "yes, fastest" : "yes") : "no",
+      String(r.replies),
+      String(r.gratuitous),
+      `${age(r.lastSeen, now)} ago`,
+      r.meanLatencyMs === null ? "-" : `${r.meanLatencyMs.toFixed(2)} ms`,
+    ]),
+  );
   out.push("", "Findings:");
   if (ip.findings.length === 0) out.push("  none");
   for (const f of ip.findings)
     out.push(clean(`  ${f.type} (since ${iso(f.firstSeen)}${f.incidentId === null ? "" : `, incident ${f.incidentId}`}): ${f.detail}`));
-  out.push("", "Handovers:");
-  if (ip.handovers.length === 0) out.push("  none seen");
-  else
-    out.push(
-      indent(
-        table(
-          ["AT", "FROM", "TO", "GAP", "UNANSWERED", "ANNOUNCED"],
-          ip.handovers.map((h) => [
-            iso(h.at),
-            who(h.from),
-            who(h.to),
-            `${Math.round(h.gapMs)} ms`,
-            String(h.unanswered),
-            h.announced === null ? "checking" : h.announced ? "yes" : "NO",
-          ]),
-        ),
-      ),
-    );
-  const changed = ip.askers.filter((a) => a.firstAnswerChanges > 0);
-  if (changed.length > 0) {
-    out.push("", "Askers whose first answer changed node (each change breaks their connections):");
-    out.push(
-      indent(
-        table(
-          ["ASKER", "MAC", "REQUESTS", "CHANGES"],
-          changed.map((a) => [a.ip, dash(a.mac), String(a.requests), String(a.firstAnswerChanges)]),
-        ),
-      ),
-    );
-  }
+  section(
+    "Handovers:",
+    "none seen",
+    ["AT", "FROM", "TO", "GAP", "UNANSWERED", "ANNOUNCED"],
+    ip.handovers.map((h) => [
+      iso(h.at),
+      who(h.from),
+      who(h.to),
+      `${Math.round(h.gapMs)} ms`,
+      String(h.unanswered),
+      h.announced === null ? "checking" : h.announced ? "yes" : "NO",
+    ]),
+  );
+  section(
+    "Askers whose first answer changed node (each change breaks their connections):",
+    null,
+    ["ASKER", "MAC", "REQUESTS", "CHANGES"],
+    ip.askers.filter((a) => a.firstAnswerChanges > 0).map((a) => [a.ip, dash(a.mac), String(a.requests), String(a.firstAnswerChanges)]),
+  );
   return out.join("\n").replace(/\n+$/, "") + "\n";
 }
 
