@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger, type AgentMessage, type HubMessage } from "@whohas/core";
-import { ActionRefused, Actions, type CommandSender } from "../actions/actions.js";
+import { Actions } from "../actions/actions.js";
+import { ActionRefused, type CommandSender } from "../actions/command.js";
 import { Hub } from "../hub/hub.js";
 import { ASKER, aggregate, hello, observations } from "./helpers.js";
 

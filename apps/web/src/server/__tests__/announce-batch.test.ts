@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ActionRefused } from "../actions/actions.js";
+import { ActionRefused } from "../actions/command.js";
 import { AnnounceBatches, announceAll, type Announced, type Announcer, type BatchAudit } from "../actions/announce-batch.js";
 
 /** Owners knows who owns which IP; each announce waits until the test ends it, as an agent's burst would last. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { silentLogger, type AgentMessage, type HubMessage } from "@whohas/core";
 import { BackgroundProbe, type BackgroundOutcome } from "../actions/background-probe.js";
-import type { CommandSender } from "../actions/actions.js";
+import type { CommandSender } from "../actions/command.js";
 import { Hub } from "../hub/hub.js";
 import { cluster, facts, hello } from "./helpers.js";
 

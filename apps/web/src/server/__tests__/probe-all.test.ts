@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_PROBE_REPLIES, MAX_PROBE_TARGETS, type CommandResult, type HubCommand } from "@whohas/core";
-import type { CommandSender } from "../actions/actions.js";
+import type { CommandSender } from "../actions/command.js";
 import { probeAll, type ProbedIp } from "../actions/probe-all.js";
 import { Hub } from "../hub/hub.js";
 import { hello } from "./helpers.js";

@@ -6,31 +6,14 @@ import {
   chooseProbers,
   type AgentMessage,
   type CommandResult,
-  type HubCommand,
   type Logger,
   type ProbeRound,
   type ProbeSummary,
   normalizeIpKey,
-  splitIpKey,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
+import { ActionRefused, commandDone, onLink, type CommandSender } from "./command.js";
 import { probeAll, type ProbedIp } from "./probe-all.js";
-
-/** onLink is what a command names of an IP key: the address, and the VLAN to act in (null: untagged). */
-const onLink = (key: string): { ip: string; vlan: number | null } => {
-  const { ip, vlan } = splitIpKey(key);
-  return { ip, vlan };
-};
-
-/** A CommandSender reaches one node's agent (the AgentGateway). */
-export interface CommandSender {
-  command(node: string, msg: HubCommand, onResult: (m: CommandResult) => void): boolean;
-  /** abandon forgets a command whose agent never said it was done (absent: nothing is held per command). */
-  abandon?(id: string): void;
-}
-
-/** An ActionRefused is an action that could not start, with the reason a person can act on (nothing was changed). */
-export class ActionRefused extends Error {}
 
 /**
  * PROBERS: a node never hears its own answer to its own broadcast, so the hub probes from two (each hears the other):
@@ -153,14 +136,10 @@ export class Actions {
     let m: Extract<AgentMessage, { type: "command-done" }>;
     this.#announcing++;
     try {
-      m = await new Promise((resolve, reject) => {
-        const id = randomUUID();
-        const limit = this.o.announceMs + COMMAND_GRACE_MS;
-        const timer = setTimeout(
-          () => reject(new Error(`the agent on ${owner} did not report back within ${Math.round(limit / 1000)} s`)),
-          limit,
-        );
-        const msg = {
+      m = await commandDone(
+        this.o.agents,
+        owner,
+        (id) => ({
           v: WIRE_VERSION,
           type: "announce",
           id,
@@ -168,17 +147,10 @@ export class Actions {
           durationMs: this.o.announceMs,
           expectedOwner: owner,
           force: false,
-        } as const;
-        const sent = this.o.agents.command(owner, msg, (r) => {
-          if (r.type !== "command-done") return;
-          clearTimeout(timer);
-          resolve(r);
-        });
-        if (!sent) {
-          clearTimeout(timer);
-          reject(new ActionRefused(`no agent is connected on ${owner}, the node that should own ${ip}: check the whohas agent pod there`));
-        }
-      });
+        }),
+        this.o.announceMs + COMMAND_GRACE_MS,
+        `no agent is connected on ${owner}, the node that should own ${ip}: check the whohas agent pod there`,
+      );
     } catch (e) {
       this.#audit(
         actor,

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { ActionRefused, type Actions } from "./actions.js";
+import type { Actions } from "./actions.js";
+import { ActionRefused } from "./command.js";
 
 /** One IP of a batch: the node that announced it, when it started, and how it went. */
 export interface Announced {

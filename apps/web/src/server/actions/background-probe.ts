@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ProbeSchedule, WIRE_VERSION, splitIpKey, type Logger } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import type { CommandSender } from "./actions.js";
+import type { CommandSender } from "./command.js";
 
 /** TICK_MS: how often the schedule is asked what is due. */
 const TICK_MS = 1000;

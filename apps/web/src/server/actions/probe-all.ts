@@ -10,7 +10,7 @@ import {
   type ProbeRound,
 } from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
-import type { CommandSender } from "./actions.js";
+import type { CommandSender } from "./command.js";
 
 /** INTERVAL_MS: each prober asks each IP once a second, as a client re-asking for an address does. */
 const INTERVAL_MS = 1000;

@@ -1,7 +1,8 @@
 import { TRPCError, tracked, type TRPCRouterRecord } from "@trpc/server";
 import { z } from "zod";
 import { isIpKey, normalizeIpKey } from "@whohas/core";
-import { ActionRefused, type Actions } from "../../actions/actions.js";
+import type { Actions } from "../../actions/actions.js";
+import { ActionRefused } from "../../actions/command.js";
 import { operatorProcedure, viewerProcedure, type Context } from "../trpc.js";
 
 const ip = z
