@@ -1,9 +1,7 @@
 import { PatchStrategy, setHeaderOptions, type AppsV1Api } from "@kubernetes/client-node";
 import { WHOHAS_FIELD_MANAGER, daemonSetRollout, rolloutComplete } from "@whohas/core";
+import { KUBE_PROXY as NAME, KUBE_PROXY_NS as NS } from "./kube-proxy-config.js";
 import { kubeMessage } from "./refusals.js";
-
-const NS = "kube-system";
-const NAME = "kube-proxy";
 
 /** A StepRunner runs one named step of a run, with a way to say how it goes. */
 export type StepRunner = (name: string, fn: (say: (detail: string) => void) => Promise<void>) => Promise<void>;

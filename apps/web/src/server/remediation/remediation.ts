@@ -1,20 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { WHOHAS_FIELD_MANAGER, patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import { AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import { announceAll, announcerOf, type Announced } from "../actions/announce-batch.js";
 import type { Hub } from "../hub/hub.js";
+import { CONFIG_KEY, KUBE_PROXY, KUBE_PROXY_NS, KubeProxyConfig } from "./kube-proxy-config.js";
 import { restartKubeProxy } from "./kube-proxy-restart.js";
-import { RemediationRefused, kubeMessage } from "./refusals.js";
+import { RemediationRefused } from "./refusals.js";
 import { verifyNodes, verifyProbes } from "./verify.js";
 
-const NS = "kube-system";
-const NAME = "kube-proxy";
-const CONFIG_KEY = "config.conf";
-/** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */
-const BACKUPS_KEY = "remediation.backups";
-const MAX_BACKUPS = 20;
+const WHERE = `${KUBE_PROXY_NS}/${KUBE_PROXY}`;
 
 /** A Preview is core's plan of the fix with what Apply needs: the ConfigMap's text and version, and the backups. */
 export type Preview = Omit<Extract<FixPlan, { ok: true }>, "ok"> & {
@@ -65,12 +61,6 @@ export interface RemediationOptions {
   readonly sysctlTimeoutMs?: number;
 }
 
-interface StoredBackup {
-  readonly name: string;
-  readonly createdAt: number;
-  readonly text: string;
-}
-
 /**
  * Remediation is the one-click strictARP fix: preview, then apply (backup, patch with the previewed
  * resourceVersion, optional server-side dry run, rollout restart, follow the rollout, verify sysctls and probe),
@@ -78,6 +68,7 @@ interface StoredBackup {
  */
 export class Remediation {
   readonly #core: CoreV1Api;
+  readonly #config: KubeProxyConfig;
   readonly #apps: AppsV1Api;
   #run: Run | null = null;
   readonly #events = new EventEmitter<{ change: [] }>();
@@ -85,25 +76,16 @@ export class Remediation {
   constructor(readonly o: RemediationOptions) {
     this.#core = o.kc.makeApiClient(CoreV1Api);
     this.#apps = o.kc.makeApiClient(AppsV1Api);
+    this.#config = new KubeProxyConfig(this.#core, o.hub);
     this.#events.setMaxListeners(0);
-  }
-
-  #backups(): StoredBackup[] {
-    return this.o.hub.store.settings.get<StoredBackup[]>(BACKUPS_KEY) ?? [];
   }
 
   /** preview reads kube-proxy's ConfigMap and shows the patched text, who changes, and what to know first. */
   async preview(): Promise<Preview> {
-    let cm;
-    try {
-      cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS });
-    } catch (e) {
-      throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
-    }
-    const text = cm.data?.[CONFIG_KEY];
+    const { text, resourceVersion } = await this.#config.read();
     if (text === undefined)
       throw new RemediationRefused(
-        `ConfigMap ${NS}/${NAME} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`,
+        `ConfigMap ${WHERE} has no ${CONFIG_KEY}: this cluster's kube-proxy is not configured the kubeadm way; set strictARP where your installer keeps it`,
         "PRECONDITION_FAILED",
       );
     const exists = (read: Promise<unknown>) =>
@@ -112,17 +94,17 @@ export class Remediation {
         () => false,
       );
     const [kubeadm, antrea] = await Promise.all([
-      exists(this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: NS })),
-      exists(this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: NS })),
+      exists(this.#core.readNamespacedConfigMap({ name: "kubeadm-config", namespace: KUBE_PROXY_NS })),
+      exists(this.#apps.readNamespacedDaemonSet({ name: "antrea-agent", namespace: KUBE_PROXY_NS })),
     ]);
     const plan = strictArpFix({ config: text, kubeadm, antrea, nodes: this.o.hub.nodes() });
     if (!plan.ok) throw new RemediationRefused(`${CONFIG_KEY}: ${plan.message}`, "PRECONDITION_FAILED");
     const { ok: _, ...fix } = plan;
     return {
       ...fix,
-      resourceVersion: cm.metadata?.resourceVersion ?? "",
+      resourceVersion: resourceVersion ?? "",
       current: text,
-      backups: this.#backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
+      backups: this.#config.backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
     };
   }
 
@@ -231,70 +213,23 @@ export class Remediation {
   async #apply(run: Run, resourceVersion: string): Promise<void> {
     const input = { resourceVersion, dryRun: run.dryRun };
     try {
-      const cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS }).catch((e: unknown) => {
-        throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
-      });
-      const original = cm.data?.[CONFIG_KEY] ?? "";
+      const cm = await this.#config.read();
+      const original = cm.text ?? "";
       const p = patchStrictArp(original);
       if (!p.ok) throw new RemediationRefused(p.message, "PRECONDITION_FAILED");
-      if (cm.metadata?.resourceVersion !== resourceVersion)
+      if (cm.resourceVersion !== resourceVersion)
         throw new RemediationRefused(
-          `kube-proxy's ConfigMap changed since the preview (resourceVersion ${resourceVersion} -> ${cm.metadata?.resourceVersion ?? "?"}). Nothing was written: preview again.`,
+          `kube-proxy's ConfigMap changed since the preview (resourceVersion ${resourceVersion} -> ${cm.resourceVersion ?? "?"}). Nothing was written: preview again.`,
           "CONFLICT",
         );
       const backup = await this.#step(run, "backup", async (say) => {
-        const name = `kube-proxy-whohas-backup-${new Date(this.o.hub.clock())
-          .toISOString()
-          .replace(/[^0-9]/g, "")
-          .slice(0, 14)}`;
-        await this.#core
-          .createNamespacedConfigMap({
-            namespace: NS,
-            body: {
-              metadata: { name, namespace: NS, labels: { "app.kubernetes.io/managed-by": "whohas", "whohas.io/backup-of": NAME } },
-              data: { [CONFIG_KEY]: original },
-            },
-            dryRun: run.dryRun ? "All" : undefined,
-            fieldManager: WHOHAS_FIELD_MANAGER,
-          })
-          .catch((e: unknown) => {
-            throw kubeMessage(e, `creating backup ConfigMap ${NS}/${name}`);
-          });
-        if (!run.dryRun) {
-          this.o.hub.store.settings.set(
-            BACKUPS_KEY,
-            [{ name, createdAt: this.o.hub.clock(), text: original }, ...this.#backups()].slice(0, MAX_BACKUPS),
-            this.o.hub.clock(),
-          );
-          // The full original text is in the audit log too: the backup outlives a deleted ConfigMap.
-          this.o.hub.store.audit.append({
-            t: this.o.hub.clock(),
-            actor: run.by,
-            action: "remediation.backup",
-            input: { configMap: `${NS}/${NAME}`, resourceVersion, backup: name },
-            outcome: "ok",
-            detail: original,
-          });
-        }
-        say(`${run.dryRun ? "would create" : "created"} ${NS}/${name}`);
+        const name = await this.#config.backUp(original, resourceVersion, run.by, run.dryRun);
+        say(`${run.dryRun ? "would create" : "created"} ${KUBE_PROXY_NS}/${name}`);
         return name;
       });
       run.backup = run.dryRun ? null : backup;
       await this.#step(run, "patch", async (say) => {
-        await this.#core
-          .patchNamespacedConfigMap(
-            {
-              name: NAME,
-              namespace: NS,
-              body: { metadata: { resourceVersion }, data: { [CONFIG_KEY]: p.text } },
-              dryRun: run.dryRun ? "All" : undefined,
-              fieldManager: WHOHAS_FIELD_MANAGER,
-            },
-            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-          )
-          .catch((e: unknown) => {
-            throw kubeMessage(e, `patching ConfigMap ${NS}/${NAME}`);
-          });
+        await this.#config.write(p.text, resourceVersion, run.dryRun, "patching");
         say(`${run.dryRun ? "the API server accepts" : "set"} ipvs.strictARP: true (only that line changes)`);
       });
       if (run.dryRun)
@@ -397,29 +332,15 @@ export class Remediation {
    * sysctls, so the nodes keep answering strictly until they reboot.
    */
   rollback(name: string, by: string): Run {
-    const b = this.#backups().find((x) => x.name === name);
+    const b = this.#config.backups().find((x) => x.name === name);
     if (b === undefined) throw new RemediationRefused(`no backup ${name} known to this hub`, "PRECONDITION_FAILED");
     const run = this.#start("rollback", by, false, ["restore", "restart", "rollout", "announce"]);
     run.backup = name;
     void (async () => {
       try {
         await this.#step(run, "restore", async (say) => {
-          const cm = await this.#core.readNamespacedConfigMap({ name: NAME, namespace: NS }).catch((e: unknown) => {
-            throw kubeMessage(e, `reading ConfigMap ${NS}/${NAME}`);
-          });
-          await this.#core
-            .patchNamespacedConfigMap(
-              {
-                name: NAME,
-                namespace: NS,
-                body: { metadata: { resourceVersion: cm.metadata?.resourceVersion }, data: { [CONFIG_KEY]: b.text } },
-                fieldManager: WHOHAS_FIELD_MANAGER,
-              },
-              setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-            )
-            .catch((e: unknown) => {
-              throw kubeMessage(e, `restoring ConfigMap ${NS}/${NAME}`);
-            });
+          const { resourceVersion } = await this.#config.read();
+          await this.#config.write(b.text, resourceVersion, false, "restoring");
           say(`${CONFIG_KEY} is the text of ${name} again (${b.text.length} bytes)`);
         });
         await this.#restartAndWait(run);
