@@ -13,6 +13,7 @@ import {
 import type { Hub } from "../hub/hub.js";
 import { limitKey, peerAddress, type ClientAddresses } from "../client-address.js";
 import { AttemptLimiter, TokenBucket } from "../limits.js";
+import { Awaited } from "./awaited.js";
 import { tokenMatches, type AgentIdentity, type Review } from "./credentials.js";
 import { DEFAULT_AGENT_LIMITS, FactsPacer, NewIpBudget, type AgentLimits } from "./pacing.js";
 import { LogThrottle } from "../log-throttle.js";
@@ -104,10 +105,8 @@ export class AgentGateway {
   readonly #ping: NodeJS.Timeout;
   /** The live connection of each node, for commands. */
   readonly #byNode = new Map<string, Live>();
-  /** Listeners of command results (probe-result, probe-many-result, command-done) by id, with the connection it went to. */
-  readonly #results = new Map<string, { readonly ws: WebSocket; readonly onResult: (m: CommandResult) => void }>();
-  /** Who waits for each evidence-request's answer (null: the connection closed first), with the connection it went to. */
-  readonly #evidence = new Map<string, { readonly ws: WebSocket; readonly onAnswer: (m: EvidenceAnswer | null) => void }>();
+  /** Command results and evidence answers waited for, each from the connection it went to. */
+  readonly #awaited = new Awaited();
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
   readonly #attempts = new AttemptLimiter(FAILED_RATE, FAILED_BURST);
   readonly #limits: AgentLimits;
@@ -295,25 +294,14 @@ export class AgentGateway {
           return;
         case "probe-result":
         case "probe-many-result":
-        case "command-done": {
-          const waiting = this.#results.get(m.id);
-          // Only the connection the command was sent on may answer it: another agent cannot forge a probe's replies.
-          if (waiting?.ws !== ws)
-            return this.#drop(bad, node ?? "", peer, "foreign-result", `${m.type} for a command this connection was not sent`);
-          waiting.onResult(m);
-          if (m.type === "command-done") this.#results.delete(m.id);
+        case "command-done":
+          if (!this.#awaited.takeResult(m, ws))
+            this.#drop(bad, node ?? "", peer, "foreign-result", `${m.type} for a command this connection was not sent`);
           return;
-        }
-        case "evidence": {
-          const waiting = this.#evidence.get(m.id);
-          // An answer that came after its request timed out: nobody waits for it any more.
-          if (waiting === undefined) return;
-          if (waiting.ws !== ws)
-            return this.#drop(bad, node ?? "", peer, "foreign-result", "evidence for a request this connection was not sent");
-          this.#evidence.delete(m.id);
-          waiting.onAnswer(m);
+        case "evidence":
+          if (!this.#awaited.takeAnswer(m, ws))
+            this.#drop(bad, node ?? "", peer, "foreign-result", "evidence for a request this connection was not sent");
           return;
-        }
       }
     });
     ws.on("error", (err) => this.logger.warn("agent.socket_error", { node, peer, message: err.message }));
@@ -322,12 +310,7 @@ export class AgentGateway {
         this.#byNode.delete(node);
         this.hub.disconnect(node);
       }
-      for (const [id, w] of this.#results) if (w.ws === ws) this.#results.delete(id);
-      for (const [id, w] of this.#evidence)
-        if (w.ws === ws) {
-          this.#evidence.delete(id);
-          w.onAnswer(null);
-        }
+      this.#awaited.closed(ws);
       if (node !== null && !this.#byNode.has(node)) this.#facts.drop(node);
       this.logger.info("agent.disconnected", { node, peer, code });
     });
@@ -388,14 +371,14 @@ export class AgentGateway {
   command(node: string, msg: HubCommand, onResult: (m: CommandResult) => void): boolean {
     const live = this.#byNode.get(node);
     if (live === undefined) return false;
-    this.#results.set(msg.id, { ws: live.ws, onResult });
+    this.#awaited.results(msg.id, live.ws, onResult);
     live.ws.send(JSON.stringify(msg));
     return true;
   }
 
   /** abandon stops waiting for a command's results (its sender gave up on an agent that never said it was done). */
   abandon(id: string): void {
-    this.#results.delete(id);
+    this.#awaited.abandon(id);
   }
 
   /**
@@ -406,9 +389,9 @@ export class AgentGateway {
   askEvidence(node: string, msg: EvidenceRequest, onAnswer: (m: EvidenceAnswer | null) => void): (() => void) | null {
     const live = this.#byNode.get(node);
     if (live === undefined) return null;
-    this.#evidence.set(msg.id, { ws: live.ws, onAnswer });
+    const stop = this.#awaited.answer(msg.id, live.ws, onAnswer);
     live.ws.send(JSON.stringify(msg));
-    return () => this.#evidence.delete(msg.id);
+    return stop;
   }
 
   /** terminate drops every agent connection at once (tests; a hub that is going away uses close). */
