@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PatchError, jsonPatch, mergePatch, strategicMergePatch, type Json } from "./patch.js";
-import { labelMatches } from "./server.js";
+import { labelMatches } from "./routes.js";
 
 describe("mergePatch (RFC 7386)", () => {
   it.each([

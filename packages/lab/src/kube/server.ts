@@ -3,8 +3,9 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import { parse as parseYaml } from "yaml";
 import { PatchError, jsonPatch, mergePatch, strategicMergePatch, type Json } from "./patch.js";
-import { RESOURCES, groupList, resourceList, resourceNamed, type ResourceType } from "./resources.js";
+import { RESOURCES, groupList, resourceList, resourceNamed } from "./resources.js";
 import { ApiError, Store, str, type KubeObject, type WatchEvent } from "./store.js";
+import { fieldMatches, labelMatches, route, type Route } from "./routes.js";
 import { selfSigned } from "./tls.js";
 import { applyMerge, managerFromUserAgent, type FieldManager } from "./managed-fields.js";
 import { reviewToken, runDaemonSetController } from "./controllers.js";
@@ -77,13 +78,6 @@ export interface TestApiServer {
   close(): Promise<void>;
 }
 
-interface Route {
-  r: ResourceType;
-  ns: string | null;
-  name: string | null;
-  sub: string | null;
-}
-
 function status(code: number, reason: string, message: string, causes?: ApiError["causes"]): unknown {
   return {
     kind: "Status",
@@ -106,56 +100,6 @@ async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString("utf8");
-}
-
-/** route maps a path onto a resource: /api/v1/[namespaces/NS/]RESOURCE[/NAME[/SUB]] and /apis/G/V/... likewise. */
-function route(path: string, omit: ReadonlySet<string>): Route | null {
-  const parts = path.split("/").filter((p) => p !== "");
-  let group: string;
-  let version: string;
-  let rest: string[];
-  if (parts[0] === "api" && parts.length >= 3) [group, version, rest] = ["", parts[1] ?? "", parts.slice(2)];
-  else if (parts[0] === "apis" && parts.length >= 4) [group, version, rest] = [parts[1] ?? "", parts[2] ?? "", parts.slice(3)];
-  else return null;
-  if (omit.has(group)) return null;
-  const find = (res: string) => RESOURCES.find((r) => r.group === group && r.version === version && r.resource === res);
-  // namespaces/NS/RESOURCE... is a namespaced path; namespaces[/NAME] alone is the Namespace resource itself.
-  if (rest[0] === "namespaces" && rest.length >= 3) {
-    const r = find(rest[2] ?? "");
-    return !r?.namespaced ? null : { r, ns: rest[1] ?? null, name: rest[3] ?? null, sub: rest[4] ?? null };
-  }
-  const r = find(rest[0] ?? "");
-  return r === undefined ? null : { r, ns: null, name: rest[1] ?? null, sub: rest[2] ?? null };
-}
-
-/** labelMatches supports the selector forms kubectl and client-go send: k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b). */
-export function labelMatches(selector: string, labels: Record<string, Json>): boolean {
-  const terms = selector.match(/[^,(]+(\([^)]*\))?/g) ?? [];
-  return terms.every((raw) => {
-    const t = raw.trim();
-    if (t === "") return true;
-    let m = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(t);
-    if (m) {
-      const vals = (m[3] ?? "").split(",").map((s) => s.trim());
-      const v = labels[m[1] ?? ""];
-      return m[2] === "in" ? typeof v === "string" && vals.includes(v) : !(typeof v === "string" && vals.includes(v));
-    }
-    m = /^(\S+?)\s*(!=|==|=)\s*(\S*)$/.exec(t);
-    if (m) return m[2] === "!=" ? labels[m[1] ?? ""] !== m[3] : labels[m[1] ?? ""] === m[3];
-    if (t.startsWith("!")) return !(t.slice(1) in labels);
-    return t in labels;
-  });
-}
-
-function fieldMatches(selector: string, o: KubeObject): boolean {
-  return selector.split(",").every((term) => {
-    const m = /^([\w.]+)\s*(!=|==|=)\s*(.*)$/.exec(term.trim());
-    if (m === null) return term.trim() === "";
-    const path = (m[1] ?? "").split(".");
-    let v: Json | undefined = o;
-    for (const p of path) v = typeof v === "object" && v !== null && !Array.isArray(v) ? v[p] : undefined;
-    return m[2] === "!=" ? v !== m[3] : v === m[3];
-  });
 }
 
 /** startTestApiServer listens on 127.0.0.1 (port 0 picks a free one). */
