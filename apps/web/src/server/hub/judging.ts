@@ -1,17 +1,7 @@
 import {
-  FindingTracker,
-  KUBE_PROXY_SUBJECT,
-  REVERT_WATCH_START,
   allowsInterface,
-  nodeFindings,
-  resumeRevertWatch,
-  revertFindings,
   splitIpKey,
   subjectIsIp,
-  subjectNode,
-  watchStrictArp,
-  type RevertWatch,
-  type StrictArpRevert,
   type Handover,
   type IpContext,
   type IpInventory,
@@ -24,6 +14,7 @@ import type { Incident, IncidentEvent, IncidentsRepo } from "../store/incidents.
 import type { AgentRegistry } from "./agents.js";
 import type { ClusterState } from "./cluster.js";
 import type { Feed } from "./feed.js";
+import { NodeJudging, holdingFindings } from "./node-judging.js";
 import type { Traffic } from "./traffic.js";
 
 /** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
@@ -69,12 +60,6 @@ export interface JudgingOptions {
 }
 
 /**
- * STRICT_ARP_SEEN: the setting that keeps the last strictARP the revert watch read, so that a hub restarted while an
- * installer ran (installers drain and restart nodes, the hub's among them) still sees true -> false.
- */
-const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
-
-/**
  * Judging asks core's Judge about IPs and keeps what it says: IPs reported by agents are judged at once (coalesced
  * per IP), and the IPs that may change with time alone once a round; findings become incidents in the store, their
  * changes and every handover go on the feed. Nodes are judged once a round too (agent down, strictARP drift).
@@ -82,17 +67,8 @@ const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
 export class Judging {
   /** The open incident of each subject (an IP key, or node/NAME). */
   readonly #ids = new Map<string, number>();
-  readonly #nodeTracker = new FindingTracker();
-  /**
-   * The cluster's findings (strictARP reverted) clear as soon as they no longer hold: they follow a ConfigMap's
-   * writes, which do not flap as traffic does.
-   */
-  readonly #clusterTracker = new FindingTracker(0);
-  /** The strictARP revert watch over ConfigMap kube-system/kube-proxy, and the ConfigMap it last looked at. */
-  #revert: RevertWatch = REVERT_WATCH_START;
-  #revertSeen: unknown = undefined;
-  /** The strictARP last written to STRICT_ARP_SEEN (written when it changes, not every round). */
-  #strictArpKept: boolean | null = null;
+  /** Nodes' and the cluster's findings (agent down, strictARP drift or reverted). */
+  readonly #beyondIps: NodeJudging;
   /**
    * What each IP's latest judgement said (its verdict key: when it moves with time alone, subscribers are told),
    * when it was made, and whether the IP was steady then (one MAC answering, nothing open): one lookup per IP a round.
@@ -110,31 +86,8 @@ export class Judging {
   constructor(readonly o: JudgingOptions) {
     const open = o.incidents.openAll();
     for (const i of open) this.#ids.set(i.ip, i.id);
-    // The facets still holding are the findings the trackers hold open again.
-    const holding = (i: Incident): OpenFinding[] =>
-      i.facets
-        .filter((f) => f.resolvedAt === null)
-        .map((f) => ({
-          ip: i.ip,
-          type: f.type,
-          macs: f.macs,
-          detail: f.detail,
-          firstSeen: f.firstSeen,
-          lastSeen: f.lastSeen,
-          count: f.count,
-          samples: f.samples,
-        }));
-    o.traffic.judge.reopen(open.filter((i) => subjectIsIp(i.ip)).flatMap(holding));
-    this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).flatMap(holding));
-    this.#clusterTracker.restore(open.filter((i) => i.ip === KUBE_PROXY_SUBJECT).flatMap(holding));
-    // A revert still open when the hub stopped holds until strictARP is true again, not until the hub sees a new one.
-    const reverted = open.find(
-      (i) => i.ip === KUBE_PROXY_SUBJECT && i.facets.some((f) => f.type === "strictarp-reverted" && f.resolvedAt === null),
-    );
-    if (reverted !== undefined)
-      this.#revert = resumeRevertWatch((reverted.evidence as { revert?: StrictArpRevert } | null)?.revert ?? null);
-    else this.#revert = { strictArp: o.settings?.get<boolean>(STRICT_ARP_SEEN) ?? null, reverted: null };
-    this.#strictArpKept = this.#revert.strictArp;
+    o.traffic.judge.reopen(open.filter((i) => subjectIsIp(i.ip)).flatMap(holdingFindings));
+    this.#beyondIps = new NodeJudging(o, open);
   }
 
   /**
@@ -232,8 +185,7 @@ export class Judging {
       // The awake set itself is walked (no copy of tens of thousands of IPs a second): IPs that wake meanwhile are
       // judged in this round too, those that fall quiet leave it.
       this.#round = { ctx, ips: this.o.traffic.judge.awake() };
-      this.#judgeNodes(ctx);
-      this.#judgeCluster(ctx);
+      this.#beyondIps.judge(ctx.now, (t, subject, evidence) => this.#record(t, subject, evidence));
       // Once a minute, what is kept per IP for IPs that left the live view goes.
       if (++this.#rounds % 60 === 0) this.#forgetGone();
     }
@@ -292,48 +244,6 @@ export class Judging {
     if (moved) this.o.feed.publish({ kind: "ips", ips: [ip] });
   }
 
-  /** #judgeNodes judges every node once a round: its agent down, its ARP behaviour drifted from kube-proxy's config. */
-  #judgeNodes(ctx: Context): void {
-    const agents = this.o.agents.list();
-    const strictArp = this.o.cluster.view().strictArp;
-    const nodes = agents.map((a) => ({
-      node: a.node,
-      down: this.o.agents.dead(a, ctx.now),
-      silentForMs: this.o.agents.silentFor(a, ctx.now),
-    }));
-    for (const [subject, present] of nodeFindings(nodes, strictArp.drift)) {
-      const changes = this.#nodeTracker.update(subject, ctx.now, present);
-      if (changes.length === 0) continue;
-      const node = subjectNode(subject);
-      const evidence = {
-        agent: agents.find((a) => a.node === node) ?? null,
-        arp: strictArp.nodes.find((n) => n.node === node) ?? null,
-        drift: strictArp.drift.find((d) => d.node === node) ?? null,
-      };
-      for (const tr of changes) this.#record(tr, subject, evidence);
-    }
-  }
-
-  /**
-   * #judgeCluster watches kube-proxy's ConfigMap for strictARP turned from true to false (core's watchStrictArp): the
-   * incident names who wrote it and the installer's persistence step, and resolves when strictARP is true again. The
-   * informer's object is looked at only when it changed (a relist hands the same content: a no-op in the watch too).
-   */
-  #judgeCluster(ctx: Context): void {
-    const cm = this.o.cluster.kubeProxyConfigMap();
-    if (cm !== this.#revertSeen) {
-      this.#revertSeen = cm;
-      this.#revert = watchStrictArp(this.#revert, cm, () => this.o.cluster.nodeLabels());
-      const seen = this.#revert.strictArp;
-      if (seen !== null && seen !== this.#strictArpKept) {
-        this.#strictArpKept = seen;
-        this.o.settings?.set(STRICT_ARP_SEEN, seen, ctx.now);
-      }
-    }
-    const changes = this.#clusterTracker.update(KUBE_PROXY_SUBJECT, ctx.now, revertFindings(this.#revert));
-    for (const tr of changes) this.#record(tr, KUBE_PROXY_SUBJECT, { revert: this.#revert.reverted });
-  }
-
   /**
    * #record keeps a finding's transition in its subject's incident: a finding that opens joins the open incident as a
    * facet, or opens one; the incident resolves when its last facet clears.
@@ -378,7 +288,7 @@ export class Judging {
     const now = this.o.clock();
     if (!force && now - this.#lastWrite < WRITE_EVERY_MS) return;
     this.#lastWrite = now;
-    for (const f of [...this.o.traffic.judge.open(), ...this.#nodeTracker.open(), ...this.#clusterTracker.open()]) {
+    for (const f of [...this.o.traffic.judge.open(), ...this.#beyondIps.open()]) {
       const id = this.#ids.get(f.ip);
       if (id !== undefined) this.o.incidents.touch(id, f, null);
     }
