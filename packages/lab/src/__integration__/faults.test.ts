@@ -209,7 +209,11 @@ describe("faults: nothing is lost", () => {
       fault: "Hub killed with SIGKILL",
       checked:
         "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
-      result: `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (the ${count(pending.length, "pending one")} kept, with their attempts; the first due sent again by the new process)`,
+      result:
+        `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ` +
+        `${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ` +
+        `${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (the ${count(pending.length, "pending one")} kept, ` +
+        "with their attempts; the first due sent again by the new process)",
     });
   }, 360_000);
 
@@ -346,7 +350,11 @@ describe("faults: nothing is lost", () => {
       fault: "Test API server down for a minute",
       checked:
         "the read API's cluster summary and incidents of the VIPs during and after; a Service created and the watch history compacted while down",
-      result: `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: "${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned, by relisting (410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
+      result:
+        `stale shown ${seconds(noticed)} after the cut, with its age (${seconds(ageAtMinute)} at the minute: ` +
+        `"${stale.inventoryStale?.message ?? ""}"); in sync ${seconds(recovered)} after the server returned, by relisting ` +
+        `(410 Gone, ${count((kube.lists.get("services") ?? 0) - listsBefore, "new list")} of Services); the new Service shown; ` +
+        `${count(openAfter.length, "open incident")} with the same ids, none opened or closed`,
     });
   }, 240_000);
 

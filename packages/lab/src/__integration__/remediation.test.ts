@@ -428,7 +428,10 @@ describe("remediation verifies many IPs at once", () => {
       fault: "The strictARP fix verifies 80 LoadBalancer IPs (40 IPv4, 40 IPv6) on two nodes",
       checked:
         "the fix applied through the dashboard API; tcpdump on the client's link reading every ARP request and NS the nodes sent for the VIPs",
-      result: `verified; probe step ${Math.round(((probe?.endedAt ?? 0) - (probe?.startedAt ?? 0)) / 1000)} s; 10 requests per IP from each node, the smallest gap between two to one IP ${Math.min(...gaps).toFixed(1)} ms; a node's first round spread over ${(Math.max(...round1) - Math.min(...round1)).toFixed(0)} ms`,
+      result:
+        `verified; probe step ${Math.round(((probe?.endedAt ?? 0) - (probe?.startedAt ?? 0)) / 1000)} s; 10 requests per IP ` +
+        `from each node, the smallest gap between two to one IP ${Math.min(...gaps).toFixed(1)} ms; ` +
+        `a node's first round spread over ${(Math.max(...round1) - Math.min(...round1)).toFixed(0)} ms`,
     });
   }, 300_000);
 });
