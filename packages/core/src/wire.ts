@@ -238,6 +238,8 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
      * probes their IPs one probe command each); a hub before it drops it, so neither end needs a new version.
      */
     probeMany: z.object({ maxTargets: z.number().int().min(1).max(PROBE_MANY_WIRE_MAX) }).optional(),
+    /** The agent sends what it holds at once when the hub asks (a flush message). Left out before it, as probeMany. */
+    flush: z.literal(true).optional(),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -307,6 +309,12 @@ export type AgentMessage = z.infer<typeof AgentMessageSchema>;
 export const HubMessageSchema = z.discriminatedUnion("type", [
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("welcome"), hubVersion: z.string().max(64) }),
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("heartbeat"), t: millis }),
+  /**
+   * flush: send what you hold now. Another node's report brought news of an IP (a MAC answering it anew); the same
+   * requests as this agent saw them complete it, and waiting for its next flush would delay the verdict by up to
+   * FLUSH_MS. Sent only to agents whose hello says flush.
+   */
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("flush") }),
   /**
    * announce: gratuitous announcements for `ip` for `durationMs`, with MetalLB's frames and timing. The agent refuses
    * unless `expectedOwner` names its node or `force` is set, so whohas never creates the conflict it looks for.

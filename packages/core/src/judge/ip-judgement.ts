@@ -36,6 +36,10 @@ interface Evidence {
 
 const NO_HANDOVERS: readonly Handover[] = [];
 
+/** quietFor: `m` neither answered nor announced within ANSWER_WINDOW_MS before `at`. */
+const quietFor = (m: MacState, at: number): boolean =>
+  at - Math.max(m.lastReply, m.episodes?.[m.episodes.length - 1]?.last ?? 0) > ANSWER_WINDOW_MS;
+
 export type { Lens } from "./lens.js";
 
 /**
@@ -66,6 +70,12 @@ export class IpJudgement {
    * announcement, evidence): the hub judges it now rather than on its next round. The judge clears it.
    */
   urgent = true;
+  /**
+   * News: a MAC answered or announced the IP that had not within ANSWER_WINDOW_MS (a new responder, one back, a
+   * takeover). The other capture points' reports of the same requests complete it: the hub asks their agents to send
+   * at once rather than at their next flush. The judge clears it.
+   */
+  news = false;
   /** When the answers last completed a flip-flop, and between which MACs. */
   flip: { at: number; macs: [string, string] } | null = null;
   #handovers: Handover[] | null = null;
@@ -114,6 +124,7 @@ export class IpJudgement {
       const at = t + delay;
       if (this.owner?.mac !== mac) this.urgent = true;
       const m = this.#mac(mac);
+      if (!own && quietFor(m, at)) this.news = true;
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
       if (at > m.lastReply) m.lastReply = at;
       if (own) {
@@ -156,6 +167,7 @@ export class IpJudgement {
     if (roleOf(e.kind) === "announce") {
       this.urgent = true;
       const m = this.#mac(e.mac);
+      if (quietFor(m, e.firstSeen)) this.news = true;
       noteAnnouncement(m, e.firstSeen, e.lastSeen);
       if (this.lastAnnouncer === null || e.lastSeen >= this.lastAnnouncer.at) {
         this.lastAnnouncer = { mac: e.mac, at: e.lastSeen };

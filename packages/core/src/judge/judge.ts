@@ -52,6 +52,14 @@ export interface IpView extends Omit<CountsView, "responders"> {
   readonly firstAnswerChanges: number;
 }
 
+/** What a batch brought: the IPs it touched, the urgent ones to judge at once, and those with news (IpJudgement.news). */
+export interface Ingested {
+  readonly touched: Set<string>;
+  readonly urgent: Set<string>;
+  readonly news: ReadonlySet<string>;
+}
+const NO_NEWS: ReadonlySet<string> = new Set();
+
 /** An OwnTest tells whether asker's request for ip at t was whohas's own probe. */
 type OwnTest = (ip: string, asker: string, t: number) => boolean;
 
@@ -152,7 +160,7 @@ export class Judge {
    * ones: those whose verdict may have moved at once (a new IP, an answer from another MAC than the owner, an
    * announcement, evidence), to judge now; the others change only with time and are judged on the next round.
    */
-  ingest(node: string, batch: Batch, now: number, lens: Lens): { touched: Set<string>; urgent: Set<string> } {
+  ingest(node: string, batch: Batch, now: number, lens: Lens): Ingested {
     const touched = this.#entries(node, batch.entries, lens);
     const replies = this.#replies;
     for (const r of batch.requests) {
@@ -243,17 +251,23 @@ export class Judge {
     this.#judgement(e.ip).aggregate(e, lens);
   }
 
-  /** #wake keeps the IPs touched awake, and returns them with the urgent ones among them (cleared as they go). */
-  #wake(touched: Set<string>): { touched: Set<string>; urgent: Set<string> } {
+  /** #wake keeps the IPs touched awake, and returns them with the urgent and news ones among them (cleared as they go). */
+  #wake(touched: Set<string>): Ingested {
     const urgent = new Set<string>();
+    let news: Set<string> | null = null;
     for (const ip of touched) {
       this.#awake.add(ip);
       const j = this.#ips.get(ip);
-      if (j?.urgent !== true) continue;
+      if (j === undefined) continue;
+      if (j.news) {
+        j.news = false;
+        (news ??= new Set()).add(ip);
+      }
+      if (!j.urgent) continue;
       j.urgent = false;
       urgent.add(ip);
     }
-    return { touched, urgent };
+    return { touched, urgent, news: news ?? NO_NEWS };
   }
 
   /** restore adds counts read back from storage (history only: verdicts start from the live data). */

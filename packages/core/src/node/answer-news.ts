@@ -1,0 +1,26 @@
+import { ANSWER_WINDOW_MS } from "../judge/findings.js";
+
+/** MAX_NEWS_IPS bounds the IPs remembered (past it they start over: at worst one early send more per IP). */
+const MAX_NEWS_IPS = 50_000;
+
+/**
+ * AnswerNews tells, frame by frame on an agent, whether a MAC answers or announces an IP that it had not within
+ * ANSWER_WINDOW_MS: a new responder, one back, a takeover. The hub's judge calls the same thing news; the agent sends
+ * such a frame's report at once rather than at its next flush. IPv4 addresses are numbers, IPv6 ones text, MACs
+ * numbers: nothing is made per frame.
+ */
+export class AnswerNews {
+  readonly #last = new Map<number | string, Map<number, number>>();
+
+  /** seen notes `mac` answering or announcing `ip` at `t` (ms); true when that is news. */
+  seen(ip: number | string, mac: number, t: number): boolean {
+    let macs = this.#last.get(ip);
+    if (macs === undefined) {
+      if (this.#last.size >= MAX_NEWS_IPS) this.#last.clear();
+      this.#last.set(ip, (macs = new Map()));
+    }
+    const before = macs.get(mac);
+    if (before === undefined || t > before) macs.set(mac, t);
+    return before === undefined || t - before > ANSWER_WINDOW_MS;
+  }
+}
