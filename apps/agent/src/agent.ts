@@ -1,4 +1,5 @@
 import {
+  AnswerNews,
   CapturePoint,
   FLUSH_MS,
   LINKTYPE_ETHERNET,
@@ -30,6 +31,13 @@ export const RESCAN_MS = 10_000;
  * of JSON per entry); the buffer bound in bytes is turned into a number of entries with it.
  */
 export const ENTRY_BYTES = 256;
+/**
+ * SOON_MS / SOON_GAP_MS: a frame with news (AnswerNews: a MAC answering an IP anew) goes out SOON_MS after it (the
+ * replies to its request and the rest of a burst go with it) rather than at the next flush, and such early sends are
+ * at least SOON_GAP_MS apart (a takeover announcing hundreds of IPs is a few messages, not hundreds).
+ */
+export const SOON_MS = 5;
+export const SOON_GAP_MS = 20;
 /** MAX_CONCURRENT_COMMANDS bounds probes and announcements running at once. */
 export const MAX_CONCURRENT_COMMANDS = 4;
 
@@ -92,6 +100,10 @@ export class Agent {
   #running = 0;
   readonly #responders = new Map<string, Set<string>>();
   readonly #ring: FrameRing | null;
+  readonly #news = new AnswerNews();
+  /** The early send waiting (null: none), and when the last one went. */
+  #soon: NodeJS.Timeout | null = null;
+  #lastSoon = -Infinity;
 
   constructor(readonly deps: AgentDeps) {
     this.#point = new CapturePoint(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
@@ -187,13 +199,26 @@ export class Agent {
     if (err === null) {
       this.#ring?.push(now, iface, this.#fields.vlan, frame);
       this.counts.observed++;
-      const k = this.#fields.kind;
+      const f = this.#fields;
+      const k = f.kind;
       this.kinds.set(k, (this.kinds.get(k) ?? 0) + 1);
+      if (roleOf(k) !== "ask" && this.#news.seen(f.family === 4 ? f.ip4 : f.ip6, f.mac, now)) this.#flushSoon();
     } else {
       this.counts[err.reason]++;
     }
     // Flush early rather than let one interval's worth grow past a message.
     if (this.#point.size >= MAX_ENTRIES_PER_MESSAGE) this.flush();
+  }
+
+  /** #flushSoon sends what is held SOON_MS from now, or SOON_GAP_MS after the last early send if that is later. */
+  #flushSoon(): void {
+    if (this.#soon !== null) return;
+    const wait = Math.max(SOON_MS, this.#lastSoon + SOON_GAP_MS - Date.now());
+    this.#soon = setTimeout(() => {
+      this.#soon = null;
+      this.#lastSoon = Date.now();
+      this.flush();
+    }, wait);
   }
 
   #noteResponder(ip: string, mac: string): void {
@@ -257,6 +282,10 @@ export class Agent {
       void this.sendFacts(true);
       return;
     }
+    if (msg.type === "flush") {
+      this.flush();
+      return;
+    }
     if (msg.type === "evidence-request") {
       const answer = answerEvidence(this.#ring, msg);
       const sent = this.deps.link.send(answer);
@@ -297,6 +326,7 @@ export class Agent {
   /** stop flushes once more and closes every capture and the hub link. */
   async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
+    if (this.#soon !== null) clearTimeout(this.#soon);
     this.flush();
     for (const src of this.#sources.values()) src.close();
     this.#sources.clear();

@@ -120,6 +120,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       agentVersion: AGENT_VERSION,
       interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
       probeMany: { maxTargets: MAX_PROBE_TARGETS },
+      flush: true,
     }),
     onMessage: (m) => agent?.onHubMessage(m),
   });

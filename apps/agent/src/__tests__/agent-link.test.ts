@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
-import { newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
+import { newArpReply, newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
 import { Agent } from "../agent.js";
 import { HubLink } from "../hub-link.js";
 import { FakeSource } from "./fake-source.js";
@@ -53,6 +53,8 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** CLIENT_MAC asks the agents' nodes. */
+const CLIENT_MAC = "02:00:5e:00:00:01";
 /** ETH0 is the interface the agents under test find on their node. */
 const ETH0 = { name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null };
 
@@ -248,5 +250,56 @@ describe("Agent with HubLink", () => {
     await until(() => back.messages.some((m) => m.type === "observations"), 10_000);
     expect(back.messages[0]?.type).toBe("hello");
     expect(back.messages.find((m) => m.type === "observations")).toMatchObject({ entries: [{ ip: "192.0.2.7", count: 7 }] });
+  });
+
+  it("sends news at once and the rest at its flush, and what it holds when the hub asks", async () => {
+    const hub = await startHub();
+    cleanups.push(() => closeHub(hub));
+    const src = new FakeSource("eth0");
+    const link = new HubLink({
+      url: hub.url,
+      token: "t",
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [], flush: true }),
+      onMessage: (m) => agent.onHubMessage(m),
+    });
+    // Captures and the link, without start()'s periodic flush: whatever reaches the hub went early.
+    const agent = new Agent({
+      node: "node-a",
+      logger: quiet,
+      link,
+      scan: () => Promise.resolve([ETH0]),
+      openSource: () => src,
+      maxBufferBytes: 100 * 256,
+    });
+    cleanups.push(() => agent.stop());
+    await agent.rescan();
+    link.start();
+    await until(() => hub.messages.length >= 1);
+    const observations = () => hub.messages.filter((m) => m.type === "observations");
+    const settle = () => new Promise((r) => setTimeout(r, 300));
+
+    // A request this node answers: its first answer for the IP is news, so the request and its reply go at once.
+    const t = Date.now();
+    src.push(newArpRequest(CLIENT_MAC, "192.0.2.1", "192.0.2.200"), t);
+    src.push(newArpReply(ETH0.mac, "192.0.2.200", CLIENT_MAC, "192.0.2.1"), t);
+    await until(() => observations().length === 1);
+    expect(observations()[0]).toMatchObject({
+      entries: expect.arrayContaining([expect.objectContaining({ ip: "192.0.2.200", mac: ETH0.mac, kind: "reply" })]),
+      requests: [{ ip: "192.0.2.200", asker: "192.0.2.1", replies: [[0, ETH0.mac, expect.any(Number)]] }],
+    });
+
+    // The same answer again is no news: it waits for a flush (none runs here).
+    src.push(newArpRequest(CLIENT_MAC, "192.0.2.1", "192.0.2.200"), t + 1000);
+    src.push(newArpReply(ETH0.mac, "192.0.2.200", CLIENT_MAC, "192.0.2.1"), t + 1000);
+    await settle();
+    expect(observations()).toHaveLength(1);
+
+    // The hub asks (another node's report brought news of the IP): what the agent held goes now.
+    for (const ws of hub.sockets) ws.send(JSON.stringify({ v: 2, type: "flush" }));
+    await until(() => observations().length === 2);
+    expect(observations()[1]).toMatchObject({ requests: [{ ip: "192.0.2.200", times: [t + 1000] }] });
+    await settle();
+    expect(observations()).toHaveLength(2);
   });
 });
