@@ -43,6 +43,12 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly flushesAsked = new Counter({
+    name: "whohas_hub_agent_flushes_asked_total",
+    help: "Times an agent was asked to send what it held at once: another node's report brought news of an IP (a MAC answering it anew) that its reports complete.",
+    registers: [this.registry],
+  });
+
   readonly deliveries = new Counter({
     name: "whohas_webhook_deliveries_total",
     help: "Webhook notifications by receiver and outcome (delivered, retry, failed, gone, suppressed).",

@@ -180,6 +180,68 @@ describe("agent gateway", () => {
     good.close();
   });
 
+  it("asks the other nodes that captured an IP to send what they hold when one node's report brings news of it", async () => {
+    const { ws, metrics } = await start();
+    const MACS: Record<string, string> = { "node-a": "02:00:5e:00:00:0a", "node-b": "02:00:5e:00:00:0b", "node-c": "02:00:5e:00:00:0c" };
+    const agents = new Map<string, { c: WebSocket; got: string[] }>();
+    for (const [node, flush] of [
+      ["node-a", true],
+      ["node-b", true],
+      ["node-c", false],
+    ] as const) {
+      const c = connect(ws);
+      const got: string[] = [];
+      c.on("message", (d: Buffer) => got.push((JSON.parse(d.toString()) as { type: string }).type));
+      await once(c, "open");
+      c.send(JSON.stringify({ ...hello, node, interfaces: [{ name: "eth0", mac: MACS[node], up: true }], ...(flush ? { flush } : {}) }));
+      await expect.poll(() => got.includes("welcome")).toBe(true);
+      agents.set(node, { c, got });
+    }
+    const ip = "192.0.2.200";
+    /** report: `node` saw a client's request for the IP at `t`, answered by `answers` (its own MAC, or nobody). */
+    const report = (node: string, t: number, answers: boolean) =>
+      agents.get(node)?.c.send(
+        JSON.stringify({
+          v: 2,
+          type: "observations",
+          entries: [
+            { ...reply, mac: "02:00:5e:00:00:01", kind: "request", count: 1, firstSeen: t, lastSeen: t, targetMac: null },
+            ...(answers ? [{ ...reply, mac: MACS[node], count: 1, firstSeen: t, lastSeen: t }] : []),
+          ],
+          requests: [{ ip, asker: "192.0.2.1", iface: "eth0", times: [t], replies: answers ? [[0, MACS[node], 0.3]] : [] }],
+          dropped: 0,
+        }),
+      );
+    const flushes = (node: string) => agents.get(node)?.got.filter((t) => t === "flush").length ?? 0;
+    const sent = async () => Number(/^whohas_hub_agent_flushes_asked_total (\d+)$/m.exec(await (await fetch(metrics)).text())?.[1]);
+
+    // Every node sees the client's requests; node-a answers them. Its first answer is news, but nobody else has
+    // captured the IP yet: nobody is asked.
+    const t0 = Date.now() - 10_000;
+    report("node-a", t0, true);
+    await expect.poll(sent).toBe(0);
+    report("node-b", t0, false);
+    report("node-c", t0, false);
+    report("node-a", t0 + 1000, true);
+    report("node-b", t0 + 1000, false);
+    await new Promise((r) => setTimeout(r, 100));
+    expect([flushes("node-a"), flushes("node-b"), flushes("node-c")]).toEqual([0, 0, 0]);
+
+    // node-b starts answering too: news. node-a captured the IP and takes flush: asked. node-c captured it but its
+    // agent did not say it takes flush: not asked (an older agent would log it as a bad message). node-b sent it.
+    report("node-b", t0 + 2000, true);
+    await expect.poll(() => flushes("node-a")).toBe(1);
+    expect([flushes("node-b"), flushes("node-c")]).toEqual([0, 0]);
+    expect(await sent()).toBe(1);
+
+    // node-b answering again is no news: nobody is asked again.
+    report("node-b", t0 + 3000, true);
+    report("node-a", t0 + 3000, true);
+    await new Promise((r) => setTimeout(r, 100));
+    expect([flushes("node-a"), flushes("node-b"), flushes("node-c")]).toEqual([1, 0, 0]);
+    for (const { c } of agents.values()) c.close();
+  });
+
   it("drops and counts malformed messages after hello, keeping the connection and the good messages around them", async () => {
     const { ws, metrics: metricsUrl, hub } = await start(() => 1000);
     const c = connect(ws);

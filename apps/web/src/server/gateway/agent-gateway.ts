@@ -20,6 +20,10 @@ import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
 
+/** FLUSH_GAP_MS: a node's agent is asked to send what it holds at most this often. */
+const FLUSH_GAP_MS = 20;
+const FLUSH = JSON.stringify({ v: WIRE_VERSION, type: "flush" });
+
 /** AGENT_PATH is where agents connect. */
 export const AGENT_PATH = "/agent";
 /** MAX_PAYLOAD_BYTES bounds one agent message: 1,000 aggregates of ~250 bytes fit with room to spare. */
@@ -105,6 +109,8 @@ export class AgentGateway {
   readonly #ping: NodeJS.Timeout;
   /** The live connection of each node, for commands. */
   readonly #byNode = new Map<string, Live>();
+  /** When each node's agent was last asked to send what it holds. */
+  readonly #flushAsked = new Map<string, number>();
   /** Command results and evidence answers waited for, each from the connection it went to. */
   readonly #awaited = new Awaited();
   /** Connection attempts per client address, counted before the token is checked, given back when it passes. */
@@ -281,7 +287,7 @@ export class AgentGateway {
           const admitted = this.#newIps.admit(node, m, Date.now());
           const dropped = m.entries.length - admitted.entries.length + m.requests.length - admitted.requests.length;
           if (dropped > 0) this.#droppedNewIps(newIpDrops, node, peer, dropped);
-          this.hub.observe(node, admitted);
+          for (const other of this.hub.observe(node, admitted)) this.#askToFlush(other);
           return;
         }
         case "heartbeat":
@@ -311,7 +317,10 @@ export class AgentGateway {
         this.hub.disconnect(node);
       }
       this.#awaited.closed(ws);
-      if (node !== null && !this.#byNode.has(node)) this.#facts.drop(node);
+      if (node !== null && !this.#byNode.has(node)) {
+        this.#facts.drop(node);
+        this.#flushAsked.delete(node);
+      }
       this.logger.info("agent.disconnected", { node, peer, code });
     });
   }
@@ -362,6 +371,19 @@ export class AgentGateway {
     this.logger.warn("agent.bad_message", { node, peer, reason });
     this.o.metrics?.rejected.inc({ reason: kind });
     ws.close(1008, reason.slice(0, 120));
+  }
+
+  /**
+   * #askToFlush asks `node`'s agent to send what it holds now: another node's report brought news its reports of the
+   * same requests complete. At most once per FLUSH_GAP_MS a node: news comes in bursts.
+   */
+  #askToFlush(node: string): void {
+    const live = this.#byNode.get(node);
+    const now = Date.now();
+    if (live === undefined || now - (this.#flushAsked.get(node) ?? -Infinity) < FLUSH_GAP_MS) return;
+    this.#flushAsked.set(node, now);
+    this.o.metrics?.flushesAsked.inc();
+    live.ws.send(FLUSH);
   }
 
   /**

@@ -37,6 +37,8 @@ interface AgentRecord {
   facts: NodeFacts | null;
   /** The IPs its agent takes in one probe-many, as its hello said (null: it takes none, or has not said hello yet). */
   probeMany: number | null;
+  /** Its agent sends what it holds when asked (a flush message), as its hello said. */
+  flushes: boolean;
 }
 
 /** A MacConflict: two nodes' agents report the same MAC; the first live one keeps it. */
@@ -74,7 +76,7 @@ export class AgentRegistry {
   ) {
     this.#startedAt = clock();
     for (const a of repo.list()) {
-      this.#agents.set(a.node, { ...a, connections: 0, probeMany: null });
+      this.#agents.set(a.node, { ...a, connections: 0, probeMany: null, flushes: false });
       this.#relist(a.node, false);
     }
   }
@@ -123,6 +125,11 @@ export class AgentRegistry {
     return this.#agents.get(node)?.probeMany ?? null;
   }
 
+  /** flushes tells whether `node`'s agent, as its latest hello said, sends what it holds when asked. */
+  flushes(node: string): boolean {
+    return this.#agents.get(node)?.flushes === true;
+  }
+
   has(node: string): boolean {
     return this.#agents.has(node);
   }
@@ -151,6 +158,7 @@ export class AgentRegistry {
         dropped: 0,
         facts: null,
         probeMany: hello.probeMany?.maxTargets ?? null,
+        flushes: hello.flush === true,
       });
     } else {
       Object.assign(rec, {
@@ -158,6 +166,7 @@ export class AgentRegistry {
         interfaces: hello.interfaces,
         lastSeen: now,
         probeMany: hello.probeMany?.maxTargets ?? null,
+        flushes: hello.flush === true,
       });
       rec.connections++;
     }

@@ -9,6 +9,8 @@ import { Judging } from "./judging.js";
 import { Traffic, type LimitStatus, type TrackingLimits } from "./traffic.js";
 import { Views, evidenceOf, rowOf, type HubIpView, type IpRow } from "./views.js";
 
+const NOBODY: readonly string[] = [];
+
 export type { AgentView, MacConflict } from "./agents.js";
 export type { ClusterSource, ClusterView, KubeProxyRollout } from "./cluster.js";
 export type { LimitStatus, TrackingLimits } from "./traffic.js";
@@ -106,12 +108,24 @@ export class Hub {
 
   /**
    * observe takes one observations message from `node`; what may have changed a verdict at once (a new IP, another
-   * MAC answering, an announcement, evidence) is judged at once, the rest on the next round.
+   * MAC answering, an announcement, evidence) is judged at once, the rest on the next round. Returns the other nodes
+   * to ask for what they hold now (#completers), none mostly.
    */
-  observe(node: string, msg: Observations): void {
+  observe(node: string, msg: Observations): readonly string[] {
     this.agents.heard(node, msg.dropped);
-    const { urgent } = this.traffic.ingest(node, msg);
+    const { urgent, news } = this.traffic.ingest(node, msg);
     if (urgent.size > 0) this.judging.soon(urgent);
+    return news.size === 0 ? NOBODY : this.#completers(node, news);
+  }
+
+  /**
+   * #completers are the other nodes whose agents captured any of the IPs with news and send what they hold when
+   * asked: their reports of the same requests complete the news (a second MAC on one request is known only then).
+   */
+  #completers(node: string, news: ReadonlySet<string>): string[] {
+    const out = new Set<string>();
+    for (const ip of news) for (const n of this.traffic.judge.counts.capturePoints(ip)) if (n !== node) out.add(n);
+    return [...out].filter((n) => this.agents.flushes(n));
   }
 
   hasAgent(node: string): boolean {

@@ -1,4 +1,13 @@
-import { DEFAULT_MAX_MACS_PER_IP, Judge, OwnRequests, clientEntries, nodeOfPoint, type Batch, type Lens } from "@whohas/core";
+import {
+  DEFAULT_MAX_MACS_PER_IP,
+  Judge,
+  OwnRequests,
+  clientEntries,
+  nodeOfPoint,
+  type Batch,
+  type Ingested,
+  type Lens,
+} from "@whohas/core";
 import { vendorOf } from "../vendors.js";
 import type { TrafficRepo } from "../store/traffic.js";
 import type { Feed } from "./feed.js";
@@ -98,7 +107,7 @@ export class Traffic {
   }
 
   /** ingest takes one agent's batch and returns the IPs it touched, and the urgent ones among them (Judge.ingest). */
-  ingest(node: string, batch: Batch): { touched: Set<string>; urgent: Set<string> } {
+  ingest(node: string, batch: Batch): Ingested {
     const now = this.o.clock();
     if (this.own.size > 0) this.own.prune(now);
     this.judge.intern(batch);
