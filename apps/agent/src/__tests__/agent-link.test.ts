@@ -58,8 +58,8 @@ const CLIENT_MAC = "02:00:5e:00:00:01";
 /** ETH0 is the interface the agents under test find on their node. */
 const ETH0 = { name: "eth0", mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null };
 
-/** startAgent starts an agent capturing `src` on eth0, with room for 100 aggregates, and stops it after the test. */
-async function startAgent(node: string, link: HubLink, src: FakeSource): Promise<Agent> {
+/** newAgent makes an agent capturing `src` on eth0, with room for 100 aggregates, and stops it after the test. */
+function newAgent(node: string, link: HubLink, src: FakeSource): Agent {
   const agent = new Agent({
     node,
     logger: quiet,
@@ -69,6 +69,12 @@ async function startAgent(node: string, link: HubLink, src: FakeSource): Promise
     maxBufferBytes: 100 * 256,
   });
   cleanups.push(() => agent.stop());
+  return agent;
+}
+
+/** startAgent starts one made by newAgent. */
+async function startAgent(node: string, link: HubLink, src: FakeSource): Promise<Agent> {
+  const agent = newAgent(node, link, src);
   await agent.start();
   return agent;
 }
@@ -264,15 +270,7 @@ describe("Agent with HubLink", () => {
       onMessage: (m) => agent.onHubMessage(m),
     });
     // Captures and the link, without start()'s periodic flush: whatever reaches the hub went early.
-    const agent = new Agent({
-      node: "node-a",
-      logger: quiet,
-      link,
-      scan: () => Promise.resolve([ETH0]),
-      openSource: () => src,
-      maxBufferBytes: 100 * 256,
-    });
-    cleanups.push(() => agent.stop());
+    const agent = newAgent("node-a", link, src);
     await agent.rescan();
     link.start();
     await until(() => hub.messages.length >= 1);
