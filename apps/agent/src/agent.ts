@@ -213,10 +213,11 @@ export class Agent {
   /** #flushSoon sends what is held SOON_MS from now, or SOON_GAP_MS after the last early send if that is later. */
   #flushSoon(): void {
     if (this.#soon !== null) return;
-    const wait = Math.max(SOON_MS, this.#lastSoon + SOON_GAP_MS - Date.now());
+    // Monotonic: a wall clock stepped back would hold early sends back for as long.
+    const wait = Math.max(SOON_MS, this.#lastSoon + SOON_GAP_MS - performance.now());
     this.#soon = setTimeout(() => {
       this.#soon = null;
-      this.#lastSoon = Date.now();
+      this.#lastSoon = performance.now();
       this.flush();
     }, wait);
   }

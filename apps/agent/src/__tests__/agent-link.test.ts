@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
 import { newArpReply, newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
-import { Agent } from "../agent.js";
+import { Agent, SOON_GAP_MS } from "../agent.js";
 import { HubLink } from "../hub-link.js";
 import { FakeSource } from "./fake-source.js";
 
@@ -299,5 +299,22 @@ describe("Agent with HubLink", () => {
     expect(observations()[1]).toMatchObject({ requests: [{ ip: "192.0.2.200", times: [t + 1000] }] });
     await settle();
     expect(observations()).toHaveLength(2);
+
+    // A takeover: this node starts answering 20 IPs, one every few ms. Early sends are at least SOON_GAP_MS apart:
+    // however long the loop took on this machine, at most one message per SOON_GAP_MS of it (and one more at each
+    // end), where one send per news frame would be several times that; and all of it goes.
+    const from = performance.now();
+    for (let k = 0; k < 20; k++) {
+      const vip = `192.0.2.${10 + k}`;
+      src.push(newArpRequest(CLIENT_MAC, "192.0.2.1", vip), Date.now());
+      src.push(newArpReply(ETH0.mac, vip, CLIENT_MAC, "192.0.2.1"), Date.now());
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const span = performance.now() - from;
+    await settle();
+    const burst = observations().slice(2);
+    expect(burst.length).toBeGreaterThanOrEqual(1);
+    expect(burst.length).toBeLessThanOrEqual(Math.floor(span / SOON_GAP_MS) + 2);
+    expect(new Set(burst.flatMap((m) => m.requests.map((r) => r.ip)))).toHaveProperty("size", 20);
   });
 });

@@ -45,7 +45,7 @@ export class HubMetrics {
 
   readonly flushesAsked = new Counter({
     name: "whohas_hub_agent_flushes_asked_total",
-    help: "Times an agent was asked to send what it held at once: another node's report brought news of an IP (a MAC answering it anew) that its reports complete.",
+    help: "Times an agent was asked to send what it held at once: another node's report brought news of an IP (a MAC answering it anew) that its reports complete. At most 50 a second per agent.",
     registers: [this.registry],
   });
 

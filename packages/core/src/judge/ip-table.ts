@@ -113,6 +113,13 @@ class NodeCounters {
   nodes(): string[] {
     return this.node === "" ? [] : [this.node, ...(this.more?.keys() ?? [])];
   }
+
+  /** each visits its nodes. */
+  each(visit: (node: string) => void): void {
+    if (this.node === "") return;
+    visit(this.node);
+    if (this.more !== null) for (const n of this.more.keys()) visit(n);
+  }
 }
 
 interface Responder {
@@ -307,6 +314,17 @@ export class IpTable {
     let n = 0;
     for (const r of responders.values()) if (now - r.lastSeen <= ANSWER_WINDOW_MS) out[n++] = r.mac;
     return n;
+  }
+
+  /** eachCapturer visits the nodes whose agents captured anything for `ip`, a node maybe more than once (nothing is built). */
+  eachCapturer(ip: string, visit: (node: string) => void): void {
+    const rec = this.#ips.get(ip);
+    if (rec === undefined) return;
+    rec.requests.each(visit);
+    for (const r of rec.responders.values()) {
+      r.replies?.each(visit);
+      r.gratuitous?.each(visit);
+    }
   }
 
   /** capturePoints lists the nodes whose agents captured anything for `ip` (no view built). */

@@ -592,3 +592,44 @@ describe("the judge on NDP frames, through a capture point", () => {
     expect(s.transitions.filter((t) => t.kind === "opened")).toEqual([]);
   });
 });
+
+describe("news: a MAC answering or announcing an IP anew", () => {
+  const report = (t: number, macs: readonly string[], asker = CLIENT): RequestReport => ({
+    ip: VIP,
+    asker,
+    iface: "eth0",
+    times: [t],
+    replies: macs.map((m) => [0, m, 0.3] as [number, string, number]),
+  });
+
+  it("is a first answer, a second MAC, and a MAC back after ANSWER_WINDOW_MS; not a MAC that keeps answering", () => {
+    const judge = new Judge();
+    const news = (node: string, t: number, macs: readonly string[]) => [
+      ...judge.ingest(node, { entries: [], requests: [report(t, macs)] }, t, lens).news,
+    ];
+    expect(news("node-a", 1_000_000, [mac("node-a")])).toEqual([VIP]);
+    expect(news("node-a", 1_000_100, [mac("node-a")])).toEqual([]);
+    expect(news("node-b", 1_000_200, [mac("node-b")])).toEqual([VIP]);
+    expect(news("node-b", 1_000_300, [mac("node-b")])).toEqual([]);
+    expect(news("node-b", 1_007_000, [mac("node-b")])).toEqual([VIP]);
+  });
+
+  it("is an announcement from a MAC quiet for the IP, and not the rest of its burst", () => {
+    const judge = new Judge();
+    const news = (t: number) => [
+      ...judge.ingest("node-a", { entries: [agg("gratuitous-reply", "node-b", t)], requests: [] }, t, lens).news,
+    ];
+    expect(news(1_000_000)).toEqual([VIP]);
+    expect(news(1_001_100)).toEqual([]);
+  });
+
+  it("is not whohas's own probe answered: the hub asked, no client did", () => {
+    const own = new OwnRequests();
+    const probing: Lens = { ...lens, ownRequest: (ip, asker, t) => own.has(ip, asker, t) };
+    const judge = new Judge();
+    const PROBER = "198.51.100.10";
+    own.expect(VIP, [PROBER, mac("node-a")], 1_000_000, 1);
+    const r = judge.ingest("node-a", { entries: [], requests: [report(1_000_000, [mac("node-b")], PROBER)] }, 1_000_000, probing);
+    expect([...r.news]).toEqual([]);
+  });
+});

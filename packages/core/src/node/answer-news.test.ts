@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ANSWER_WINDOW_MS } from "../judge/findings.js";
-import { AnswerNews } from "./answer-news.js";
+import { AnswerNews, MAX_NEWS_MACS } from "./answer-news.js";
 
 const IP = 0xc000020a;
 const A = 0x02005e00000a;
@@ -26,6 +26,17 @@ describe("AnswerNews", () => {
     news.seen(IP, A, 1000);
     expect(news.seen(IP, A, 1000 + ANSWER_WINDOW_MS)).toBe(false);
     expect(news.seen(IP, A, 1000 + 2 * ANSWER_WINDOW_MS + 1)).toBe(true);
+  });
+
+  it("keeps at most MAX_NEWS_MACS MACs an IP: a flood of made-up MACs is news each time and grows nothing", () => {
+    const news = new AnswerNews();
+    for (let k = 0; k < MAX_NEWS_MACS; k++) news.seen(IP, A + k, 1000);
+    expect(news.seen(IP, A, 1100)).toBe(false);
+    for (let k = 0; k < 10_000; k++) expect(news.seen(IP, B + 1000 + k, 1100)).toBe(true);
+    // Those remembered stay remembered; the flood was not.
+    expect(news.seen(IP, A + MAX_NEWS_MACS - 1, 1200)).toBe(false);
+    expect(news.seen(IP, B + 1000, 1200)).toBe(true);
+    expect(news.size).toBe(MAX_NEWS_MACS);
   });
 
   it("is not fooled by frames out of order: an older frame neither is news nor moves the time back", () => {

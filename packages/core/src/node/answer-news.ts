@@ -2,6 +2,11 @@ import { ANSWER_WINDOW_MS } from "../judge/findings.js";
 
 /** MAX_NEWS_IPS bounds the IPs remembered (past it they start over: at worst one early send more per IP). */
 const MAX_NEWS_IPS = 50_000;
+/**
+ * MAX_NEWS_MACS bounds the MACs remembered per IP: past it a MAC not remembered is news and is not kept (ARP from
+ * made-up MACs needs no credentials; the agent's early sends are spaced whatever comes).
+ */
+export const MAX_NEWS_MACS = 64;
 
 /**
  * AnswerNews tells, frame by frame on an agent, whether a MAC answers or announces an IP that it had not within
@@ -12,15 +17,22 @@ const MAX_NEWS_IPS = 50_000;
 export class AnswerNews {
   readonly #last = new Map<number | string, Map<number, number>>();
 
+  /** size is the (IP, MAC) pairs remembered. */
+  get size(): number {
+    let n = 0;
+    for (const macs of this.#last.values()) n += macs.size;
+    return n;
+  }
+
   /** seen notes `mac` answering or announcing `ip` at `t` (ms); true when that is news. */
   seen(ip: number | string, mac: number, t: number): boolean {
     let macs = this.#last.get(ip);
     if (macs === undefined) {
       if (this.#last.size >= MAX_NEWS_IPS) this.#last.clear();
-      this.#last.set(ip, (macs = new Map()));
+      this.#last.set(ip, (macs = new Map<number, number>()));
     }
     const before = macs.get(mac);
-    if (before === undefined || t > before) macs.set(mac, t);
+    if (before === undefined ? macs.size < MAX_NEWS_MACS : t > before) macs.set(mac, t);
     return before === undefined || t - before > ANSWER_WINDOW_MS;
   }
 }

@@ -198,20 +198,19 @@ describe("agent gateway", () => {
       agents.set(node, { c, got });
     }
     const ip = "192.0.2.200";
-    /** report: `node` saw a client's request for the IP at `t`, answered by `answers` (its own MAC, or nobody). */
-    const report = (node: string, t: number, answers: boolean) =>
-      agents.get(node)?.c.send(
-        JSON.stringify({
-          v: 2,
-          type: "observations",
-          entries: [
-            { ...reply, mac: "02:00:5e:00:00:01", kind: "request", count: 1, firstSeen: t, lastSeen: t, targetMac: null },
-            ...(answers ? [{ ...reply, mac: MACS[node], count: 1, firstSeen: t, lastSeen: t }] : []),
-          ],
-          requests: [{ ip, asker: "192.0.2.1", iface: "eth0", times: [t], replies: answers ? [[0, MACS[node], 0.3]] : [] }],
-          dropped: 0,
-        }),
-      );
+    /** observed: what `node`'s agent sends of a client's request for `of` at `t`, answered by `answers` (its own MAC, or nobody). */
+    const observed = (node: string, t: number, answers: boolean, of = ip) =>
+      JSON.stringify({
+        v: 2,
+        type: "observations",
+        entries: [
+          { ...reply, ip: of, mac: "02:00:5e:00:00:01", kind: "request", count: 1, firstSeen: t, lastSeen: t, targetMac: null },
+          ...(answers ? [{ ...reply, ip: of, mac: MACS[node], count: 1, firstSeen: t, lastSeen: t }] : []),
+        ],
+        requests: [{ ip: of, asker: "192.0.2.1", iface: "eth0", times: [t], replies: answers ? [[0, MACS[node], 0.3]] : [] }],
+        dropped: 0,
+      });
+    const report = (node: string, t: number, answers: boolean) => agents.get(node)?.c.send(observed(node, t, answers));
     const flushes = (node: string) => agents.get(node)?.got.filter((t) => t === "flush").length ?? 0;
     const sent = async () => Number(/^whohas_hub_agent_flushes_asked_total (\d+)$/m.exec(await (await fetch(metrics)).text())?.[1]);
 
@@ -239,7 +238,28 @@ describe("agent gateway", () => {
     report("node-a", t0 + 3000, true);
     await new Promise((r) => setTimeout(r, 100));
     expect([flushes("node-a"), flushes("node-b"), flushes("node-c")]).toEqual([1, 0, 0]);
-    for (const { c } of agents.values()) c.close();
+
+    // node-c's agent reconnects with a hello that takes flush: now it is asked too. Two reports with news at once (two
+    // IPs node-b starts answering) ask each node once: at most one ask a node per 20 ms.
+    agents.get("node-c")?.c.close();
+    const c = connect(ws);
+    const gotC: string[] = [];
+    c.on("message", (d: Buffer) => gotC.push((JSON.parse(d.toString()) as { type: string }).type));
+    await once(c, "open");
+    c.send(JSON.stringify({ ...hello, node: "node-c", interfaces: [{ name: "eth0", mac: MACS["node-c"], up: true }], flush: true }));
+    await expect.poll(() => gotC.includes("welcome")).toBe(true);
+    agents.set("node-c", { c, got: gotC });
+    for (const other of ["192.0.2.201", "192.0.2.202"])
+      for (const node of ["node-a", "node-c"]) agents.get(node)?.c.send(observed(node, t0 + 4000, false, other));
+    await new Promise((r) => setTimeout(r, 100));
+    const b = agents.get("node-b")?.c;
+    b?.send(observed("node-b", t0 + 4000, true, "192.0.2.201"));
+    b?.send(observed("node-b", t0 + 4000, true, "192.0.2.202"));
+    await expect.poll(() => [flushes("node-a"), flushes("node-c")]).toEqual([2, 1]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect([flushes("node-a"), flushes("node-b"), flushes("node-c")]).toEqual([2, 0, 1]);
+    expect(await sent()).toBe(3);
+    for (const a of agents.values()) a.c.close();
   });
 
   it("drops and counts malformed messages after hello, keeping the connection and the good messages around them", async () => {

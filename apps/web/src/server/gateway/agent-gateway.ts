@@ -35,9 +35,10 @@ export const MAX_PAYLOAD_BYTES = 1024 * 1024;
 export const PING_MS = 10_000;
 
 /**
- * RATE_PER_SECOND / RATE_BURST bound what one agent may send: it flushes at most every 100 ms and heartbeats every
- * 10 s, so 200 messages a second with bursts of 400 leave room for probes and reconnect catch-up, and stop a broken
- * or hostile agent from starving the others.
+ * RATE_PER_SECOND / RATE_BURST bound what one agent may send: it flushes every 100 ms, sends news early at most every
+ * 20 ms, is asked to send at most every 20 ms (FLUSH_GAP_MS) and heartbeats every 10 s: at most about 110 messages a
+ * second. 200 a second with bursts of 400 leave room for probes and reconnect catch-up, and stop a broken or hostile
+ * agent from starving the others.
  */
 export const RATE_PER_SECOND = 200;
 export const RATE_BURST = 400;
@@ -379,7 +380,8 @@ export class AgentGateway {
    */
   #askToFlush(node: string): void {
     const live = this.#byNode.get(node);
-    const now = Date.now();
+    // Monotonic: a wall clock stepped back would stop the asking for as long.
+    const now = performance.now();
     if (live === undefined || now - (this.#flushAsked.get(node) ?? -Infinity) < FLUSH_GAP_MS) return;
     this.#flushAsked.set(node, now);
     this.o.metrics?.flushesAsked.inc();

@@ -37,8 +37,6 @@ interface AgentRecord {
   facts: NodeFacts | null;
   /** The IPs its agent takes in one probe-many, as its hello said (null: it takes none, or has not said hello yet). */
   probeMany: number | null;
-  /** Its agent sends what it holds when asked (a flush message), as its hello said. */
-  flushes: boolean;
 }
 
 /** A MacConflict: two nodes' agents report the same MAC; the first live one keeps it. */
@@ -61,6 +59,7 @@ export class AgentRegistry {
   readonly #agents = new Map<string, AgentRecord>();
   /** Every node reporting each MAC, in the order they claimed it. */
   readonly #listers = new Map<string, string[]>();
+  readonly #flushers = new Set<string>();
   /** The node each MAC belongs to: its first live lister, else its first lister. */
   readonly #macToNode = new Map<string, string>();
   /** The MACs each node reports now. */
@@ -76,7 +75,7 @@ export class AgentRegistry {
   ) {
     this.#startedAt = clock();
     for (const a of repo.list()) {
-      this.#agents.set(a.node, { ...a, connections: 0, probeMany: null, flushes: false });
+      this.#agents.set(a.node, { ...a, connections: 0, probeMany: null });
       this.#relist(a.node, false);
     }
   }
@@ -125,9 +124,9 @@ export class AgentRegistry {
     return this.#agents.get(node)?.probeMany ?? null;
   }
 
-  /** flushes tells whether `node`'s agent, as its latest hello said, sends what it holds when asked. */
-  flushes(node: string): boolean {
-    return this.#agents.get(node)?.flushes === true;
+  /** flushers are the nodes whose agents are connected and, as their latest hello said, send what they hold when asked. */
+  get flushers(): ReadonlySet<string> {
+    return this.#flushers;
   }
 
   has(node: string): boolean {
@@ -158,7 +157,6 @@ export class AgentRegistry {
         dropped: 0,
         facts: null,
         probeMany: hello.probeMany?.maxTargets ?? null,
-        flushes: hello.flush === true,
       });
     } else {
       Object.assign(rec, {
@@ -166,10 +164,11 @@ export class AgentRegistry {
         interfaces: hello.interfaces,
         lastSeen: now,
         probeMany: hello.probeMany?.maxTargets ?? null,
-        flushes: hello.flush === true,
       });
       rec.connections++;
     }
+    if (hello.flush === true) this.#flushers.add(hello.node);
+    else this.#flushers.delete(hello.node);
     this.#relist(hello.node, true);
     // Back up: the MACs it listed first go back to it from whoever held them while it was away.
     this.#rehome(this.#listed.get(hello.node) ?? new Set<string>());
@@ -182,6 +181,7 @@ export class AgentRegistry {
     const rec = this.#agents.get(node);
     if (rec === undefined) return;
     rec.connections = Math.max(0, rec.connections - 1);
+    if (rec.connections === 0) this.#flushers.delete(node);
     // A MAC it shares with a live node goes to that node.
     if (rec.connections === 0) this.#rehome(this.#listed.get(node) ?? new Set());
     this.#save(node);

@@ -10,6 +10,8 @@ import { Traffic, type LimitStatus, type TrackingLimits } from "./traffic.js";
 import { Views, evidenceOf, rowOf, type HubIpView, type IpRow } from "./views.js";
 
 const NOBODY: readonly string[] = [];
+/** MAX_NEWS_LOOKED_AT: the IPs with news of one message looked at for the nodes to ask (the rest wait for the flush). */
+const MAX_NEWS_LOOKED_AT = 64;
 
 export type { AgentView, MacConflict } from "./agents.js";
 export type { ClusterSource, ClusterView, KubeProxyRollout } from "./cluster.js";
@@ -122,10 +124,20 @@ export class Hub {
    * #completers are the other nodes whose agents captured any of the IPs with news and send what they hold when
    * asked: their reports of the same requests complete the news (a second MAC on one request is known only then).
    */
-  #completers(node: string, news: ReadonlySet<string>): string[] {
+  #completers(node: string, news: ReadonlySet<string>): readonly string[] {
+    const flushers = this.agents.flushers;
+    if (flushers.size === 0 || (flushers.size === 1 && flushers.has(node))) return NOBODY;
     const out = new Set<string>();
-    for (const ip of news) for (const n of this.traffic.judge.counts.capturePoints(ip)) if (n !== node) out.add(n);
-    return [...out].filter((n) => this.agents.flushes(n));
+    const take = (n: string) => {
+      if (n !== node && flushers.has(n)) out.add(n);
+    };
+    let looked = 0;
+    for (const ip of news) {
+      // An agent making news up in every message costs at most this many IPs' lookups a message.
+      if (++looked > MAX_NEWS_LOOKED_AT) break;
+      this.traffic.judge.counts.eachCapturer(ip, take);
+    }
+    return out.size === 0 ? NOBODY : [...out];
   }
 
   hasAgent(node: string): boolean {
