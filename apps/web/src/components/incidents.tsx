@@ -263,7 +263,9 @@ export function IncidentDetail({ id }: { id: number }) {
       </table>
       <h2>Evidence when it opened</h2>
       {i.ip.startsWith("node/") || i.ip.startsWith("cluster/") ? (
-        <pre data-testid="evidence">{JSON.stringify(i.evidence, null, 2)}</pre>
+        <pre data-testid="evidence" tabIndex={0} aria-label="evidence recorded when the incident opened">
+          {JSON.stringify(i.evidence, null, 2)}
+        </pre>
       ) : (
         <ul data-testid="evidence">
           <li>Services: {(ev.services ?? []).map((s) => `${s.namespace}/${s.name}`).join(", ") || "none known"}</li>

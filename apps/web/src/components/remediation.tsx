@@ -33,7 +33,8 @@ function Lines({ text, other, label }: { text: string; other: string; label: str
   return (
     <div>
       <strong>{label}</strong>
-      <pre data-testid={`config-${label === "Now" ? "current" : "patched"}`}>
+      {/* Focusable: a config taller than the box scrolls, and a keyboard user must be able to scroll it too. */}
+      <pre data-testid={`config-${label === "Now" ? "current" : "patched"}`} tabIndex={0} aria-label={`config.conf: ${label}`}>
         {text.split("\n").map((l, i) => (
           <span key={i}>
             {theirs.has(l) ? l : <mark>{l}</mark>}
