@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { PcapSource } from "@whohas/capture";
-import { MAX_HELLO_INTERFACES, MAX_PROBE_TARGETS, WIRE_VERSION, jsonLogger, type HubMessage } from "@whohas/core";
+import { MAX_HELLO_INTERFACES, MAX_PROBE_TARGETS, WIRE_VERSION, jsonLogger, type AgentMessage, type HubMessage } from "@whohas/core";
 import { Agent } from "./agent.js";
 import { AGENT_HELP, readToken, parseAgentConfig } from "./config.js";
-import { listInterfaces, selectCaptureInterfaces } from "./capture/interfaces.js";
+import { listInterfaces, selectCaptureInterfaces, type NetInterface } from "./capture/interfaces.js";
 import { egressFor, runAnnounce, runProbe, type CommandIo } from "./commands.js";
 import { collectFacts } from "./facts.js";
 import { probeManyCommand } from "./probe-many.js";
@@ -73,6 +73,22 @@ export function hubCommand(node: string, io: CommandIo = NODE_IO) {
 }
 
 /** runAgent is `whohas agent`: the DaemonSet's long-running process. */
+/**
+ * agentHello is what the agent says on every connection: its node, version and interfaces, and what it takes beyond
+ * the base protocol (probe-many of up to MAX_PROBE_TARGETS IPs, flush).
+ */
+export function agentHello(node: string, interfaces: readonly NetInterface[]): Extract<AgentMessage, { type: "hello" }> {
+  return {
+    v: WIRE_VERSION,
+    type: "hello",
+    node,
+    agentVersion: AGENT_VERSION,
+    interfaces: interfaces.slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
+    probeMany: { maxTargets: MAX_PROBE_TARGETS },
+    flush: true,
+  };
+}
+
 export async function runAgent(argv: string[]): Promise<number> {
   const { values } = parseArgs({
     args: argv,
@@ -113,15 +129,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     token: () => readToken(config.tokenFile),
     ca: config.ca,
     logger,
-    hello: () => ({
-      v: WIRE_VERSION,
-      type: "hello",
-      node: config.node,
-      agentVersion: AGENT_VERSION,
-      interfaces: (agent?.interfaces ?? []).slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
-      probeMany: { maxTargets: MAX_PROBE_TARGETS },
-      flush: true,
-    }),
+    hello: () => agentHello(config.node, agent?.interfaces ?? []),
     onMessage: (m) => agent?.onHubMessage(m),
   });
   const running = new Agent({
