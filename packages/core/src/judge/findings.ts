@@ -98,6 +98,13 @@ export const MAX_REQUEST_TIMES = 1000;
  * refresh without flapping between requests.
  */
 export const ANSWER_WINDOW_MS = 5000;
+
+/**
+ * isNews: a MAC last heard answering or announcing an IP at `lastMs` (0 or -Infinity: never) and heard again at `atMs`
+ * answers it anew: a new responder, one back, a takeover. Agents send such frames at once, and the hub asks the other
+ * agents for their reports of the same requests.
+ */
+export const isNews = (lastMs: number, atMs: number): boolean => atMs - lastMs > ANSWER_WINDOW_MS;
 export const NO_RESPONDER_MS = 3000;
 export const SPLIT_BRAIN_MS = 10_000;
 /**

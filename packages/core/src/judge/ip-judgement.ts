@@ -3,6 +3,7 @@ import type { ObservationAggregate } from "../wire.js";
 import {
   ANNOUNCE_GRACE_MS,
   ANSWER_WINDOW_MS,
+  isNews,
   FINAL_MS,
   FLIP_FLOP_MOVES,
   FLIP_FLOP_MS,
@@ -36,9 +37,8 @@ interface Evidence {
 
 const NO_HANDOVERS: readonly Handover[] = [];
 
-/** quietFor: `m` neither answered nor announced within ANSWER_WINDOW_MS before `at`. */
-const quietFor = (m: MacState, at: number): boolean =>
-  at - Math.max(m.lastReply, m.episodes?.[m.episodes.length - 1]?.last ?? 0) > ANSWER_WINDOW_MS;
+/** newsFrom: `m` answering or announcing at `at` is news (isNews), after its latest reply or announcement. */
+const newsFrom = (m: MacState, at: number): boolean => isNews(Math.max(m.lastReply, m.episodes?.[m.episodes.length - 1]?.last ?? 0), at);
 
 export type { Lens } from "./lens.js";
 
@@ -124,7 +124,7 @@ export class IpJudgement {
       const at = t + delay;
       if (this.owner?.mac !== mac) this.urgent = true;
       const m = this.#mac(mac);
-      if (!own && quietFor(m, at)) this.news = true;
+      if (!own && newsFrom(m, at)) this.news = true;
       if (m.streakStart === 0 || m.lastMissed >= m.streakStart) m.streakStart = at;
       if (at > m.lastReply) m.lastReply = at;
       if (own) {
@@ -167,7 +167,7 @@ export class IpJudgement {
     if (roleOf(e.kind) === "announce") {
       this.urgent = true;
       const m = this.#mac(e.mac);
-      if (quietFor(m, e.firstSeen)) this.news = true;
+      if (newsFrom(m, e.firstSeen)) this.news = true;
       noteAnnouncement(m, e.firstSeen, e.lastSeen);
       if (this.lastAnnouncer === null || e.lastSeen >= this.lastAnnouncer.at) {
         this.lastAnnouncer = { mac: e.mac, at: e.lastSeen };

@@ -1,4 +1,4 @@
-import { ANSWER_WINDOW_MS } from "../judge/findings.js";
+import { isNews } from "../judge/findings.js";
 
 /** MAX_NEWS_IPS bounds the IPs remembered (past it they start over: at worst one early send more per IP). */
 const MAX_NEWS_IPS = 50_000;
@@ -9,9 +9,9 @@ const MAX_NEWS_IPS = 50_000;
 export const MAX_NEWS_MACS = 64;
 
 /**
- * AnswerNews tells, frame by frame on an agent, whether a MAC answers or announces an IP that it had not within
- * ANSWER_WINDOW_MS: a new responder, one back, a takeover. The hub's judge calls the same thing news; the agent sends
- * such a frame's report at once rather than at its next flush. IPv4 addresses are numbers, IPv6 ones text, MACs
+ * AnswerNews tells, frame by frame on an agent, whether a MAC answering or announcing an IP is news (isNews: the
+ * judge's own rule, which the hub applies to the reports); the agent sends such a frame's report at once rather than
+ * at its next flush. IPv4 addresses are numbers, IPv6 ones text, MACs
  * numbers: nothing is made per frame.
  */
 export class AnswerNews {
@@ -33,6 +33,6 @@ export class AnswerNews {
     }
     const before = macs.get(mac);
     if (before === undefined ? macs.size < MAX_NEWS_MACS : t > before) macs.set(mac, t);
-    return before === undefined || t - before > ANSWER_WINDOW_MS;
+    return before === undefined || isNews(before, t);
   }
 }
