@@ -59,3 +59,11 @@ winkernel:
   rootHnsEndpointName: ""
   sourceVip: ""
 `;
+
+/**
+ * Where kubeadm keeps kube-proxy: its configuration in ConfigMap kube-system/kube-proxy under config.conf, and its
+ * DaemonSet of the same name. whohas watches, patches, backs up and restarts them there.
+ */
+export const KUBE_PROXY_NAMESPACE = "kube-system";
+export const KUBE_PROXY_NAME = "kube-proxy";
+export const KUBE_PROXY_CONFIG_KEY = "config.conf";

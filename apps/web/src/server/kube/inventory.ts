@@ -16,6 +16,9 @@ import {
   type V1Service,
 } from "@kubernetes/client-node";
 import {
+  KUBE_PROXY_CONFIG_KEY,
+  KUBE_PROXY_NAME,
+  KUBE_PROXY_NAMESPACE,
   daemonSetRollout,
   rolloutComplete,
   type ClusterInput,
@@ -125,8 +128,8 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   // Only the objects named kube-proxy: RBAC can then grant list/watch on that one name (resourceNames) and nothing else.
   const configmaps = watchResource<V1ConfigMap>(
     kc,
-    "/api/v1/namespaces/kube-system/configmaps",
-    () => core.listNamespacedConfigMap({ namespace: "kube-system", fieldSelector: KUBE_PROXY }),
+    `/api/v1/namespaces/${KUBE_PROXY_NAMESPACE}/configmaps`,
+    () => core.listNamespacedConfigMap({ namespace: KUBE_PROXY_NAMESPACE, fieldSelector: KUBE_PROXY }),
     onChange,
     logger,
     KUBE_PROXY,
@@ -134,8 +137,8 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   const apps = kc.makeApiClient(AppsV1Api);
   const daemonsets = watchResource<V1DaemonSet>(
     kc,
-    "/apis/apps/v1/namespaces/kube-system/daemonsets",
-    () => apps.listNamespacedDaemonSet({ namespace: "kube-system", fieldSelector: KUBE_PROXY }),
+    `/apis/apps/v1/namespaces/${KUBE_PROXY_NAMESPACE}/daemonsets`,
+    () => apps.listNamespacedDaemonSet({ namespace: KUBE_PROXY_NAMESPACE, fieldSelector: KUBE_PROXY }),
     onChange,
     logger,
     KUBE_PROXY,
@@ -212,17 +215,17 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
   return {
     metallb,
     kubeProxyConfig: () => {
-      const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy");
-      return cm?.data?.["config.conf"] ?? null;
+      const cm = configmaps.list().find((c) => c.metadata?.name === KUBE_PROXY_NAME);
+      return cm?.data?.[KUBE_PROXY_CONFIG_KEY] ?? null;
     },
     kubeProxyConfigMap: () => {
-      const cm = configmaps.list().find((c) => c.metadata?.name === "kube-proxy") ?? null;
+      const cm = configmaps.list().find((c) => c.metadata?.name === KUBE_PROXY_NAME) ?? null;
       // The same informer object gives the same answer: the hub looks again only when the ConfigMap changed.
       if (cm !== kubeProxyCm.from) kubeProxyCm = { from: cm, value: cm === null ? null : toKubeProxyConfigMap(cm) };
       return kubeProxyCm.value;
     },
     kubeProxyRollout: () => {
-      const ds = daemonsets.list().find((d) => d.metadata?.name === "kube-proxy");
+      const ds = daemonsets.list().find((d) => d.metadata?.name === KUBE_PROXY_NAME);
       return ds === undefined ? null : rolloutOf(ds);
     },
     snapshot: () => {
@@ -291,7 +294,7 @@ export async function startInventory(kc: KubeConfig, onChange: () => void, logge
 }
 
 /** KUBE_PROXY selects the kube-proxy ConfigMap and DaemonSet by name, server-side. */
-const KUBE_PROXY = "metadata.name=kube-proxy";
+const KUBE_PROXY = `metadata.name=${KUBE_PROXY_NAME}`;
 
 /**
  * toKubeProxyConfigMap keeps what the strictARP revert watch reads: config.conf, labels and annotations (installers
@@ -300,7 +303,7 @@ const KUBE_PROXY = "metadata.name=kube-proxy";
  */
 export function toKubeProxyConfigMap(cm: V1ConfigMap): KubeProxyConfigMap {
   return {
-    configConf: cm.data?.["config.conf"] ?? null,
+    configConf: cm.data?.[KUBE_PROXY_CONFIG_KEY] ?? null,
     labels: cm.metadata?.labels ?? {},
     annotations: cm.metadata?.annotations ?? {},
     managedFields: cm.metadata?.managedFields ?? [],

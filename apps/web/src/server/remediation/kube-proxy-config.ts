@@ -1,12 +1,13 @@
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from "@kubernetes/client-node";
-import { WHOHAS_FIELD_MANAGER } from "@whohas/core";
+import {
+  KUBE_PROXY_CONFIG_KEY as CONFIG_KEY,
+  KUBE_PROXY_NAME as KUBE_PROXY,
+  KUBE_PROXY_NAMESPACE as KUBE_PROXY_NS,
+  WHOHAS_FIELD_MANAGER,
+} from "@whohas/core";
 import type { Hub } from "../hub/hub.js";
 import { kubeMessage } from "./refusals.js";
 
-/** Where kubeadm keeps kube-proxy's configuration: ConfigMap kube-system/kube-proxy, key config.conf. */
-export const KUBE_PROXY_NS = "kube-system";
-export const KUBE_PROXY = "kube-proxy";
-export const CONFIG_KEY = "config.conf";
 const WHERE = `${KUBE_PROXY_NS}/${KUBE_PROXY}`;
 
 /** BACKUPS_KEY: the hub's own copy of every backup (rollback restores from it, byte for byte). */

@@ -1,6 +1,5 @@
 import { PatchStrategy, setHeaderOptions, type AppsV1Api } from "@kubernetes/client-node";
-import { WHOHAS_FIELD_MANAGER, daemonSetRollout, rolloutComplete } from "@whohas/core";
-import { KUBE_PROXY as NAME, KUBE_PROXY_NS as NS } from "./kube-proxy-config.js";
+import { KUBE_PROXY_NAME as NAME, KUBE_PROXY_NAMESPACE as NS, WHOHAS_FIELD_MANAGER, daemonSetRollout, rolloutComplete } from "@whohas/core";
 import { kubeMessage } from "./refusals.js";
 
 /** A StepRunner runs one named step of a run, with a way to say how it goes. */

@@ -1,11 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { patchStrictArp, strictArpFix, type FixPlan, type Logger } from "@whohas/core";
+import {
+  KUBE_PROXY_CONFIG_KEY as CONFIG_KEY,
+  KUBE_PROXY_NAME as KUBE_PROXY,
+  KUBE_PROXY_NAMESPACE as KUBE_PROXY_NS,
+  patchStrictArp,
+  strictArpFix,
+  type FixPlan,
+  type Logger,
+} from "@whohas/core";
 import type { Actions } from "../actions/actions.js";
 import { announceAll, announcerOf, type Announced } from "../actions/announce-batch.js";
 import type { Hub } from "../hub/hub.js";
-import { CONFIG_KEY, KUBE_PROXY, KUBE_PROXY_NS, KubeProxyConfig } from "./kube-proxy-config.js";
+import { KubeProxyConfig } from "./kube-proxy-config.js";
 import { restartKubeProxy } from "./kube-proxy-restart.js";
 import { RemediationRefused } from "./refusals.js";
 import { verifyNodes, verifyProbes } from "./verify.js";
