@@ -10,11 +10,11 @@ import {
   type VerdictKey,
 } from "@whohas/core";
 import type { AuditLog } from "../store/audit.js";
-import type { Incident, IncidentEvent, IncidentsRepo } from "../store/incidents.js";
+import { holdingFindings, type Incident, type IncidentEvent, type IncidentsRepo } from "../store/incidents.js";
 import type { AgentRegistry } from "./agents.js";
 import type { ClusterState } from "./cluster.js";
 import type { Feed } from "./feed.js";
-import { NodeJudging, holdingFindings } from "./node-judging.js";
+import { NodeJudging } from "./node-judging.js";
 import type { Traffic } from "./traffic.js";
 
 /** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */

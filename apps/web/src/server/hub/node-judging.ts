@@ -12,7 +12,7 @@ import {
   type StrictArpRevert,
   type Transition,
 } from "@whohas/core";
-import type { Incident } from "../store/incidents.js";
+import { holdingFindings, type Incident } from "../store/incidents.js";
 import type { AgentRegistry } from "./agents.js";
 import type { ClusterState } from "./cluster.js";
 
@@ -21,21 +21,6 @@ import type { ClusterState } from "./cluster.js";
  * installer ran (installers drain and restart nodes, the hub's among them) still sees true -> false.
  */
 const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
-
-/** holdingFindings are an incident's facets still open: the findings a tracker holds open again after a restart. */
-export const holdingFindings = (i: Incident): OpenFinding[] =>
-  i.facets
-    .filter((f) => f.resolvedAt === null)
-    .map((f) => ({
-      ip: i.ip,
-      type: f.type,
-      macs: f.macs,
-      detail: f.detail,
-      firstSeen: f.firstSeen,
-      lastSeen: f.lastSeen,
-      count: f.count,
-      samples: f.samples,
-    }));
 
 /** What judging nodes and the cluster reads. */
 export interface NodeJudgingOptions {

@@ -101,6 +101,21 @@ export interface Opened {
   readonly incidentOpened: boolean;
 }
 
+/** holdingFindings are an incident's facets still open: the findings a tracker holds open again after a restart. */
+export const holdingFindings = (i: Incident): OpenFinding[] =>
+  i.facets
+    .filter((f) => f.resolvedAt === null)
+    .map((f) => ({
+      ip: i.ip,
+      type: f.type,
+      macs: f.macs,
+      detail: f.detail,
+      firstSeen: f.firstSeen,
+      lastSeen: f.lastSeen,
+      count: f.count,
+      samples: f.samples,
+    }));
+
 /**
  * summarize writes an incident's summary from its facets: named after the worst it ever held; the MACs and text of
  * those holding (of all, once none does); the times and counts of all. The store and its migration share it.
