@@ -3,8 +3,10 @@
 // RSS, whether it keeps up (every message sent was accepted, nothing left buffered on either side), and the latency
 // from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a
 // bare `ws` server that only parses the same messages: the floor of receiving them in Node. Asserts nothing.
-// `node hub-bench.js [AGENTS] [OBSERVATIONS_PER_SECOND] [SECONDS] [IPS_PER_AGENT]` (default 200 50000 60 300; the
-// 5,000-agent target is 5000 100000 60 60).
+// `node hub-bench.js [AGENTS] [OBSERVATIONS_PER_SECOND] [SECONDS] [IPS_PER_AGENT] [NODES_PER_SEGMENT]` (default
+// 200 50000 60 300 1; the 5,000-agent target is 5000 100000 60 60). NODES_PER_SEGMENT nodes see the same IPs and
+// every request for them, and one answers each (SimAgent): 1 gives every node IPs of its own, the most IPs to hold;
+// 50 is a cluster of racks of 50 nodes, each rack one L2 segment, where every request is reported by 50 agents.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -30,16 +32,26 @@ interface Load {
   ipsPerAgent: number;
   perSecond: number;
   seconds: number;
+  segmentSize: number;
 }
 
-/** drive runs the load: each agent sends every 100 ms; returns the peak of bytes buffered on the client side. */
+/**
+ * drive runs the load: each agent sends at the pace the hub set it (every 100 ms unless told otherwise) what its
+ * node saw since its last message; returns the peak of bytes buffered on the client side.
+ */
 async function drive(
   agents: SimAgent[],
   load: Load,
   during?: (elapsed: number, tick: number) => void,
 ): Promise<{ seconds: number; maxBuffered: number }> {
-  const perBatch = Math.round(load.perSecond / load.agents / 10);
+  // Aggregates a batch covers: a request each, and a reply for the IPs this node answers (one node of a segment does).
+  const perBatch = Math.round(((load.perSecond / load.agents / 10) * 2) / (1 + 1 / load.segmentSize));
   const started = Date.now();
+  // Positions are counted from each agent's cursor at the start: the same for every node of a segment, so that they
+  // report the same requests at the same times.
+  const base = agents.map((a) => a.cursor);
+  const upTo = (i: number, ticks: number) => (base[i] ?? 0) + ticks * perBatch;
+  const askedAt = (i: number) => (c: number) => started + Math.floor((c - (base[i] ?? 0)) / perBatch) * 100;
   let maxBuffered = 0;
   let tick = 0;
   while (Date.now() - started < load.seconds * 1000) {
@@ -48,7 +60,14 @@ async function drive(
       const due = started + tick * 100 + slice * 10 - Date.now();
       if (due > 0) await sleep(due);
       const now = Date.now();
-      for (let i = slice; i < agents.length; i += 10) agents[i]?.batch(perBatch, now);
+      for (let i = slice; i < agents.length; i += 10) {
+        const a = agents[i];
+        if (a === undefined) continue;
+        // An agent that sends every N ticks sends in one tick of N, at its own phase, what the ticks since brought.
+        const every = Math.max(1, Math.round(a.flushMs / 100));
+        if (tick % every !== Math.floor(i / 10) % every) continue;
+        a.batch(upTo(i, tick + 1) - a.cursor, now, askedAt(i));
+      }
     }
     tick++;
     if (tick % 10 === 0)
@@ -58,6 +77,10 @@ async function drive(
       );
     during?.(Date.now() - started, tick);
   }
+  // Each agent sends what its last ticks brought: the nodes of a segment stay at one position.
+  agents.forEach((a, i) => {
+    if (a.cursor < upTo(i, tick)) a.batch(upTo(i, tick) - a.cursor, Date.now(), askedAt(i));
+  });
   return { seconds: (Date.now() - started) / 1000, maxBuffered };
 }
 
@@ -116,7 +139,7 @@ async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
   // Made 20 at a time, as they are opened: a socket made long before it is waited for may open unheard.
   const agents: SimAgent[] = [];
   for (let i = 0; i < load.agents; i += 20) {
-    const batch = Array.from({ length: Math.min(20, load.agents - i) }, (_, k) => new SimAgent(url, i + k, load.ipsPerAgent));
+    const batch = Array.from({ length: Math.min(20, load.agents - i) }, (_, k) => new SimAgent(url, i + k, load.ipsPerAgent, load.segmentSize));
     await Promise.all(batch.map((a) => a.open()));
     agents.push(...batch);
   }
@@ -124,13 +147,15 @@ async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
 }
 
 /** reference: a bare ws server parsing every message, in a child process, under the same load. */
-async function reference(load: Load): Promise<{ cpu: number; rss: number; entries: number; sent: number }> {
+async function reference(load: Load, flushMs: number): Promise<{ cpu: number; rss: number; entries: number; sent: number }> {
   const port = await freePort();
   const child = spawn(process.execPath, [new URL(import.meta.url).pathname, "--reference-server", String(port)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
   const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
+  // The same messages as the hub got: at the pace it set its agents.
+  for (const a of agents) a.flushMs = flushMs;
   const pid = child.pid ?? 0;
   const c0 = cpuTicks(pid);
   const { seconds } = await drive(agents, load);
@@ -163,6 +188,7 @@ async function main(): Promise<void> {
     ipsPerAgent: Number(process.argv[5] ?? 300),
     perSecond: Number(process.argv[3] ?? 50_000),
     seconds: Number(process.argv[4] ?? 60),
+    segmentSize: Math.max(1, Number(process.argv[6] ?? 1)),
   };
   const dir = mkdtempSync(join(tmpdir(), "whohas-hub-bench-"));
   let hub: Awaited<ReturnType<typeof startHub>> | null = null;
@@ -233,12 +259,13 @@ async function main(): Promise<void> {
     const heapTotal = (await hubMetric(metrics, "nodejs_heap_size_total_bytes")) / 1e6;
     // Below limits.maxIps only when memory set it (the hub's heap guard): then the hub holds fewer IPs than were sent.
     const ipLimit = await hubMetric(metrics, "whohas_hub_ip_limit");
+    const pace = agents[0]?.flushMs ?? 100;
     for (const a of agents) a.ws.close();
     await hub.stop();
     hub = null;
 
     // The reference carries the same load for as long as the hub did.
-    const ref = await reference(load);
+    const ref = await reference(load, pace);
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? NaN;
     const entriesPerSecond = (agents.reduce((n, a) => n + a.entries, 0) - entries0) / seconds;
@@ -254,7 +281,8 @@ async function main(): Promise<void> {
     const keepsUp = accepted >= sent && backlogFlat && maxBuffered < 1024 * 1024;
     if (ref.entries !== ref.sent) throw new Error(`the reference parsed ${ref.entries} of ${ref.sent} entries: it did not carry the load`);
     const rows = [
-      `hub benchmark: ${load.agents} agents over WebSockets, ${load.ipsPerAgent} IPs each (${ipCount} IPs in the hub), ${Math.round(entriesPerSecond)} observations/s for ${seconds.toFixed(1)} s`,
+      `hub benchmark: ${load.agents} agents over WebSockets, ${load.ipsPerAgent} IPs each, ${load.segmentSize === 1 ? "each node on its own segment" : `${load.segmentSize} nodes a segment`} (${ipCount} IPs in the hub), ${Math.round(entriesPerSecond)} observations/s for ${seconds.toFixed(1)} s`,
+      `each agent sends every ${pace} ms, the pace the hub set it (limits.agentMessagesPerSecond 10,000), and the reference's agents as often`,
       "",
       `${"".padEnd(28)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)}`,
       `${"whohas-hub (SQLite, WAL)".padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,

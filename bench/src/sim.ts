@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { WebSocket } from "ws";
-import { HUB_BIN, freePort, observationsJson } from "@whohas/lab";
+import { HUB_BIN, freePort, observationsMessage } from "@whohas/lab";
 
 export const TICKS = 100; // USER_HZ
 export const TOKEN = "bench-agent-token-0123456789abcdef";
@@ -21,31 +21,43 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hex2 = (n: number) => (n & 255).toString(16).padStart(2, "0");
 
 /**
- * simIp is the `i`th IP of agent `index`: up to 512 per agent, distinct across up to 32,768 agents (200 x 300 =
- * 60,000 IPs in the hub's table; 5,000 x 60 = 300,000), all in 10.0.0.0/8.
+ * simIp is the `i`th IP of segment `segment`: up to 512 per segment, distinct across up to 32,768 segments (200 x 300
+ * = 60,000 IPs in the hub's table; 5,000 nodes alone on their segments x 60 = 300,000), all in 10.0.0.0/8.
  */
-export function simIp(index: number, i: number): string {
-  const n = index * 512 + i;
+export function simIp(segment: number, i: number): string {
+  const n = segment * 512 + i;
   return `10.${n >> 16}.${(n >> 8) & 255}.${n & 255}`;
 }
 
-/** SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. */
+/**
+ * SimAgent is one node's agent as the hub sees it: hello, facts-free, observations every 100 ms. Nodes are placed on
+ * L2 segments of `segmentSize` nodes: the nodes of a segment see the same IPs, every one of them each client request
+ * (a broadcast), and one of them answers each IP (MetalLB's elected node). Alone on its segment (1), a node sees
+ * IPs of its own, which no other node sees: the most IPs for the hub to hold.
+ */
 export class SimAgent {
   readonly ws: WebSocket;
   readonly mac: string;
   readonly ips: string[];
   sent = 0;
   entries = 0;
+  /** How often it sends: every 100 ms (FLUSH_MS) until the hub sets its pace. */
+  flushMs = 100;
   #cursor = 0;
+  /** Its place on its segment: the IPs it answers are those whose index modulo the segment's size is this. */
+  readonly #position: number;
 
   constructor(
     url: string,
     readonly index: number,
     ipsPerAgent: number,
+    readonly segmentSize = 1,
   ) {
     this.ws = new WebSocket(url, { headers: { authorization: `Bearer ${TOKEN}` }, perMessageDeflate: false });
     this.mac = `02:00:5e:10:${hex2(index >> 8)}:${hex2(index)}`;
-    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => simIp(index, i));
+    const segment = Math.floor(index / segmentSize);
+    this.#position = index % segmentSize;
+    this.ips = Array.from({ length: ipsPerAgent }, (_, i) => simIp(segment, i));
   }
 
   async open(): Promise<void> {
@@ -60,9 +72,15 @@ export class SimAgent {
         node: `sim-${this.index}`,
         agentVersion: "bench",
         interfaces: [{ name: "eth0", mac: this.mac, up: true }],
+        pace: true,
       }),
     );
-    this.ws.on("message", () => undefined);
+    this.ws.on("message", (d: Buffer) => {
+      const text = d.toString();
+      if (!text.includes('"pace"')) return;
+      const m = JSON.parse(text) as { type?: string; flushMs?: number };
+      if (m.type === "pace" && typeof m.flushMs === "number") this.flushMs = m.flushMs;
+    });
   }
 
   /** reply sends one reply from this node for `ip`, at `now`. */
@@ -74,15 +92,25 @@ export class SimAgent {
     this.entries++;
   }
 
+  /** cursor: how many aggregates' positions it has sent (requests and replies, in turn). */
+  get cursor(): number {
+    return this.#cursor;
+  }
+
   /**
-   * batch sends `n` aggregates: a client's request and this node's reply for each IP in turn, round-robin, with the
-   * request report an agent sends for each request it saw answered (this node's reply 0.3 ms after the request).
+   * batch sends up to `n` aggregates: a client's request for each IP in turn, round-robin, and this node's reply when
+   * it answers the IP, with the request report an agent sends for each request it saw (its reply 0.3 ms after the
+   * request). On a segment of several nodes the request at a position was on the wire at `askedAt(position)`, the
+   * same for every node of the segment (they send in turn, as real agents do, but saw the broadcast at once).
    */
-  batch(n: number, now: number): void {
-    this.ws.send(observationsJson(this.ips, this.mac, this.#cursor, n, now));
+  batch(n: number, now: number, askedAt: (cursor: number) => number = () => now): void {
+    const size = this.segmentSize;
+    const place = { answers: (i: number) => i % size === this.#position, askedAt: size === 1 ? () => now : askedAt };
+    const { text, entries } = observationsMessage(this.ips, this.mac, this.#cursor, n, now, place);
+    this.ws.send(text);
     this.#cursor += n;
     this.sent++;
-    this.entries += n;
+    this.entries += entries;
   }
 }
 

@@ -2,7 +2,7 @@
 export { createLab, collectGarbage, requireRoot, CLIENT_IP, CLIENT_IP6, vipAt, vip6At, type Lab, type LabNode } from "./lab.js";
 export { startStack, freePort, HUB_BIN, REQUESTER, type Stack, type StackOptions } from "./stack.js";
 export { startLoneHub, type LoneHub } from "./lone-hub.js";
-export { observationsJson } from "./agent-messages.js";
+export { observationsJson, observationsMessage, type SegmentPlace } from "./agent-messages.js";
 export { parseVlanIp, vlanIpText, type VlanIp } from "./trunk.js";
 export { labNames, labIdOfNs, unixWsUrl, LAB_PREFIX } from "./naming.js";
 export { inNs, run } from "./sh.js";
