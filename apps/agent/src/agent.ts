@@ -104,6 +104,9 @@ export class Agent {
   /** The early send waiting (null: none), and when the last one went. */
   #soon: NodeJS.Timeout | null = null;
   #lastSoon = -Infinity;
+  /** The periodic flush, at the pace the hub set (FLUSH_MS until it sets one). */
+  #flushTimer: NodeJS.Timeout | null = null;
+  #flushMs = FLUSH_MS;
 
   constructor(readonly deps: AgentDeps) {
     this.#point = new CapturePoint(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
@@ -133,7 +136,7 @@ export class Agent {
 
   async start(): Promise<void> {
     await this.rescan();
-    this.#timers.push(setInterval(() => this.flush(), FLUSH_MS));
+    this.#flushTimer = setInterval(() => this.flush(), this.#flushMs);
     this.#timers.push(
       setInterval(() => {
         // Frames age out as others arrive; on a quiet link, here.
@@ -142,6 +145,21 @@ export class Agent {
       }, RESCAN_MS),
     );
     this.deps.link.start();
+  }
+
+  /** flushMs is how often what was aggregated goes to the hub (news goes at once). */
+  get flushMs(): number {
+    return this.#flushMs;
+  }
+
+  /** #pace sends every `ms` from now on (a timer not started yet starts at that pace). */
+  #pace(ms: number): void {
+    if (ms === this.#flushMs) return;
+    this.deps.logger.info("hub.pace", { flushMs: ms, was: this.#flushMs });
+    this.#flushMs = ms;
+    if (this.#flushTimer === null) return;
+    clearInterval(this.#flushTimer);
+    this.#flushTimer = setInterval(() => this.flush(), ms);
   }
 
   /** kernelStats sums libpcap's counters over every capture since start. */
@@ -280,7 +298,13 @@ export class Agent {
    */
   onHubMessage(msg: HubMessage): void {
     if (msg.type === "welcome") {
+      // A new connection, maybe to another hub: its pace, if it sets one, follows.
+      this.#pace(FLUSH_MS);
       void this.sendFacts(true);
+      return;
+    }
+    if (msg.type === "pace") {
+      this.#pace(msg.flushMs);
       return;
     }
     if (msg.type === "flush") {
@@ -327,6 +351,7 @@ export class Agent {
   /** stop flushes once more and closes every capture and the hub link. */
   async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
+    if (this.#flushTimer !== null) clearInterval(this.#flushTimer);
     if (this.#soon !== null) clearTimeout(this.#soon);
     this.flush();
     for (const src of this.#sources.values()) src.close();

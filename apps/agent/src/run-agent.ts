@@ -75,7 +75,7 @@ export function hubCommand(node: string, io: CommandIo = NODE_IO) {
 /** runAgent is `whohas agent`: the DaemonSet's long-running process. */
 /**
  * agentHello is what the agent says on every connection: its node, version and interfaces, and what it takes beyond
- * the base protocol (probe-many of up to MAX_PROBE_TARGETS IPs, flush).
+ * the base protocol (probe-many of up to MAX_PROBE_TARGETS IPs, flush, pace).
  */
 export function agentHello(node: string, interfaces: readonly NetInterface[]): Extract<AgentMessage, { type: "hello" }> {
   return {
@@ -86,6 +86,7 @@ export function agentHello(node: string, interfaces: readonly NetInterface[]): E
     interfaces: interfaces.slice(0, MAX_HELLO_INTERFACES).map(({ name, mac, up }) => ({ name, mac, up })),
     probeMany: { maxTargets: MAX_PROBE_TARGETS },
     flush: true,
+    pace: true,
   };
 }
 

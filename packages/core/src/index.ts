@@ -44,6 +44,7 @@ export * from "./node/probe-batch.js";
 export * from "./node/probe-plan.js";
 export * from "./node/probe-schedule.js";
 export * from "./node/answer-news.js";
+export * from "./node/pace.js";
 export * from "./cluster/announcers.js";
 export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";

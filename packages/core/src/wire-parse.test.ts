@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WIRE_VERSION } from "./wire.js";
+import { FLUSH_MS, MAX_FLUSH_MS, WIRE_VERSION } from "./wire.js";
 import { fastObservations, parseAgentMessage, parseHubMessage } from "./wire-parse.js";
 
 describe("parseAgentMessage", () => {
@@ -80,6 +80,16 @@ describe("parseAgentMessage", () => {
   it("parses hub messages", () => {
     expect(parseHubMessage(JSON.stringify({ v: WIRE_VERSION, type: "welcome", hubVersion: "x" })).ok).toBe(true);
     expect(parseHubMessage("[]").ok).toBe(false);
+  });
+
+  it("takes a pace within FLUSH_MS and MAX_FLUSH_MS, and a hello that says it takes one", () => {
+    const pace = (flushMs: number) => parseHubMessage(JSON.stringify({ v: WIRE_VERSION, type: "pace", flushMs }));
+    expect(pace(FLUSH_MS)).toEqual({ ok: true, value: { v: WIRE_VERSION, type: "pace", flushMs: FLUSH_MS } });
+    expect(pace(MAX_FLUSH_MS).ok).toBe(true);
+    for (const bad of [FLUSH_MS - 1, MAX_FLUSH_MS + 1, 250.5]) expect(pace(bad).ok).toBe(false);
+    const hello = { v: WIRE_VERSION, type: "hello", node: "node-a", agentVersion: "0.1.0", interfaces: [], flush: true, pace: true };
+    expect(parseAgentMessage(JSON.stringify(hello))).toEqual({ ok: true, value: hello });
+    expect(parseAgentMessage(JSON.stringify({ ...hello, pace: false })).ok).toBe(false);
   });
 });
 

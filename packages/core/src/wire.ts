@@ -16,8 +16,17 @@ export const WIRE_VERSION = 2;
 export const HEARTBEAT_MS = 10_000;
 /** SILENCE_MS: a peer silent this long is gone: the agent reconnects, the hub shows the agent down. */
 export const SILENCE_MS = 30_000;
-/** FLUSH_MS: an agent sends what it aggregated at most this often (and at once past MAX_ENTRIES_PER_MESSAGE). */
+/**
+ * FLUSH_MS: an agent sends what it aggregated at most this often (and at once past MAX_ENTRIES_PER_MESSAGE), unless
+ * its hub sets a slower pace (a pace message).
+ */
 export const FLUSH_MS = 100;
+/**
+ * MAX_FLUSH_MS: the slowest pace a hub may set. A request nobody answered is reported once its reply window (1 s) is
+ * over, at the agent's next send: at this pace that is still well within FINAL_MS (2 s) of the request, when the
+ * judge takes requests in order.
+ */
+export const MAX_FLUSH_MS = 500;
 
 const mac = z.string().refine(isMac, "not a MAC address");
 const ip = z.string().max(45).refine(isIP, "not an IP address");
@@ -240,6 +249,8 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     probeMany: z.object({ maxTargets: z.number().int().min(1).max(PROBE_MANY_WIRE_MAX) }).optional(),
     /** The agent sends what it holds at once when the hub asks (a flush message). Left out before it, as probeMany. */
     flush: z.literal(true).optional(),
+    /** The agent sends as often as the hub's pace message says. Left out before it, as probeMany. */
+    pace: z.literal(true).optional(),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),
@@ -315,6 +326,12 @@ export const HubMessageSchema = z.discriminatedUnion("type", [
    * FLUSH_MS. Sent only to agents whose hello says flush.
    */
   z.object({ v: z.literal(WIRE_VERSION), type: z.literal("flush") }),
+  /**
+   * pace: send what you aggregated every `flushMs` (news still goes out at once). A hub with many agents slows them
+   * so that it reads fewer, larger messages. Sent after welcome, and when it changes, only to agents whose hello
+   * says pace; an agent goes back to FLUSH_MS on each new connection.
+   */
+  z.object({ v: z.literal(WIRE_VERSION), type: z.literal("pace"), flushMs: z.number().int().min(FLUSH_MS).max(MAX_FLUSH_MS) }),
   /**
    * announce: gratuitous announcements for `ip` for `durationMs`, with MetalLB's frames and timing. The agent refuses
    * unless `expectedOwner` names its node or `force` is set, so whohas never creates the conflict it looks for.

@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
 import { newArpReply, newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
-import { Agent, SOON_GAP_MS } from "../agent.js";
+import { Agent, FLUSH_MS, SOON_GAP_MS } from "../agent.js";
 import { HubLink } from "../hub-link.js";
 import { FakeSource } from "./fake-source.js";
 
@@ -316,5 +316,53 @@ describe("Agent with HubLink", () => {
     expect(burst.length).toBeGreaterThanOrEqual(1);
     expect(burst.length).toBeLessThanOrEqual(Math.floor(span / SOON_GAP_MS) + 2);
     expect(new Set(burst.flatMap((m) => m.requests.map((r) => r.ip)))).toHaveProperty("size", 20);
+  });
+
+  it("sends at the pace its hub sets, and at FLUSH_MS again on a connection that sets none", async () => {
+    const hub = await startHub();
+    const port = (hub.wss.address() as AddressInfo).port;
+    // This hub welcomes the agent and sets a pace of 500 ms.
+    const welcome = (h: Hub, pace: number | null) =>
+      h.wss.on("connection", (ws) =>
+        ws.on("message", (d: Buffer) => {
+          const m = parseAgentMessage(d.toString());
+          if (!m.ok || m.value.type !== "hello") return;
+          ws.send(JSON.stringify({ v: 2, type: "welcome", hubVersion: "t" }));
+          if (pace !== null) ws.send(JSON.stringify({ v: 2, type: "pace", flushMs: pace }));
+        }),
+      );
+    welcome(hub, 500);
+    const src = new FakeSource("eth0");
+    const link = new HubLink({
+      url: hub.url,
+      token: "t",
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [], pace: true }),
+      onMessage: (m) => agent.onHubMessage(m),
+    });
+    const agent = await startAgent("node-a", link, src);
+    await until(() => agent.flushMs === 500);
+
+    // A client asks every 20 ms for 1.5 s (requests are no news): the agent sends about three times, not fifteen.
+    const sends = async (h: Hub) => {
+      const before = h.messages.filter((m) => m.type === "observations").length;
+      for (let k = 0; k < 75; k++) {
+        src.push(newArpRequest(CLIENT_MAC, "192.0.2.1", "192.0.2.200"), Date.now());
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return h.messages.filter((m) => m.type === "observations").length - before;
+    };
+    const paced = await sends(hub);
+    expect(paced).toBeGreaterThanOrEqual(1);
+    expect(paced).toBeLessThanOrEqual(5);
+
+    // The agent reconnects to a hub that sets no pace (an older one): back to every FLUSH_MS.
+    await closeHub(hub);
+    await until(() => !link.connected);
+    const older = await startHub(port);
+    cleanups.push(() => closeHub(older));
+    welcome(older, null);
+    await until(() => link.connected && agent.flushMs === FLUSH_MS, 10_000);
+    expect(await sends(older)).toBeGreaterThanOrEqual(8);
   });
 });

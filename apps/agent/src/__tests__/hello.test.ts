@@ -5,7 +5,7 @@ import { agentHello } from "../run-agent.js";
 const eth = (k: number) => ({ name: `eth${k}`, mac: "02:00:5e:00:00:0a", up: true, noarp: false, hasMaster: false, master: null });
 
 describe("the agent's hello", () => {
-  it("passes the hub's schema and says what the agent takes: probe-many and flush", () => {
+  it("passes the hub's schema and says what the agent takes: probe-many, flush and pace", () => {
     const parsed = parseAgentMessage(JSON.stringify(agentHello("node-a", [eth(0)])));
     expect(parsed.ok && parsed.value).toEqual({
       v: 2,
@@ -15,6 +15,7 @@ describe("the agent's hello", () => {
       interfaces: [{ name: "eth0", mac: "02:00:5e:00:00:0a", up: true }],
       probeMany: { maxTargets: MAX_PROBE_TARGETS },
       flush: true,
+      pace: true,
     });
   });
 

@@ -49,6 +49,12 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly agentFlushSeconds = new Gauge({
+    name: "whohas_hub_agent_flush_interval_seconds",
+    help: "How often the hub has its agents send what they aggregated (news goes at once): 0.1 s up to limits.agentMessagesPerSecond / 10 agents, slower past it, at most 0.5 s.",
+    registers: [this.registry],
+  });
+
   readonly deliveries = new Counter({
     name: "whohas_webhook_deliveries_total",
     help: "Webhook notifications by receiver and outcome (delivered, retry, failed, gone, suppressed).",

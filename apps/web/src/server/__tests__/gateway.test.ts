@@ -10,6 +10,7 @@ import { silentLogger } from "@whohas/core";
 import type { AgentGateway } from "../gateway/agent-gateway.js";
 import { tokenMatches } from "../gateway/credentials.js";
 import { TokenBucket } from "../limits.js";
+import type { AgentLimits } from "../gateway/pacing.js";
 
 const gatewayOf = (r: Running | undefined): AgentGateway => {
   if (r === undefined) throw new Error("no server");
@@ -50,11 +51,12 @@ interface Running {
 }
 const open: Running[] = [];
 
-async function start(clock: () => number = Date.now, agentPingMs?: number): Promise<Running> {
+async function start(clock: () => number = Date.now, agentPingMs?: number, agentLimits?: Partial<AgentLimits>): Promise<Running> {
   const hub = new Hub({ clock });
   const hs = createHubServer({
     hub,
     agentPingMs,
+    agentLimits,
     agentToken: TOKEN,
     auth: testAuth(hub, { viewerToken: VIEWER }),
     logger: silentLogger,
@@ -260,6 +262,42 @@ describe("agent gateway", () => {
     expect([flushes("node-a"), flushes("node-b"), flushes("node-c")]).toEqual([2, 0, 1]);
     expect(await sent()).toBe(3);
     for (const a of agents.values()) a.c.close();
+  });
+
+  it("sets the agents' pace by how many are connected, and tells those that take one", async () => {
+    // Aiming at 10 messages a second: 1 agent every 100 ms, 2 every 200, 3 every 300.
+    const { ws, metrics } = await start(Date.now, undefined, { agentMessagesPerSecond: 10 });
+    const paces = new Map<string, number[]>();
+    const join = async (node: string, takesPace: boolean) => {
+      const c = connect(ws);
+      const got: number[] = [];
+      let welcomed = false;
+      c.on("message", (d: Buffer) => {
+        const m = JSON.parse(d.toString()) as { type: string; flushMs?: number };
+        if (m.type === "welcome") welcomed = true;
+        if (m.type === "pace") got.push(m.flushMs ?? 0);
+      });
+      await once(c, "open");
+      c.send(JSON.stringify({ ...hello, node, ...(takesPace ? { pace: true } : {}) }));
+      await expect.poll(() => welcomed).toBe(true);
+      paces.set(node, got);
+      return c;
+    };
+    const seconds = async () => Number(/^whohas_hub_agent_flush_interval_seconds (\S+)$/m.exec(await (await fetch(metrics)).text())?.[1]);
+    await join("node-a", true);
+    await expect.poll(() => paces.get("node-a")).toEqual([100]);
+    await join("node-b", true);
+    await expect.poll(() => [paces.get("node-a"), paces.get("node-b")]).toEqual([[100, 200], [200]]);
+    // An agent whose hello does not take a pace (an older one) counts, and is told nothing it would not understand.
+    const c = await join("node-c", false);
+    await expect.poll(() => [paces.get("node-a"), paces.get("node-b")]).toEqual([[100, 200, 300], [200, 300]]);
+    expect(await seconds()).toBe(0.3);
+    // One leaves: faster again, though not at once to what two agents need (the slack keeps the pace from flapping).
+    c.close();
+    await expect.poll(() => paces.get("node-a")).toEqual([100, 200, 300, 250]);
+    expect(paces.get("node-b")).toEqual([200, 300, 250]);
+    expect(paces.get("node-c")).toEqual([]);
+    expect(await seconds()).toBe(0.25);
   });
 
   it("drops and counts malformed messages after hello, keeping the connection and the good messages around them", async () => {

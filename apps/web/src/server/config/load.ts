@@ -67,6 +67,8 @@ export interface HubConfig {
     readonly maxAgents: number;
     readonly newIpsPerAgentPerMinute: number;
     readonly newIpsPerMinute: number;
+    /** The agents' periodic messages a second, all told, that the pace the hub sets them aims at. */
+    readonly agentMessagesPerSecond: number;
     /** Open connections the hub takes at most (agents, browsers, API clients), and from one address. */
     readonly maxConnections: number;
     readonly connectionsPerAddress: number;
@@ -247,6 +249,7 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
       maxAgents: c.limits?.maxAgents ?? DEFAULTS.maxAgents,
       newIpsPerAgentPerMinute: c.limits?.newIpsPerAgentPerMinute ?? DEFAULTS.newIpsPerAgentPerMinute,
       newIpsPerMinute: c.limits?.newIpsPerMinute ?? DEFAULTS.newIpsPerMinute,
+      agentMessagesPerSecond: c.limits?.agentMessagesPerSecond ?? DEFAULTS.agentMessagesPerSecond,
       maxConnections: c.limits?.maxConnections ?? DEFAULTS.maxConnections,
       connectionsPerAddress: c.limits?.connectionsPerAddress ?? DEFAULTS.connectionsPerAddress,
     },

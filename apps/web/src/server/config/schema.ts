@@ -113,6 +113,7 @@ export const ConfigSchema = z.strictObject({
       maxAgents: z.number().int().min(1).max(100_000).optional(),
       newIpsPerAgentPerMinute: z.number().int().min(10, "at least 10").max(10_000_000).optional(),
       newIpsPerMinute: z.number().int().min(10, "at least 10").max(100_000_000).optional(),
+      agentMessagesPerSecond: z.number().int().min(10, "at least 10").max(1_000_000).optional(),
       maxConnections: z.number().int().min(16, "at least 16").max(1_000_000).optional(),
       connectionsPerAddress: z.number().int().min(4, "at least 4").max(1_000_000).optional(),
     })
@@ -192,6 +193,7 @@ export const DEFAULTS = {
   maxAgents: 5000,
   newIpsPerAgentPerMinute: 2000,
   newIpsPerMinute: 10_000,
+  agentMessagesPerSecond: 10_000,
   maxConnections: 10_000,
   connectionsPerAddress: 256,
 } as const;

@@ -15,7 +15,7 @@ import { limitKey, peerAddress, type ClientAddresses } from "../client-address.j
 import { AttemptLimiter, TokenBucket } from "../limits.js";
 import { Awaited } from "./awaited.js";
 import { tokenMatches, type AgentIdentity, type Review } from "./credentials.js";
-import { DEFAULT_AGENT_LIMITS, FactsPacer, NewIpBudget, type AgentLimits } from "./pacing.js";
+import { AgentPace, DEFAULT_AGENT_LIMITS, FactsPacer, NewIpBudget, type AgentLimits } from "./pacing.js";
 import { LogThrottle } from "../log-throttle.js";
 import type { HubMetrics } from "../metrics.js";
 import type { Logger } from "@whohas/core";
@@ -120,6 +120,7 @@ export class AgentGateway {
   readonly #noisy: LogThrottle;
   readonly #newIps: NewIpBudget;
   readonly #facts: FactsPacer;
+  readonly #pace: AgentPace;
   readonly hub: Hub;
   readonly logger: Logger;
 
@@ -135,6 +136,11 @@ export class AgentGateway {
       Date.now(),
     );
     this.#facts = new FactsPacer(o.factsEveryMs ?? FACTS_EVERY_MS, (node, facts) => this.#byNode.has(node) && o.hub.setFacts(node, facts));
+    this.#pace = new AgentPace(this.#limits.agentMessagesPerSecond, (flushMs, agents) => {
+      o.metrics?.agentFlushSeconds.set(flushMs / 1000);
+      o.logger.info("agents.pace", { flushMs, agents });
+    });
+    o.metrics?.agentFlushSeconds.set(this.#pace.flushMs / 1000);
     const pingMs = o.pingMs ?? PING_MS;
     this.#ping = setInterval(() => {
       // A hub too busy to read what its agents sent has not heard their pongs either: no one is dropped this round.
@@ -280,6 +286,7 @@ export class AgentGateway {
           this.#byNode.set(node, { ws, peer, since: Date.now() });
           this.hub.connect(m);
           ws.send(JSON.stringify({ v: WIRE_VERSION, type: "welcome", hubVersion: "0.1.0" }));
+          this.#pace.joined(ws, m.pace === true, this.#byNode.size);
           this.logger.info("agent.connected", { node, peer, via: identity.via, version: m.agentVersion, interfaces: m.interfaces.length });
           return;
         }
@@ -317,6 +324,7 @@ export class AgentGateway {
         this.#byNode.delete(node);
         this.hub.disconnect(node);
       }
+      this.#pace.left(ws, this.#byNode.size);
       this.#awaited.closed(ws);
       if (node !== null && !this.#byNode.has(node)) {
         this.#facts.drop(node);

@@ -1,4 +1,5 @@
-import { ipKey, type AgentMessage, type NodeFacts } from "@whohas/core";
+import type { WebSocket } from "ws";
+import { FLUSH_MS, PACE_MESSAGES_PER_SECOND, WIRE_VERSION, flushPace, ipKey, type AgentMessage, type NodeFacts } from "@whohas/core";
 import { TokenBucket } from "../limits.js";
 
 type Observations = Extract<AgentMessage, { type: "observations" }>;
@@ -14,9 +15,19 @@ export interface AgentLimits {
   readonly newIpsPerAgentPerMinute: number;
   /** The same, for all agents together. */
   readonly newIpsPerMinute: number;
+  /**
+   * The agents' periodic messages a second, all told, that their pace aims at (flushPace): past it agents send less
+   * often, with more in each message. News goes out at once whatever the pace.
+   */
+  readonly agentMessagesPerSecond: number;
 }
 
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxAgents: 5000, newIpsPerAgentPerMinute: 2000, newIpsPerMinute: 10_000 };
+export const DEFAULT_AGENT_LIMITS: AgentLimits = {
+  maxAgents: 5000,
+  newIpsPerAgentPerMinute: 2000,
+  newIpsPerMinute: 10_000,
+  agentMessagesPerSecond: PACE_MESSAGES_PER_SECOND,
+};
 
 /**
  * NewIpBudget bounds the IPs agents bring that the hub did not track: each node has an allowance per minute that
@@ -104,5 +115,52 @@ export class FactsPacer {
     const s = this.#nodes.get(node);
     if (s?.timer != null) clearTimeout(s.timer);
     this.#nodes.delete(node);
+  }
+}
+
+/**
+ * AgentPace sets how often agents send what they aggregated (flushPace) by how many are connected, and tells those
+ * whose hello takes a pace: each one after its welcome, and all of them when the pace changes. Agents of before it
+ * keep sending every FLUSH_MS.
+ */
+export class AgentPace {
+  readonly #takers = new Set<WebSocket>();
+  #flushMs = FLUSH_MS;
+
+  constructor(
+    /** The periodic messages a second, all told, the pace aims at (limits.agentMessagesPerSecond). */
+    readonly perSecond: number,
+    readonly onChange?: (flushMs: number, agents: number) => void,
+  ) {}
+
+  /** flushMs is the pace in force. */
+  get flushMs(): number {
+    return this.#flushMs;
+  }
+
+  /** joined: an agent was welcomed; `agents` are connected now, it included. */
+  joined(ws: WebSocket, takesPace: boolean, agents: number): void {
+    if (takesPace) this.#takers.add(ws);
+    if (!this.#update(agents) && takesPace) this.#tell(ws);
+  }
+
+  /** left: an agent's connection closed; `agents` are connected now. */
+  left(ws: WebSocket, agents: number): void {
+    this.#takers.delete(ws);
+    this.#update(agents);
+  }
+
+  /** #update takes the pace for `agents` and tells every agent that takes one when it changed; true when it did. */
+  #update(agents: number): boolean {
+    const next = flushPace(agents, this.#flushMs, this.perSecond);
+    if (next === this.#flushMs) return false;
+    this.#flushMs = next;
+    this.onChange?.(next, agents);
+    for (const ws of this.#takers) this.#tell(ws);
+    return true;
+  }
+
+  #tell(ws: WebSocket): void {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ v: WIRE_VERSION, type: "pace", flushMs: this.#flushMs }));
   }
 }
