@@ -49,4 +49,19 @@ describe("RequestJoin", () => {
     expect(lost?.late).toBe(true);
     expect(j.pending).toBe(false);
   });
+
+  it("joins one request from a segment of 60 nodes: every node's sighting once, its replies kept apart", () => {
+    const j = new RequestJoin();
+    const t = 10_000;
+    const points = Array.from({ length: 60 }, (_, k) => `node-${k}/eth0`);
+    // Node 7 answers; every other node saw the broadcast request at about the same time, and says so once or twice.
+    for (const [k, p] of points.entries()) j.add(p, "192.0.2.1", t + (k % 5), k === 7 ? replies([A, 0.3]) : replies(), t);
+    for (const [k, p] of points.entries()) j.add(p, "192.0.2.1", t + (k % 5), replies(), t + 100);
+    const r = j.add(points[59] ?? "", "192.0.2.1", t + 4, replies([B, 0.5]), t + 200);
+    expect(r?.points()).toEqual(points);
+    expect(points.map((p) => r?.seenAt(p))).toEqual(points.map((_, k) => t + (k % 5)));
+    expect(r?.seenAt("node-60/eth0")).toBeUndefined();
+    expect(r?.answerers()).toEqual([A, B]);
+    expect(r?.ambiguous).toBe(false);
+  });
 });

@@ -30,6 +30,12 @@ export class ReplyList implements Replies {
   }
 }
 
+/**
+ * MANY_POINTS: past this many capture points a request finds a point's sighting in a Map rather than by a scan (every
+ * node of a segment reports every broadcast request: fifty nodes would make each request's join quadratic).
+ */
+const MANY_POINTS = 8;
+
 /** NO_REPLIES: a request nobody answered. */
 export const NO_REPLIES: Replies = { macs: [], delays: [], n: 0 };
 
@@ -50,6 +56,8 @@ export class JoinedRequest {
   readonly #keys: string[];
   readonly #times: number[];
   #firstReply = 1;
+  /** Each point's sighting, once more than MANY_POINTS saw it (null before). */
+  #pointAt: Map<string, number> | null = null;
   /**
    * Ambiguous: another request of the same asker came within JOIN_MS, so which sightings belong together is not
    * known; it counts as asked but never as evidence of who answered.
@@ -107,6 +115,7 @@ export class JoinedRequest {
 
   /** seenAt is when `point` saw it, undefined when it did not report it. */
   seenAt(point: string): number | undefined {
+    if (this.#pointAt !== null) return this.#pointAt.get(point);
     const i = this.#find(point, 0, this.#firstReply);
     return i < 0 ? undefined : this.#times[i];
   }
@@ -118,10 +127,18 @@ export class JoinedRequest {
 
   /** see records `point`'s sighting at `t`. */
   see(point: string, t: number): void {
-    if (this.#find(point, 0, this.#firstReply) >= 0) return;
+    const at = this.#pointAt;
+    if (at !== null ? at.has(point) : this.#find(point, 0, this.#firstReply) >= 0) return;
+    // Points come before the replies: only the replies (a few) move.
     this.#keys.splice(this.#firstReply, 0, point);
     this.#times.splice(this.#firstReply, 0, t);
     this.#firstReply++;
+    if (at !== null) at.set(point, t);
+    else if (this.#firstReply > MANY_POINTS) {
+      const m = new Map<string, number>();
+      for (let i = 0; i < this.#firstReply; i++) m.set(this.#keys[i] ?? "", this.#times[i] ?? 0);
+      this.#pointAt = m;
+    }
   }
 
   /** replyAt is when `mac` answered it, undefined when it did not. */
