@@ -104,9 +104,11 @@ export class Agent {
   /** The early send waiting (null: none), and when the last one went. */
   #soon: NodeJS.Timeout | null = null;
   #lastSoon = -Infinity;
-  /** The periodic flush, at the pace the hub set (FLUSH_MS until it sets one). */
+  /** The next periodic flush, at the pace the hub set (FLUSH_MS until it sets one), and when the last one went. */
   #flushTimer: NodeJS.Timeout | null = null;
   #flushMs = FLUSH_MS;
+  #lastFlush = 0;
+  #stopped = false;
 
   constructor(readonly deps: AgentDeps) {
     this.#point = new CapturePoint(Math.max(1, Math.floor(deps.maxBufferBytes / ENTRY_BYTES)));
@@ -136,7 +138,8 @@ export class Agent {
 
   async start(): Promise<void> {
     await this.rescan();
-    this.#flushTimer = setInterval(() => this.flush(), this.#flushMs);
+    this.#lastFlush = performance.now();
+    this.#nextFlush();
     this.#timers.push(
       setInterval(() => {
         // Frames age out as others arrive; on a quiet link, here.
@@ -152,14 +155,28 @@ export class Agent {
     return this.#flushMs;
   }
 
-  /** #pace sends every `ms` from now on (a timer not started yet starts at that pace). */
+  /**
+   * #nextFlush schedules the next periodic flush `#flushMs` after the last one (at once when that is past): a pace
+   * that changes keeps the phase, so changes however frequent never hold the flushes back.
+   */
+  #nextFlush(): void {
+    if (this.#stopped) return;
+    const wait = Math.max(0, this.#lastFlush + this.#flushMs - performance.now());
+    this.#flushTimer = setTimeout(() => {
+      this.#lastFlush = performance.now();
+      this.flush();
+      this.#nextFlush();
+    }, wait);
+  }
+
+  /** #pace sends every `ms` from now on (a flush not started yet starts at that pace). */
   #pace(ms: number): void {
-    if (ms === this.#flushMs) return;
+    if (ms === this.#flushMs || this.#stopped) return;
     this.deps.logger.info("hub.pace", { flushMs: ms, was: this.#flushMs });
     this.#flushMs = ms;
     if (this.#flushTimer === null) return;
-    clearInterval(this.#flushTimer);
-    this.#flushTimer = setInterval(() => this.flush(), ms);
+    clearTimeout(this.#flushTimer);
+    this.#nextFlush();
   }
 
   /** kernelStats sums libpcap's counters over every capture since start. */
@@ -351,7 +368,9 @@ export class Agent {
   /** stop flushes once more and closes every capture and the hub link. */
   async stop(): Promise<void> {
     for (const t of this.#timers) clearInterval(t);
-    if (this.#flushTimer !== null) clearInterval(this.#flushTimer);
+    this.#stopped = true;
+    if (this.#flushTimer !== null) clearTimeout(this.#flushTimer);
+    this.#flushTimer = null;
     if (this.#soon !== null) clearTimeout(this.#soon);
     this.flush();
     for (const src of this.#sources.values()) src.close();

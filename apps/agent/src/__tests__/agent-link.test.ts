@@ -356,6 +356,14 @@ describe("Agent with HubLink", () => {
     expect(paced).toBeGreaterThanOrEqual(1);
     expect(paced).toBeLessThanOrEqual(5);
 
+    // A pace that changes every 50 ms (a hub with agents coming and going) keeps the flushes' phase: they still go.
+    let flip = 0;
+    const flipping = setInterval(() => {
+      for (const ws of hub.sockets) ws.send(JSON.stringify({ v: 2, type: "pace", flushMs: flip++ % 2 === 0 ? 450 : 500 }));
+    }, 50);
+    const whileFlipping = await sends(hub).finally(() => clearInterval(flipping));
+    expect(whileFlipping).toBeGreaterThanOrEqual(2);
+
     // The agent reconnects to a hub that sets no pace (an older one): back to every FLUSH_MS.
     await closeHub(hub);
     await until(() => !link.connected);
