@@ -106,6 +106,8 @@ export interface HubServerOptions {
   readonly agentFactsEveryMs?: number;
   /** How often agents are pinged (tests shorten it). */
   readonly agentPingMs?: number;
+  /** How long the agents' pace holds before it may get faster (PACE_HOLD_MS; tests shorten it). */
+  readonly agentPaceHoldMs?: number;
   /** Open connections taken at most, and from one address (trusted proxies excepted); config `limits`. */
   readonly connections?: { readonly max: number; readonly perAddress: number };
   /** The largest capture file the hub stores or serves (config evidence.maxFileBytes). */
@@ -179,6 +181,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     allowProxied: opts.agentsAllowProxied,
     factsEveryMs: opts.agentFactsEveryMs,
     pingMs: opts.agentPingMs,
+    paceHoldMs: opts.agentPaceHoldMs,
   });
   const actions = opts.actions?.(gateway);
   const backgroundProbe = opts.backgroundProbe?.(gateway, metrics, actions);

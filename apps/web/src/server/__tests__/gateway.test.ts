@@ -57,6 +57,7 @@ async function start(clock: () => number = Date.now, agentPingMs?: number, agent
     hub,
     agentPingMs,
     agentLimits,
+    agentPaceHoldMs: 0,
     agentToken: TOKEN,
     auth: testAuth(hub, { viewerToken: VIEWER }),
     logger: silentLogger,
@@ -275,7 +276,8 @@ describe("agent gateway", () => {
       c.on("message", (d: Buffer) => {
         const m = JSON.parse(d.toString()) as { type: string; flushMs?: number };
         if (m.type === "welcome") welcomed = true;
-        if (m.type === "pace") got.push(m.flushMs ?? 0);
+        // The pace comes after the welcome (on which an agent goes back to FLUSH_MS).
+        if (m.type === "pace") got.push(welcomed ? (m.flushMs ?? 0) : -1);
       });
       await once(c, "open");
       c.send(JSON.stringify({ ...hello, node, ...(takesPace ? { pace: true } : {}) }));

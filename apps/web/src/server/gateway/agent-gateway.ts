@@ -84,6 +84,8 @@ export interface AgentGatewayOptions {
   readonly factsEveryMs?: number;
   /** How often agents are pinged (PING_MS; tests shorten it). */
   readonly pingMs?: number;
+  /** How long the agents' pace holds before it may get faster (PACE_HOLD_MS; tests shorten it). */
+  readonly paceHoldMs?: number;
 }
 
 interface Live {
@@ -136,10 +138,14 @@ export class AgentGateway {
       Date.now(),
     );
     this.#facts = new FactsPacer(o.factsEveryMs ?? FACTS_EVERY_MS, (node, facts) => this.#byNode.has(node) && o.hub.setFacts(node, facts));
-    this.#pace = new AgentPace(this.#limits.agentMessagesPerSecond, (flushMs, agents) => {
-      o.metrics?.agentFlushSeconds.set(flushMs / 1000);
-      o.logger.info("agents.pace", { flushMs, agents });
-    });
+    this.#pace = new AgentPace(
+      this.#limits.agentMessagesPerSecond,
+      (flushMs, agents) => {
+        o.metrics?.agentFlushSeconds.set(flushMs / 1000);
+        o.logger.info("agents.pace", { flushMs, agents });
+      },
+      o.paceHoldMs,
+    );
     o.metrics?.agentFlushSeconds.set(this.#pace.flushMs / 1000);
     const pingMs = o.pingMs ?? PING_MS;
     this.#ping = setInterval(() => {

@@ -119,18 +119,28 @@ export class FactsPacer {
 }
 
 /**
+ * PACE_HOLD_MS: a pace holds this long before it may get faster. A slower one is taken at once (it only lightens the
+ * hub); agents joining and leaving, however often, change the pace at most twice in this time, and the hub tells
+ * every agent as often.
+ */
+export const PACE_HOLD_MS = 30_000;
+
+/**
  * AgentPace sets how often agents send what they aggregated (flushPace) by how many are connected, and tells those
  * whose hello takes a pace: each one after its welcome, and all of them when the pace changes. Agents of before it
- * keep sending every FLUSH_MS.
+ * keep sending every FLUSH_MS (they count, as they send).
  */
 export class AgentPace {
   readonly #takers = new Set<WebSocket>();
   #flushMs = FLUSH_MS;
+  #changedAt = -Infinity;
 
   constructor(
     /** The periodic messages a second, all told, the pace aims at (limits.agentMessagesPerSecond). */
     readonly perSecond: number,
     readonly onChange?: (flushMs: number, agents: number) => void,
+    readonly holdMs: number = PACE_HOLD_MS,
+    readonly clock: () => number = () => performance.now(),
   ) {}
 
   /** flushMs is the pace in force. */
@@ -154,6 +164,9 @@ export class AgentPace {
   #update(agents: number): boolean {
     const next = flushPace(agents, this.#flushMs, this.perSecond);
     if (next === this.#flushMs) return false;
+    const now = this.clock();
+    if (next < this.#flushMs && now - this.#changedAt < this.holdMs) return false;
+    this.#changedAt = now;
     this.#flushMs = next;
     this.onChange?.(next, agents);
     for (const ws of this.#takers) this.#tell(ws);
