@@ -43,7 +43,7 @@ async function drive(
   agents: SimAgent[],
   load: Load,
   during?: (elapsed: number, tick: number) => void,
-): Promise<{ seconds: number; maxBuffered: number }> {
+): Promise<{ seconds: number; maxBuffered: number; maxLagMs: number }> {
   // Aggregates a batch covers: a request each, and a reply for the IPs this node answers (one node of a segment does).
   const perBatch = Math.round(((load.perSecond / load.agents / 10) * 2) / (1 + 1 / load.segmentSize));
   const started = Date.now();
@@ -51,15 +51,21 @@ async function drive(
   // report the same requests at the same times.
   const base = agents.map((a) => a.cursor);
   const upTo = (i: number, ticks: number) => (base[i] ?? 0) + ticks * perBatch;
-  const askedAt = (i: number) => (c: number) => started + Math.floor((c - (base[i] ?? 0)) / perBatch) * 100;
+  // A tick's requests were on the wire when it began, by the clock (a load that falls behind its schedule does not
+  // report stale times), the same for every node of a segment.
+  const tickAt: number[] = [];
+  const askedAt = (i: number) => (c: number) => tickAt[Math.floor((c - (base[i] ?? 0)) / perBatch)] ?? Date.now();
   let maxBuffered = 0;
+  let maxLagMs = 0;
   let tick = 0;
   while (Date.now() - started < load.seconds * 1000) {
     // Spread the agents over the 100 ms slot, as real agents are not in phase; each slice at its own deadline.
     for (let slice = 0; slice < 10; slice++) {
       const due = started + tick * 100 + slice * 10 - Date.now();
       if (due > 0) await sleep(due);
+      else maxLagMs = Math.max(maxLagMs, -due);
       const now = Date.now();
+      if (slice === 0) tickAt[tick] = now;
       for (let i = slice; i < agents.length; i += 10) {
         const a = agents[i];
         if (a === undefined) continue;
@@ -81,7 +87,7 @@ async function drive(
   agents.forEach((a, i) => {
     if (a.cursor < upTo(i, tick)) a.batch(upTo(i, tick) - a.cursor, Date.now(), askedAt(i));
   });
-  return { seconds: (Date.now() - started) / 1000, maxBuffered };
+  return { seconds: (Date.now() - started) / 1000, maxBuffered, maxLagMs };
 }
 
 /** sseLatency opens a tRPC subscription for a fresh IP, sends it from one agent, and times the state change. */
@@ -209,7 +215,7 @@ async function main(): Promise<void> {
     const pending0 = await hubMetric(metrics, "whohas_hub_store_pending_rows");
     // The disk backlog, sampled while the load runs (after it the hub drains it, which would hide a growing one).
     const pendingSamples: number[] = [];
-    const { seconds, maxBuffered } = await drive(agents, load, (elapsed, tick) => {
+    const { seconds, maxBuffered, maxLagMs } = await drive(agents, load, (elapsed, tick) => {
       if (tick % 10 === 0) rssSamples.push(rssMb(pid, "VmRSS"));
       if (tick % BACKLOG_TICKS === 0) {
         // A sample the hub is too busy to answer is missing, not the end of the run.
@@ -260,6 +266,8 @@ async function main(): Promise<void> {
     // Below limits.maxIps only when memory set it (the hub's heap guard): then the hub holds fewer IPs than were sent.
     const ipLimit = await hubMetric(metrics, "whohas_hub_ip_limit");
     const pace = agents[0]?.flushMs ?? 100;
+    // drive() sends in whole ticks of 100 ms: a pace of 150 ms is sent every 200.
+    const sentEvery = Math.max(1, Math.round(pace / 100)) * 100;
     for (const a of agents) a.ws.close();
     await hub.stop();
     hub = null;
@@ -282,7 +290,7 @@ async function main(): Promise<void> {
     if (ref.entries !== ref.sent) throw new Error(`the reference parsed ${ref.entries} of ${ref.sent} entries: it did not carry the load`);
     const rows = [
       `hub benchmark: ${load.agents} agents over WebSockets, ${load.ipsPerAgent} IPs each, ${load.segmentSize === 1 ? "each node on its own segment" : `${load.segmentSize} nodes a segment`} (${ipCount} IPs in the hub), ${Math.round(entriesPerSecond)} observations/s for ${seconds.toFixed(1)} s`,
-      `each agent sends every ${pace} ms, the pace the hub set it (limits.agentMessagesPerSecond 10,000), and the reference's agents as often`,
+      `each agent sends every ${sentEvery} ms (the hub set it ${pace} ms: limits.agentMessagesPerSecond 10,000), and the reference's agents as often; the load ran at most ${maxLagMs} ms behind its schedule`,
       "",
       `${"".padEnd(28)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)}`,
       `${"whohas-hub (SQLite, WAL)".padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,
