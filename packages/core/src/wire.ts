@@ -23,8 +23,8 @@ export const SILENCE_MS = 30_000;
 export const FLUSH_MS = 100;
 /**
  * MAX_FLUSH_MS: the slowest pace a hub may set. A request nobody answered is reported once its reply window (1 s) is
- * over, at the agent's next send: at this pace that is still well within FINAL_MS (2 s) of the request, when the
- * judge takes requests in order.
+ * over, at the agent's next send: at this pace within 1.5 s of the request, half a second before FINAL_MS (2 s), when
+ * the judge takes requests in order (0.9 s at FLUSH_MS).
  */
 export const MAX_FLUSH_MS = 500;
 

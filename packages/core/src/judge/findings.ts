@@ -87,7 +87,8 @@ export const REPLY_WINDOW_MS = 1000;
 export const JOIN_MS = 50;
 /**
  * FINAL_MS: a request is final this long after it was asked: no capture point will add a reply to it any more (the
- * reply window, an agent's flush interval of 100 ms and the join tolerance, with room for a busy hub).
+ * reply window, an agent's send interval (100 ms, up to MAX_FLUSH_MS when the hub paces it) and the join tolerance,
+ * with room for a busy hub).
  */
 export const FINAL_MS = 2000;
 /** MAX_REQUEST_TIMES bounds the requests one report of a capture point lists for one asker and IP. */

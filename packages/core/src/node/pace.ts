@@ -16,7 +16,8 @@ const paceFor = (agents: number, perSecond: number): number =>
 
 /**
  * flushPace is how often the hub has each of its `agents` send what it aggregated: FLUSH_MS while they send at most
- * `perSecond` messages a second together at that pace (1,000 agents by default), slower past it, up to MAX_FLUSH_MS.
+ * `perSecond` messages a second together at that pace (1,000 agents by default), slower past it, up to MAX_FLUSH_MS
+ * (from 4,501 agents by default; past 5,000 they send more than `perSecond` together).
  * What is news (a MAC answering an IP anew) goes out at once whatever the pace; what waits is counts and requests
  * answered as before. `current` is the pace in force: a slower one is taken at once, a faster one only once the
  * agents are PACE_SLACK fewer than it needs, so that agents reconnecting around a step do not make the hub tell
