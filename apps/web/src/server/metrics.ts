@@ -107,6 +107,15 @@ export class HubMetrics {
         this.set(hub.store.traffic.pendingRows);
       },
     });
+    new Counter({
+      name: "whohas_hub_late_request_reports_total",
+      help: "Agents' reports of a request that reached the hub 2 s or more after it, when the request was already judged in order without them (counted as asked, not as a miss): a busy hub, agent clocks behind the hub's, or a slow link.",
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(hub.traffic.judge.lateSightings);
+      },
+    });
     new Gauge({
       name: "whohas_hub_ips_tracked",
       help: "IPs held in the live view (bounded by limits.maxIps).",

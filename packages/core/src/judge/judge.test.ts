@@ -435,6 +435,17 @@ describe("the judge, per request", () => {
     expect(two.opened("multi-responder")).toEqual([]);
   });
 
+  it("counts a capture point's report of a request that came FINAL_MS or more after it as late", () => {
+    const c = new Cluster();
+    c.ask(["node-a"]);
+    expect(c.judge.lateSightings).toBe(0);
+    const report = (t: number): RequestReport => ({ ip: VIP, asker: CLIENT, iface: "eth0", times: [t], replies: [] });
+    c.judge.ingest("node-c", { entries: [], requests: [report(c.now - FINAL_MS + 1)] }, c.now, lens);
+    expect(c.judge.lateSightings).toBe(0);
+    c.judge.ingest("node-c", { entries: [], requests: [report(c.now - FINAL_MS)] }, c.now, lens);
+    expect(c.judge.lateSightings).toBe(1);
+  });
+
   it("closes an incident only after CLEAR_AFTER_MS without evidence", () => {
     const c = new Cluster();
     c.ask(["node-a", "node-b"]);

@@ -1,6 +1,6 @@
 import { ipKey as ipOnLink, keyBatch, keyOnLink } from "../net/ip-key.js";
 import type { ObservationAggregate, RequestReport } from "../wire.js";
-import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding } from "./findings.js";
+import { ANSWER_WINDOW_MS, CLEAR_AFTER_MS, FINAL_MS, STALE_ANNOUNCER_MS, type Handover, type OpenFinding } from "./findings.js";
 import type { AskerView } from "./askers.js";
 import { IpJudgement, type Lens } from "./ip-judgement.js";
 import { IpTable, type CountsView, type ResponderCounts } from "./ip-table.js";
@@ -91,6 +91,13 @@ export class Judge {
   readonly #tracker: FindingTracker;
   /** IPs that may change with time alone (pending requests, recent activity, open findings). */
   readonly #awake = new Set<string>();
+  /**
+   * lateSightings counts capture points' reports of a request that came FINAL_MS or more after it: the request was
+   * already taken in order without them (they count as asked, and as evidence of several answers, but a MAC they
+   * would have shown silent was not). A count that grows says reports come too late: a hub that reads late, agents
+   * whose clocks run behind its own, or a pace too slow for the link.
+   */
+  lateSightings = 0;
 
   constructor(opts: { readonly maxMacsPerIp?: number; readonly clearAfterMs?: number } = {}) {
     this.counts = new IpTable({ maxMacsPerIp: opts.maxMacsPerIp });
@@ -169,6 +176,7 @@ export class Judge {
       const point = this.#point(node, r.iface);
       const askerMac = r.askerMac ?? null;
       for (let i = 0; i < r.times.length; i++) {
+        if (now - (r.times[i] ?? 0) >= FINAL_MS) this.lateSightings++;
         // Replies are few (one per MAC that answered): each request picks its own from the report's list.
         replies.clear();
         for (const reply of r.replies) if (reply[0] === i) replies.add(reply[1], reply[2]);

@@ -443,6 +443,29 @@ describe("agent gateway", () => {
     c.close();
   });
 
+  it("counts in /metrics the reports of a request that came too late to judge it in order", async () => {
+    const { ws, metrics } = await start();
+    const c = connect(ws);
+    await once(c, "open");
+    c.send(JSON.stringify(hello));
+    await once(c, "message");
+    const late = async () => Number(/^whohas_hub_late_request_reports_total (\d+)$/m.exec(await (await fetch(metrics)).text())?.[1]);
+    const report = (ageMs: number) =>
+      JSON.stringify({
+        v: 2,
+        type: "observations",
+        entries: [],
+        requests: [{ ip: "192.0.2.200", asker: "192.0.2.1", iface: "eth0", times: [Date.now() - ageMs], replies: [] }],
+        dropped: 0,
+      });
+    c.send(report(100));
+    await expect.poll(async () => (await fetch(metrics)).text()).toMatch(/whohas_hub_ips\{state="/);
+    expect(await late()).toBe(0);
+    c.send(report(3000));
+    await expect.poll(late).toBe(1);
+    c.close();
+  });
+
   it("serves /metrics only on a port of its own, with its token when metrics.tokenFile is set", async () => {
     const hub = new Hub();
     const hs = createHubServer({
