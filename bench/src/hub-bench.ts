@@ -145,7 +145,10 @@ async function connectAll(url: string, load: Load): Promise<SimAgent[]> {
   // Made 20 at a time, as they are opened: a socket made long before it is waited for may open unheard.
   const agents: SimAgent[] = [];
   for (let i = 0; i < load.agents; i += 20) {
-    const batch = Array.from({ length: Math.min(20, load.agents - i) }, (_, k) => new SimAgent(url, i + k, load.ipsPerAgent, load.segmentSize));
+    const batch = Array.from(
+      { length: Math.min(20, load.agents - i) },
+      (_, k) => new SimAgent(url, i + k, load.ipsPerAgent, load.segmentSize),
+    );
     await Promise.all(batch.map((a) => a.open()));
     agents.push(...batch);
   }

@@ -292,7 +292,12 @@ describe("agent gateway", () => {
     await expect.poll(() => [paces.get("node-a"), paces.get("node-b")]).toEqual([[100, 200], [200]]);
     // An agent whose hello does not take a pace (an older one) counts, and is told nothing it would not understand.
     const c = await join("node-c", false);
-    await expect.poll(() => [paces.get("node-a"), paces.get("node-b")]).toEqual([[100, 200, 300], [200, 300]]);
+    await expect
+      .poll(() => [paces.get("node-a"), paces.get("node-b")])
+      .toEqual([
+        [100, 200, 300],
+        [200, 300],
+      ]);
     expect(await seconds()).toBe(0.3);
     // One leaves: faster again, though not at once to what two agents need (the slack keeps the pace from flapping).
     c.close();
