@@ -41,6 +41,8 @@ export class SimAgent {
   readonly ips: string[];
   sent = 0;
   entries = 0;
+  /** Request reports sent (each one request as this node saw it). */
+  reports = 0;
   /** How often it sends: every 100 ms (FLUSH_MS) until the hub sets its pace. */
   flushMs = 100;
   #cursor = 0;
@@ -106,11 +108,12 @@ export class SimAgent {
   batch(n: number, now: number, askedAt: (cursor: number) => number = () => now): void {
     const size = this.segmentSize;
     const place = { answers: (i: number) => i % size === this.#position, askedAt: size === 1 ? () => now : askedAt };
-    const { text, entries } = observationsMessage(this.ips, this.mac, this.#cursor, n, now, place);
+    const { text, entries, reports } = observationsMessage(this.ips, this.mac, this.#cursor, n, now, place);
     this.ws.send(text);
     this.#cursor += n;
     this.sent++;
     this.entries += entries;
+    this.reports += reports;
   }
 }
 

@@ -15,7 +15,8 @@ const ALONE = (now: number): SegmentPlace => ({ answers: () => true, askedAt: ()
  * observationsJson is one observations message as an agent sends it: `n` aggregates from position `cursor` on, a
  * client's request and the node's (`mac`) reply for each IP in turn, round-robin, with the request report an agent
  * sends for each request it saw (the reply, when this node answers the IP, 0.3 ms after the request). Returns the
- * text and how many aggregates it holds (a node that does not answer an IP sends only its request).
+ * text, how many aggregates it holds (a node that does not answer an IP sends only its request) and how many request
+ * reports.
  */
 export function observationsMessage(
   ips: readonly string[],
@@ -24,7 +25,7 @@ export function observationsMessage(
   n: number,
   now: number,
   place: SegmentPlace = ALONE(now),
-): { text: string; entries: number } {
+): { text: string; entries: number; reports: number } {
   const parts: string[] = [];
   const requests: string[] = [];
   for (let k = 0; k < n; k++, cursor++) {
@@ -47,7 +48,7 @@ export function observationsMessage(
     requests.push(`{"ip":"${ip}","asker":"192.0.2.1","iface":"eth0","times":[${at}],"replies":[[0,"${mac}",0.3]]}`);
   }
   const text = `{"v":2,"type":"observations","dropped":0,"entries":[${parts.join(",")}],"requests":[${requests.join(",")}]}`;
-  return { text, entries: parts.length };
+  return { text, entries: parts.length, reports: requests.length };
 }
 
 /** observationsJson is observationsMessage's text for a node alone on its segment. */
