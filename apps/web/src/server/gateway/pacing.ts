@@ -169,11 +169,17 @@ export class AgentPace {
     this.#changedAt = now;
     this.#flushMs = next;
     this.onChange?.(next, agents);
-    for (const ws of this.#takers) this.#tell(ws);
+    const text = this.#text();
+    for (const ws of this.#takers) this.#tell(ws, text);
     return true;
   }
 
-  #tell(ws: WebSocket): void {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ v: WIRE_VERSION, type: "pace", flushMs: this.#flushMs }));
+  /** #text is the pace message, written once for every agent it goes to. */
+  #text(): string {
+    return JSON.stringify({ v: WIRE_VERSION, type: "pace", flushMs: this.#flushMs });
+  }
+
+  #tell(ws: WebSocket, text = this.#text()): void {
+    if (ws.readyState === ws.OPEN) ws.send(text);
   }
 }
