@@ -12,7 +12,8 @@ say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 # System packages: libpcap headers for the capture addon, iproute2 for the lab, arping as an independent ARP
 # client in tests, tcpdump and tshark as independent capture writers (tests) and reference tools (bench/),
 # Chromium for the e2e tests, podman with runc and debootstrap to build and run the container images on a base made
-# here (deploy/images/build.sh --podman-host). Debian's packages only (no browser downloads here).
+# here (deploy/images/build.sh --podman-host), PostgreSQL to run a throwaway server for the storage tests (the
+# second engine the hub runs on). Debian's packages only (no browser downloads here).
 missing=()
 [ -f /usr/include/pcap/pcap.h ] || missing+=(libpcap-dev)
 command -v ip >/dev/null || missing+=(iproute2)
@@ -27,6 +28,7 @@ command -v podman >/dev/null || missing+=(podman)
 [ -x /usr/sbin/runc ] || missing+=(runc)
 [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
 command -v g++ >/dev/null || missing+=(g++)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "setup: these Debian packages are missing: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2

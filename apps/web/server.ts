@@ -23,7 +23,7 @@ import { loadKubeConfig, startInventory } from "./src/server/kube/inventory.js";
 import { tokenReviewer } from "./src/server/kube/token-review.js";
 import { registerHub } from "./src/server/registry.js";
 import { Settings } from "./src/server/settings.js";
-import { openSqlite } from "./src/server/store/db.js";
+import { openDb } from "./src/server/store/open.js";
 import { Store } from "./src/server/store/store.js";
 import { jsonLogger, type Logger } from "@whohas/core";
 
@@ -123,10 +123,15 @@ function builtBasePath(appDir: string): string {
 }
 
 /** compose builds the hub's parts from the configuration and returns its server, not yet listening. */
-async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; server: HubServer; settings: Settings; basePath: string }> {
-  const store = new Store(openSqlite(config.storage.path), Date.now());
-  const hub = new Hub({
+async function compose(
+  config: HubConfig,
+  logger: Logger,
+): Promise<{ hub: Hub; server: HubServer; settings: Settings; basePath: string; storageHint: string }> {
+  const opened = await openDb(config.storage, (event, fields) => logger.warn(event, fields));
+  const store = await Store.open(opened.db, Date.now());
+  const hub = await Hub.open({
     store,
+    onStoreError: (what, e) => logger.error("store.write_failed", { what, message: e.message }),
     restoreMs: config.storage.retentionMs,
     limits: config.limits,
     onLimit: (s) =>
@@ -149,10 +154,11 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
   });
   registerHub(hub);
   logger.info("store.opened", {
-    path: config.storage.path,
+    engine: opened.db.dialect,
+    at: opened.where,
     retentionMs: config.storage.retentionMs,
     agents: hub.agents.size,
-    openIncidents: hub.incidents({ open: true }).length,
+    openIncidents: (await hub.incidents({ open: true })).length,
   });
   const appDir = fileURLToPath(new URL("..", import.meta.url));
   const basePath = builtBasePath(appDir);
@@ -177,7 +183,7 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
       hint: "sign in as admin with the password in that file; list users under auth.users (whohas-hub hash-password) to replace it",
     });
   }
-  const auth = new Auth(
+  const auth = await Auth.open(
     {
       users,
       proxy: config.auth.proxy,
@@ -198,10 +204,17 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     methods: auth.methods,
     clock: Date.now,
   });
-  const receivers = (): Receiver[] => [
+  const receivers = async (): Promise<Receiver[]> => [
     ...config.webhooks,
-    ...store.outbox.receivers().map((r) => ({ name: r.name, url: r.url, format: r.format, secret: r.secret, source: "settings" as const })),
+    ...(await store.outbox.receivers()).map((r) => ({
+      name: r.name,
+      url: r.url,
+      format: r.format,
+      secret: r.secret,
+      source: "settings" as const,
+    })),
   ];
+  const atStart = await receivers();
   const probeEvery = config.backgroundProbeMs;
   const server = createHubServer({
     hub,
@@ -243,7 +256,7 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     alerter: (metrics) => {
       // Every receiver's series from zero: a counter that first appears at 1 shows no increase, so the first failed
       // delivery would move no panel and fire no alert.
-      for (const r of receivers()) for (const outcome of OUTCOMES) metrics.deliveries.inc({ receiver: r.name, outcome }, 0);
+      for (const r of atStart) for (const outcome of OUTCOMES) metrics.deliveries.inc({ receiver: r.name, outcome }, 0);
       return new Alerter({
         hub,
         outbox: store.outbox,
@@ -260,11 +273,15 @@ async function compose(config: HubConfig, logger: Logger): Promise<{ hub: Hub; s
     otherUpgrade: config.dev ? (req, socket, head) => void nextUpgrade(req, socket, head) : undefined,
   });
   logger.info("alerting", {
-    receivers: receivers().map((r) => `${r.name} (${r.format}, ${r.source})`),
+    receivers: atStart.map((r) => `${r.name} (${r.format}, ${r.source})`),
     groupWaitMs: config.alerting.groupWaitMs,
     repeatIntervalMs: config.alerting.repeatIntervalMs,
   });
-  return { hub, server, settings, basePath };
+  const storageHint =
+    opened.db.dialect === "sqlite"
+      ? `check free space and permissions of ${opened.where}`
+      : `check that PostgreSQL at ${opened.where} is up and reachable (store.postgres_connection_lost says when it was lost)`;
+  return { hub, server, settings, basePath, storageHint };
 }
 
 /** logIncidents writes every incident's life to the log, from the hub's feed. */
@@ -297,7 +314,7 @@ async function main(): Promise<void> {
 
   const config = loadConfig(args.values.config ?? null);
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
-  const { hub, server, settings, basePath } = await compose(config, logger);
+  const { hub, server, settings, basePath, storageHint } = await compose(config, logger);
   const feedLog = new AbortController();
   void logIncidents(hub, logger, feedLog.signal);
   server.alerter?.start();
@@ -313,8 +330,8 @@ async function main(): Promise<void> {
   const scheduler = new Scheduler({
     hub,
     logger,
-    retentionMs: () => settings.retention().ms,
-    storagePath: config.storage.path,
+    retentionMs: async () => (await settings.retention()).ms,
+    storageHint,
     timer: (pass) => server.metrics.tickSeconds.startTimer({ pass }),
   });
   scheduler.start();
@@ -355,10 +372,12 @@ async function main(): Promise<void> {
       s?.close();
       s?.closeAllConnections();
     }
-    // Everything buffered reaches the disk before the process goes.
-    scheduler.stop();
-    hub.store.close();
-    setTimeout(() => process.exit(0), 200).unref();
+    // Everything buffered reaches the database before the process goes.
+    scheduler
+      .stop()
+      .then(() => hub.store.close())
+      .catch((e: unknown) => logger.error("store.close_failed", { message: (e as Error).message }))
+      .finally(() => setTimeout(() => process.exit(0), 200).unref());
   };
   process.once("SIGTERM", () => stop("SIGTERM"));
   process.once("SIGINT", () => stop("SIGINT"));

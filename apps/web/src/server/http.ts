@@ -9,7 +9,7 @@ import { AnnounceBatches, announcerOf } from "./actions/announce-batch.js";
 import type { BackgroundProbe } from "./actions/background-probe.js";
 import { appRouter } from "./api/root.js";
 import { AUTH_PREFIX, LOGIN_PATH, handleAuth } from "./auth/routes.js";
-import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth } from "./auth/auth.js";
+import { CSRF_HEADER, ROLE_HEADER, USER_HEADER, type Auth, type Principal } from "./auth/auth.js";
 import type { Alerter } from "./alerts/alerter.js";
 import { AlertAdmin } from "./alerts/admin.js";
 import type { Remediation } from "./remediation/remediation.js";
@@ -206,8 +206,8 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     // One request answers at most MAX_BATCH calls (the dashboard's client batches as many): a URL naming the whole
     // IP list eighty times cannot make the hub build eighty copies of it.
     maxBatchSize: MAX_BATCH,
-    createContext: ({ req }) => {
-      const principal = auth.principal(req);
+    createContext: async ({ req }) => {
+      const principal = await auth.principal(req);
       return {
         hub: opts.hub,
         actions,
@@ -261,7 +261,7 @@ export function createHubServer(opts: HubServerOptions): HubServer {
       return;
     }
     if (path.startsWith(REST_PREFIX)) {
-      return handleRest(opts.hub, auth.principal(req), req, res, evidence);
+      return auth.principal(req).then((p) => handleRest(opts.hub, p, req, res, evidence));
     }
     if (path.startsWith(TRPC_PREFIX)) {
       trpc(req, res);
@@ -282,11 +282,14 @@ export function createHubServer(opts: HubServerOptions): HubServer {
     for (const h of [USER_HEADER, ROLE_HEADER, CSRF_HEADER]) delete req.headers[h];
     pageHeaders(req, res, dev);
     const open = openWithoutSignIn(path, dev);
-    const who = open ? null : auth.principal(req);
+    return (open ? Promise.resolve(null) : auth.principal(req)).then((who) => page(req, res, t.target, open, who));
+  };
+  /** page hands a dashboard page to Next.js once it is known who asks (a page that needs a sign-in redirects). */
+  const page = (req: IncomingMessage, res: ServerResponse, target: RequestTarget, open: boolean, who: Principal | null): void => {
     if (!open && who === null) {
       res
         .writeHead(303, {
-          location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(`${t.target.path}${t.target.search}`)}`,
+          location: `${base}${LOGIN_PATH}?next=${encodeURIComponent(`${target.path}${target.search}`)}`,
           "cache-control": "no-store",
         })
         .end();

@@ -149,9 +149,12 @@ export class HubMetrics {
       help: "Open incidents, by finding type.",
       labelNames: ["type"],
       registers: [this.registry],
-      collect: () => {
+      collect: async () => {
+        // As every incident change judged so far left it, like the incident lists.
+        await hub.judging.settled();
+        const open = await hub.store.incidents.openByType();
         incidents.reset();
-        for (const [type, n] of hub.store.incidents.openByType()) incidents.set({ type }, n);
+        for (const [type, n] of open) incidents.set({ type }, n);
       },
     });
     const agents = new Gauge({

@@ -49,22 +49,22 @@ export class Settings {
     return this.o.methods;
   }
 
-  #audit(e: Omit<AuditEntry, "t">): void {
-    this.o.audit.append({ t: this.o.clock(), ...e });
+  async #audit(e: Omit<AuditEntry, "t">): Promise<void> {
+    await this.o.audit.append({ t: this.o.clock(), ...e });
   }
 
   /** retention is the retention in force and where it comes from. */
-  retention(): { readonly ms: number; readonly source: "settings" | "config" } {
-    const set = this.o.settings.get<number>(RETENTION_KEY);
+  async retention(): Promise<{ readonly ms: number; readonly source: "settings" | "config" }> {
+    const set = await this.o.settings.get<number>(RETENTION_KEY);
     return set === null ? { ms: this.o.fileRetentionMs, source: "config" } : { ms: set, source: "settings" };
   }
 
   /** setRetention stores a retention (null: back to the config file's); audited. */
-  setRetention(ms: number | null, actor: string): { readonly ms: number; readonly source: "settings" | "config" } {
-    const before = this.retention();
-    this.o.settings.set(RETENTION_KEY, ms, this.o.clock());
-    const after = this.retention();
-    this.#audit({
+  async setRetention(ms: number | null, actor: string): Promise<{ readonly ms: number; readonly source: "settings" | "config" }> {
+    const before = await this.retention();
+    await this.o.settings.set(RETENTION_KEY, ms, this.o.clock());
+    const after = await this.retention();
+    await this.#audit({
       actor,
       action: "settings.retention",
       input: { ms },
@@ -74,31 +74,43 @@ export class Settings {
     return after;
   }
 
-  tokens(): ApiToken[] {
+  tokens(): Promise<ApiToken[]> {
     return this.o.access.apiTokens();
   }
 
   /** createToken makes a read-API token; the token is in this answer only (a hash is stored); audited. */
-  createToken(name: string, actor: string): ApiToken & { readonly token: string } {
-    if (this.o.access.apiTokens().some((t) => t.name === name)) {
-      this.#audit({ actor, action: "token.create", input: { name }, outcome: "refused", detail: "name taken" });
+  async createToken(name: string, actor: string): Promise<ApiToken & { readonly token: string }> {
+    if ((await this.o.access.apiTokens()).some((t) => t.name === name)) {
+      await this.#audit({ actor, action: "token.create", input: { name }, outcome: "refused", detail: "name taken" });
       throw new SettingsRefused("CONFLICT", `a token named ${name} exists: revoke it first or pick another name`);
     }
     const t = newApiToken();
-    const stored = this.o.access.createApiToken({ name, hash: t.hash, prefix: t.prefix, createdBy: actor, createdAt: this.o.clock() });
-    this.#audit({ actor, action: "token.create", input: { name }, outcome: "ok", detail: `prefix ${t.prefix}` });
+    const stored = await this.o.access.createApiToken({
+      name,
+      hash: t.hash,
+      prefix: t.prefix,
+      createdBy: actor,
+      createdAt: this.o.clock(),
+    });
+    await this.#audit({ actor, action: "token.create", input: { name }, outcome: "ok", detail: `prefix ${t.prefix}` });
     return { ...stored, token: t.token };
   }
 
   /** revokeToken deletes a read-API token at once; audited. */
-  revokeToken(id: number, actor: string): void {
-    const ok = this.o.access.deleteApiToken(id);
-    this.#audit({ actor, action: "token.revoke", input: { id }, outcome: ok ? "ok" : "refused", detail: ok ? "revoked" : "no such token" });
+  async revokeToken(id: number, actor: string): Promise<void> {
+    const ok = await this.o.access.deleteApiToken(id);
+    await this.#audit({
+      actor,
+      action: "token.revoke",
+      input: { id },
+      outcome: ok ? "ok" : "refused",
+      detail: ok ? "revoked" : "no such token",
+    });
     if (!ok) throw new SettingsRefused("NOT_FOUND", `no token ${id}`);
   }
 
   /** auditLog is the newest entries of the audit log. */
-  auditLog(limit: number): AuditEntry[] {
+  auditLog(limit: number): Promise<AuditEntry[]> {
     return this.o.audit.list(limit);
   }
 }

@@ -50,8 +50,17 @@ function manualClock(start = Date.now()) {
   return { now: () => t, advance: (ms: number) => (t += ms) };
 }
 
-function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?: () => number) {
-  const hub = new Hub({ clock });
+/** untilStored waits, polling every 20 ms, for `ok` (a read of the store) to hold; it throws after 10 s. */
+async function untilStored(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error("not reached");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?: () => number) {
+  const hub = await Hub.open({ clock });
   hub.connect({
     v: 2,
     type: "hello",
@@ -71,26 +80,28 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?:
     hub,
     outbox: hub.store.outbox,
     settings: hub.store.settings,
-    receivers: () => receivers,
+    receivers: () => Promise.resolve(receivers),
     policy: { ...DEFAULT_POLICY, groupWaitMs: 0, allowHosts: ["127.0.0.1"], ...policy },
     logger: silentLogger,
     onOutcome: (r, o) => outcomes.push([r, o]),
     random: () => 0,
   });
   alerters.push(alerter);
-  const open = (type = "multi-responder", ip = IP) =>
-    hub.store.incidents.open(
-      {
-        ip,
-        type: type as "multi-responder",
-        macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
-        detail: `2 nodes answer for ${IP} (node-a, node-b)`,
-        firstSeen: Date.now() - 5000,
-        lastSeen: Date.now(),
-        count: 3,
-        samples: [Date.now() - 5000],
-      },
-      {},
+  const open = async (type = "multi-responder", ip = IP) =>
+    (
+      await hub.store.incidents.open(
+        {
+          ip,
+          type: type as "multi-responder",
+          macs: ["02:00:00:00:00:0a", "02:00:00:00:00:0b"],
+          detail: `2 nodes answer for ${IP} (node-a, node-b)`,
+          firstSeen: Date.now() - 5000,
+          lastSeen: Date.now(),
+          count: 3,
+          samples: [Date.now() - 5000],
+        },
+        {},
+      )
     ).id;
   return { hub, alerter, outcomes, open };
 }
@@ -98,9 +109,9 @@ function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?:
 describe("webhook formats", () => {
   it("signs the generic format per Standard Webhooks, and the receiver can verify it", async () => {
     const r = await receiver();
-    const { alerter, open } = setup([{ name: "ops", url: r.url, format: "generic", secret: SECRET, source: "config" }]);
-    open();
-    alerter.enqueue(IP, "firing");
+    const { alerter, open } = await setup([{ name: "ops", url: r.url, format: "generic", secret: SECRET, source: "config" }]);
+    await open();
+    await alerter.enqueue(IP, "firing");
     await until(() => r.got.length === 1);
     const req = r.got[0];
     if (req === undefined) throw new Error("nothing received");
@@ -131,7 +142,7 @@ describe("webhook formats", () => {
 
   it("links each IP incident's capture in every format when alerting.externalUrl is set", async () => {
     const [gen, am, chat] = [await receiver(), await receiver(), await receiver()];
-    const { alerter, open } = setup(
+    const { alerter, open } = await setup(
       [
         { name: "gen", url: gen.url, format: "generic", secret: null, source: "config" },
         { name: "am", url: am.url, format: "alertmanager", secret: null, source: "config" },
@@ -139,8 +150,8 @@ describe("webhook formats", () => {
       ],
       { externalUrl: "https://whohas.example/dash/" },
     );
-    const id = open();
-    alerter.enqueue(IP, "firing");
+    const id = await open();
+    await alerter.enqueue(IP, "firing");
     await until(() => gen.got.length === 1 && am.got.length === 1 && chat.got.length === 1);
     const link = `https://whohas.example/dash/api/v1/incidents/${id}/capture`;
     const body = (r: { got: Received[] }) => JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
@@ -151,9 +162,9 @@ describe("webhook formats", () => {
 
   it("sends Alertmanager's webhook v4 shape, firing then resolved", async () => {
     const r = await receiver();
-    const { hub, alerter, open } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
-    const id = open();
-    alerter.enqueue(IP, "firing");
+    const { hub, alerter, open } = await setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
+    const id = await open();
+    await alerter.enqueue(IP, "firing");
     await until(() => r.got.length === 1);
     const firing = JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
     expect(firing).toMatchObject({
@@ -172,12 +183,12 @@ describe("webhook formats", () => {
       labels: { alertname: "WhohasMultiResponder", type: "multi-responder" },
     });
     expect(alert?.fingerprint).toMatch(/^[0-9a-f]{16}$/);
-    hub.store.incidents.resolve(
+    await hub.store.incidents.resolve(
       id,
       { ip: IP, type: "multi-responder", macs: [], detail: "", firstSeen: 0, lastSeen: Date.now(), count: 3, samples: [] },
       Date.now(),
     );
-    alerter.enqueue(IP, "resolved");
+    await alerter.enqueue(IP, "resolved");
     await until(() => r.got.length === 2);
     const resolved = JSON.parse(r.got[1]?.body ?? "{}") as {
       status: string;
@@ -192,12 +203,12 @@ describe("webhook formats", () => {
   it("names the VLAN and family of an address: their own labels and fields, and the VLAN in the summary", async () => {
     const generic = await receiver();
     const am = await receiver();
-    const { alerter, open } = setup([
+    const { alerter, open } = await setup([
       { name: "gen", url: generic.url, format: "generic", secret: SECRET, source: "config" },
       { name: "am", url: am.url, format: "alertmanager", secret: null, source: "config" },
     ]);
-    open("multi-responder", `${IP}@30`);
-    alerter.enqueue(`${IP}@30`, "firing");
+    await open("multi-responder", `${IP}@30`);
+    await alerter.enqueue(`${IP}@30`, "firing");
     await until(() => generic.got.length === 1 && am.got.length === 1);
     expect(JSON.parse(generic.got[0]?.body ?? "{}")).toMatchObject({
       ip: IP,
@@ -211,8 +222,8 @@ describe("webhook formats", () => {
       commonLabels: { ip: IP, vlan: "30", family: "4" },
     });
     const v6 = "2001:db8::a";
-    open("multi-responder", `${v6}@40`);
-    alerter.enqueue(`${v6}@40`, "firing");
+    await open("multi-responder", `${v6}@40`);
+    await alerter.enqueue(`${v6}@40`, "firing");
     await until(() => generic.got.length === 2 && am.got.length === 2);
     expect(JSON.parse(generic.got[1]?.body ?? "{}")).toMatchObject({ ip: v6, vlan: 40, family: 6 });
     expect(JSON.parse(am.got[1]?.body ?? "{}")).toMatchObject({ commonLabels: { ip: v6, vlan: "40", family: "6" } });
@@ -220,9 +231,9 @@ describe("webhook formats", () => {
 
   it("sends Slack a text and blocks", async () => {
     const r = await receiver();
-    const { alerter, open } = setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "settings" }]);
-    open();
-    alerter.enqueue(IP, "firing");
+    const { alerter, open } = await setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "settings" }]);
+    await open();
+    await alerter.enqueue(IP, "firing");
     await until(() => r.got.length === 1);
     const body = JSON.parse(r.got[0]?.body ?? "{}") as { text: string; blocks: { type: string }[] };
     expect(body.text).toBe(`FIRING: ${IP}: 2 nodes answer for ${IP} (node-a, node-b)`);
@@ -232,12 +243,12 @@ describe("webhook formats", () => {
   it("names a host that is no node by its vendor in every format: an address conflict pages", async () => {
     const gen = await receiver();
     const chat = await receiver();
-    const { hub, alerter } = setup([
+    const { hub, alerter } = await setup([
       { name: "gen", url: gen.url, format: "generic", secret: null, source: "config" },
       { name: "chat", url: chat.url, format: "slack", secret: null, source: "config" },
     ]);
     const STRANGER = "00:1b:21:00:00:2a";
-    hub.store.incidents.open(
+    await hub.store.incidents.open(
       {
         ip: IP,
         type: "address-conflict",
@@ -250,7 +261,7 @@ describe("webhook formats", () => {
       },
       {},
     );
-    alerter.onTransition({
+    await alerter.onTransition({
       kind: "opened",
       finding: { ip: IP, type: "address-conflict", macs: [STRANGER], detail: "", firstSeen: 0, lastSeen: 0, count: 1, samples: [] },
     });
@@ -265,8 +276,8 @@ describe("webhook formats", () => {
 describe("node incidents", () => {
   it("groups a node's incident by node: Alertmanager gets a node label, the generic body a node", async () => {
     const r = await receiver();
-    const { hub, alerter } = setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
-    hub.store.incidents.open(
+    const { hub, alerter } = await setup([{ name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" }]);
+    await hub.store.incidents.open(
       {
         ip: "node/node-b",
         type: "agent-down",
@@ -279,7 +290,7 @@ describe("node incidents", () => {
       },
       {},
     );
-    alerter.enqueue("node/node-b", "firing");
+    await alerter.enqueue("node/node-b", "firing");
     await until(() => r.got.length === 1);
     const body = JSON.parse(r.got[0]?.body ?? "{}") as {
       groupKey: string;
@@ -295,7 +306,7 @@ describe("node incidents", () => {
 describe("kube-proxy's ConfigMap incidents", () => {
   it("pages a strictARP revert grouped by the ConfigMap, with the writer in the detail and a link to the incident", async () => {
     const r = await receiver();
-    const { hub, alerter } = setup(
+    const { hub, alerter } = await setup(
       [
         { name: "am", url: r.url, format: "alertmanager", secret: null, source: "config" },
         { name: "hook", url: r.url, format: "generic", secret: null, source: "config" },
@@ -303,7 +314,7 @@ describe("kube-proxy's ConfigMap incidents", () => {
       { externalUrl: "https://whohas.example" },
     );
     const detail = "strictARP was turned off in ConfigMap kube-system/kube-proxy by field manager kubermatic-operator";
-    const id = hub.store.incidents.open(
+    const { id } = await hub.store.incidents.open(
       {
         ip: "cluster/kube-proxy",
         type: "strictarp-reverted",
@@ -315,8 +326,8 @@ describe("kube-proxy's ConfigMap incidents", () => {
         samples: [],
       },
       {},
-    ).id;
-    alerter.enqueue("cluster/kube-proxy", "firing");
+    );
+    await alerter.enqueue("cluster/kube-proxy", "firing");
     await until(() => r.got.length === 2);
     const bodies = r.got.map((g) => JSON.parse(g.body) as Record<string, unknown>);
     const am = bodies.find((b) => b.version === "4") as {
@@ -343,15 +354,15 @@ describe("delivery", () => {
   it("retries a receiver that fails twice, with the same id and body: one logical notification", async () => {
     const r = await receiver((n, res) => res.writeHead(n <= 2 ? 503 : 200).end(n <= 2 ? "busy" : "ok"));
     const clock = manualClock();
-    const { hub, alerter, open, outcomes } = setup(
+    const { hub, alerter, open, outcomes } = await setup(
       [{ name: "ops", url: r.url, format: "generic", secret: SECRET, source: "config" }],
       {},
       clock.now,
     );
-    const attempts = () => hub.store.outbox.recent(1)[0]?.attempts ?? 0;
-    open();
-    alerter.enqueue(IP, "firing");
-    await until(() => attempts() === 1);
+    const attempts = async () => (await hub.store.outbox.recent(1))[0]?.attempts ?? 0;
+    await open();
+    await alerter.enqueue(IP, "firing");
+    await untilStored(async () => (await attempts()) === 1);
     // Backoff with jitter: 0.5 s, then 1 s (random() = 0 takes the low end); not a millisecond sooner.
     for (const [k, wait] of [500, 1000].entries()) {
       clock.advance(wait - 1);
@@ -364,7 +375,7 @@ describe("delivery", () => {
     await until(() => outcomes.some(([, o]) => o === "delivered"));
     expect(new Set(r.got.map((g) => g.headers["webhook-id"])).size).toBe(1);
     expect(new Set(r.got.map((g) => g.body)).size).toBe(1);
-    expect(hub.store.outbox.recent(10)).toEqual([expect.objectContaining({ status: "delivered", attempts: 3, lastStatus: 200 })]);
+    expect(await hub.store.outbox.recent(10)).toEqual([expect.objectContaining({ status: "delivered", attempts: 3, lastStatus: 200 })]);
     expect(outcomes).toEqual([
       ["ops", "retry"],
       ["ops", "retry"],
@@ -374,16 +385,16 @@ describe("delivery", () => {
 
   it("stops at 410 Gone: the receiver is marked and gets nothing more", async () => {
     const r = await receiver((_n, res) => res.writeHead(410).end("gone"));
-    const { hub, alerter, open, outcomes } = setup([{ name: "old", url: r.url, format: "generic", secret: null, source: "config" }]);
-    open();
-    alerter.enqueue(IP, "firing");
+    const { hub, alerter, open, outcomes } = await setup([{ name: "old", url: r.url, format: "generic", secret: null, source: "config" }]);
+    await open();
+    await alerter.enqueue(IP, "firing");
     await until(() => outcomes.length === 1);
     expect(outcomes).toEqual([["old", "gone"]]);
-    expect(alerter.goneReceivers().has("old")).toBe(true);
-    alerter.enqueue("192.0.2.99", "firing");
+    expect((await alerter.goneReceivers()).has("old")).toBe(true);
+    await alerter.enqueue("192.0.2.99", "firing");
     await alerter.deliverDue();
     expect(r.got).toHaveLength(1);
-    expect(hub.store.outbox.recent(10)[0]).toMatchObject({ status: "failed", lastStatus: 410 });
+    expect((await hub.store.outbox.recent(10))[0]).toMatchObject({ status: "failed", lastStatus: 410 });
   });
 
   it("honours Slack's 429 Retry-After: no retry a millisecond before the two seconds it asked for, one at two", async () => {
@@ -391,31 +402,35 @@ describe("delivery", () => {
       n === 1 ? res.writeHead(429, { "retry-after": "2" }).end("rate_limited") : res.writeHead(200).end("ok"),
     );
     const clock = manualClock();
-    const { hub, alerter, open } = setup([{ name: "chat", url: r.url, format: "slack", secret: null, source: "config" }], {}, clock.now);
-    open();
-    alerter.enqueue(IP, "firing");
-    await until(() => hub.store.outbox.recent(1)[0]?.lastStatus === 429);
+    const { hub, alerter, open } = await setup(
+      [{ name: "chat", url: r.url, format: "slack", secret: null, source: "config" }],
+      {},
+      clock.now,
+    );
+    await open();
+    await alerter.enqueue(IP, "firing");
+    await untilStored(async () => (await hub.store.outbox.recent(1))[0]?.lastStatus === 429);
     clock.advance(1999);
     await alerter.deliverDue();
     expect(r.got).toHaveLength(1);
     clock.advance(1);
     await alerter.deliverDue();
     expect(r.got).toHaveLength(2);
-    await until(() => hub.store.outbox.recent(1)[0]?.status === "delivered");
+    await untilStored(async () => (await hub.store.outbox.recent(1))[0]?.status === "delivered");
   });
 
   it("groups findings of one IP that come within group_wait, and caps a flapping IP", async () => {
     const r = await receiver();
     const clock = manualClock();
-    const { alerter, open, outcomes } = setup(
+    const { alerter, open, outcomes } = await setup(
       [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }],
       { groupWaitMs: 300, maxPerIpPerHour: 2 },
       clock.now,
     );
-    open("multi-responder");
-    alerter.enqueue(IP, "firing");
-    open("wrong-owner");
-    alerter.enqueue(IP, "firing"); // joins the one waiting
+    await open("multi-responder");
+    await alerter.enqueue(IP, "firing");
+    await open("wrong-owner");
+    await alerter.enqueue(IP, "firing"); // joins the one waiting
     clock.advance(299);
     await alerter.deliverDue();
     expect(r.got).toHaveLength(0); // still within group_wait
@@ -426,29 +441,29 @@ describe("delivery", () => {
       "multi-responder",
       "wrong-owner",
     ]);
-    alerter.enqueue(IP, "resolved");
-    alerter.enqueue(IP, "firing"); // joins
+    await alerter.enqueue(IP, "resolved");
+    await alerter.enqueue(IP, "firing"); // joins
     clock.advance(300);
     await alerter.deliverDue();
     expect(r.got).toHaveLength(2);
-    alerter.enqueue(IP, "firing"); // the third in an hour: over the cap of 2
+    await alerter.enqueue(IP, "firing"); // the third in an hour: over the cap of 2
     expect(outcomes.filter(([, o]) => o === "suppressed")).toHaveLength(1);
   });
 
   it("sends a receiver at most maxPerMinute notifications however many IPs break at once, and says so once", async () => {
     const r = await receiver();
     const lines: string[] = [];
-    const hub = new Hub();
+    const hub = await Hub.open();
     const alerter = new Alerter({
       hub,
       outbox: hub.store.outbox,
       settings: hub.store.settings,
-      receivers: () => [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }],
+      receivers: () => Promise.resolve([{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }]),
       policy: { ...DEFAULT_POLICY, groupWaitMs: 60_000, maxPerMinute: 3, allowHosts: ["127.0.0.1"] },
       logger: jsonLogger("hub", (l) => lines.push(l)),
     });
-    for (let i = 1; i <= 50; i++) alerter.enqueue(`198.51.100.${i}`, "firing");
-    expect(hub.store.outbox.recent(100)).toHaveLength(3);
+    for (let i = 1; i <= 50; i++) await alerter.enqueue(`198.51.100.${i}`, "firing");
+    expect(await hub.store.outbox.recent(100)).toHaveLength(3);
     expect(lines.filter((l) => l.includes('"alert.storm"'))).toHaveLength(1);
   });
 });
@@ -478,21 +493,21 @@ describe("one notification stream per incident", () => {
   async function stream(policy: Partial<AlertPolicy> = {}) {
     const r = await receiver();
     const clock = manualClock();
-    const s = setup(
+    const s = await setup(
       [{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }],
       { groupWaitMs: 1000, ...policy },
       clock.now,
     );
     const ids = new Map<string, number>();
-    const open = (type: Type, ip = IP) => {
+    const open = async (type: Type, ip = IP) => {
       const f = { ...finding(type, clock.now()), ip };
-      ids.set(`${ip} ${type}`, s.hub.store.incidents.open(f, {}).id);
-      s.alerter.onTransition({ kind: "opened", finding: f });
+      ids.set(`${ip} ${type}`, (await s.hub.store.incidents.open(f, {})).id);
+      await s.alerter.onTransition({ kind: "opened", finding: f });
     };
-    const clear = (type: Type, ip = IP) => {
+    const clear = async (type: Type, ip = IP) => {
       const f = { ...finding(type, clock.now()), ip };
-      s.hub.store.incidents.resolve(ids.get(`${ip} ${type}`) ?? 0, f, clock.now());
-      s.alerter.onTransition({ kind: "cleared", finding: f, at: clock.now() });
+      await s.hub.store.incidents.resolve(ids.get(`${ip} ${type}`) ?? 0, f, clock.now());
+      await s.alerter.onTransition({ kind: "cleared", finding: f, at: clock.now() });
     };
     /** after moves the clock on and delivers whatever is due then. */
     const after = async (ms: number) => {
@@ -504,74 +519,74 @@ describe("one notification stream per incident", () => {
 
   it("sends nothing when one finding clears while another still pages, and resolved when the last one clears", async () => {
     const { r, open, clear, after, hub } = await stream();
-    open("multi-responder");
-    open("wrong-owner");
+    await open("multi-responder");
+    await open("wrong-owner");
     await after(1000);
     expect(alerts(bodies(r)[0])).toEqual(["multi-responder:firing", "wrong-owner:firing"]);
-    clear("wrong-owner");
+    await clear("wrong-owner");
     await after(60 * 60_000);
     // Not a word: the incident still pages (multi-responder holds); no "resolved" that an SRE would read as all clear.
     expect(r.got).toHaveLength(1);
-    expect(hub.store.outbox.recent(10)).toHaveLength(1);
-    clear("multi-responder");
+    expect(await hub.store.outbox.recent(10)).toHaveLength(1);
+    await clear("multi-responder");
     await after(1000);
     expect(r.got).toHaveLength(2);
     const resolved = bodies(r)[1];
     expect(resolved?.status).toBe("resolved");
     // Both findings, each resolved: the one that cleared earlier is told too, in the next notification.
     expect(alerts(resolved)).toEqual(["multi-responder:resolved", "wrong-owner:resolved"]);
-    expect(hub.store.outbox.recent(10).map((o) => o.kind)).toEqual(["resolved", "firing"]);
+    expect((await hub.store.outbox.recent(10)).map((o) => o.kind)).toEqual(["resolved", "firing"]);
   });
 
   it("repeats an incident that still pages once repeat_interval has passed since its last notification, each on its own time", async () => {
     const HOUR = 3_600_000;
     const OTHER = "192.0.2.20";
     const { r, open, clear, after, alerter, hub } = await stream({ repeatIntervalMs: 4 * HOUR, maxPerIpPerHour: 100 });
-    open("multi-responder");
+    await open("multi-responder");
     await after(1000);
     await after(HOUR);
-    open("multi-responder", OTHER);
+    await open("multi-responder", OTHER);
     await after(1000);
     expect(r.got).toHaveLength(2);
     // One millisecond short of four hours after the first: nothing yet.
     await after(3 * HOUR - 2001);
-    alerter.sweep();
+    await alerter.sweep();
     await after(0);
     expect(r.got).toHaveLength(2);
     await after(1);
-    alerter.sweep();
+    await alerter.sweep();
     await after(1000);
     expect(r.got).toHaveLength(3);
     expect(JSON.parse(r.got[2]?.body ?? "{}")).toMatchObject({ ip: IP, status: "firing" });
     // The other IP's incident repeats on its own time, an hour later; the first does not repeat again meanwhile.
     await after(HOUR);
-    alerter.sweep();
+    await alerter.sweep();
     await after(1000);
     expect(r.got.slice(3).map((g) => (JSON.parse(g.body) as { ip: string }).ip)).toEqual([OTHER]);
     // An incident that resolved is not repeated.
-    clear("multi-responder");
+    await clear("multi-responder");
     await after(1000);
     await after(5 * HOUR);
     const before = r.got.length;
-    alerter.sweep();
+    await alerter.sweep();
     await after(1000);
     expect(r.got.slice(before).map((g) => (JSON.parse(g.body) as { ip: string }).ip)).toEqual([OTHER]);
-    expect(hub.store.outbox.recent(100).filter((o) => o.kind === "repeat")).toHaveLength(3);
+    expect((await hub.store.outbox.recent(100)).filter((o) => o.kind === "repeat")).toHaveLength(3);
   });
 
   it("repeats to the receiver whose repeat is due, not to one added since that never heard of the incident", async () => {
     const { r, open, after, alerter, hub } = await stream({ repeatIntervalMs: 60 * 60_000 });
-    open("multi-responder");
+    await open("multi-responder");
     await after(1000);
     const late = await receiver();
-    const receivers = alerter.o.receivers() as Receiver[];
+    const receivers = (await alerter.o.receivers()) as Receiver[];
     receivers.push({ name: "late", url: late.url, format: "generic", secret: null, source: "settings" });
     await after(60 * 60_000);
-    alerter.sweep();
+    await alerter.sweep();
     await after(1000);
     expect(r.got).toHaveLength(2);
     expect(late.got).toHaveLength(0);
-    expect(hub.store.outbox.recent(10).map((o) => [o.receiver, o.kind])).toEqual([
+    expect((await hub.store.outbox.recent(10)).map((o) => [o.receiver, o.kind])).toEqual([
       ["ops", "repeat"],
       ["ops", "firing"],
     ]);
@@ -580,23 +595,23 @@ describe("one notification stream per incident", () => {
   it("sends a finding that joins an incident already notified as one grouped update, groupInterval after the last", async () => {
     const MIN = 60_000;
     const { r, open, after, hub } = await stream({ groupIntervalMs: 5 * MIN });
-    open("multi-responder");
+    await open("multi-responder");
     await after(1000);
     expect(r.got).toHaveLength(1);
     // A minute later ETP Local's silent drop joins the incident: not paged at once, nor after groupWait, as a new one.
     await after(MIN);
-    open("silent-drop");
+    await open("silent-drop");
     await after(1000);
     await after(4 * MIN - 2001);
     expect(r.got).toHaveLength(1);
     // Another finding joins meanwhile: it goes out with the same update.
-    open("wrong-owner");
+    await open("wrong-owner");
     await after(1);
     expect(r.got).toHaveLength(2);
     const update = bodies(r)[1];
     expect(update?.status).toBe("firing");
     expect(alerts(update)).toEqual(["multi-responder:firing", "silent-drop:firing", "wrong-owner:firing"]);
-    expect(hub.store.outbox.recent(10).map((o) => o.kind)).toEqual(["update", "firing"]);
+    expect((await hub.store.outbox.recent(10)).map((o) => o.kind)).toEqual(["update", "firing"]);
     // One incident throughout: every alert carries its id.
     const ids = (JSON.parse(r.got[1]?.body ?? "{}") as { alerts: { incidentId: number }[] }).alerts.map((a) => a.incidentId);
     expect(new Set(ids).size).toBe(1);

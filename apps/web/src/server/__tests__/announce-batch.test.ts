@@ -98,6 +98,12 @@ async function settle(owners: Owners, done: () => boolean): Promise<void> {
   }
 }
 
+/** recorder is an audit log that keeps its entries in `into`. */
+const recorder = (into: BatchAudit[]) => (e: BatchAudit) => {
+  into.push(e);
+  return Promise.resolve();
+};
+
 describe("AnnounceBatches", () => {
   const ips = ipsOf(3);
   const owners = () => new Owners(new Map(ips.map((ip) => [ip, "node-a"])));
@@ -105,11 +111,11 @@ describe("AnnounceBatches", () => {
   it("runs one batch per group: a second operator joins it; a third group waits for one of two to end", async () => {
     const o = owners();
     const audit: BatchAudit[] = [];
-    const batches = new AnnounceBatches(o, (e) => audit.push(e));
-    const web = batches.start("Service demo/web", ips, "olga");
-    expect(batches.start("Service demo/web", ips, "vic")).toBe(web);
-    batches.start("pool public", ips, "olga");
-    expect(() => batches.start("Service demo/api", ips, "olga")).toThrow(
+    const batches = new AnnounceBatches(o, recorder(audit));
+    const web = await batches.start("Service demo/web", ips, "olga");
+    expect(await batches.start("Service demo/web", ips, "vic")).toBe(web);
+    await batches.start("pool public", ips, "olga");
+    await expect(batches.start("Service demo/api", ips, "olga")).rejects.toThrow(
       new ActionRefused("2 re-announcements are running already (Service demo/web, pool public): wait for one to finish"),
     );
     expect(audit.map((e) => [e.actor, e.outcome, e.detail])).toEqual([
@@ -122,14 +128,14 @@ describe("AnnounceBatches", () => {
     expect(web.endedAt).not.toBeNull();
     expect(batches.latest("Service demo/web")?.ips.map((a) => a.state)).toEqual(["ok", "ok", "ok"]);
     // Both ended: the third group starts now.
-    expect(batches.start("Service demo/api", ips, "olga").endedAt).toBeNull();
+    expect((await batches.start("Service demo/api", ips, "olga")).endedAt).toBeNull();
   });
 
-  it("refuses a group without an IP announced over ARP, audited; names at most twenty IPs in the audit", () => {
+  it("refuses a group without an IP announced over ARP, audited; names at most twenty IPs in the audit", async () => {
     const audit: BatchAudit[] = [];
-    const batches = new AnnounceBatches(owners(), (e) => audit.push(e));
-    expect(() => batches.start("pool bgp-only", [], "olga")).toThrow(/pool bgp-only has no IP announced over ARP\/NDP/);
-    batches.start("pool big", ipsOf(40), "olga");
+    const batches = new AnnounceBatches(owners(), recorder(audit));
+    await expect(batches.start("pool bgp-only", [], "olga")).rejects.toThrow(/pool bgp-only has no IP announced over ARP\/NDP/);
+    await batches.start("pool big", ipsOf(40), "olga");
     expect(audit.map((e) => [e.outcome, e.input])).toEqual([
       ["refused", { what: "pool bgp-only", count: 0, ips: [] }],
       ["ok", { what: "pool big", count: 40, ips: ipsOf(20) }],
@@ -144,8 +150,8 @@ describe("AnnounceBatches", () => {
       },
       reannounce: () => Promise.reject(new Error("unreachable")),
     };
-    const batches = new AnnounceBatches(broken, () => undefined);
-    const b = batches.start("Service demo/web", ips, "olga");
+    const batches = new AnnounceBatches(broken, noWait);
+    const b = await batches.start("Service demo/web", ips, "olga");
     for (let i = 0; i < 50 && b.endedAt === null; i++) await new Promise((r) => setTimeout(r, 10));
     expect(b.endedAt).toBe(1000);
     expect(b.ips.map((a) => [a.state, a.message])).toEqual(ips.map(() => ["failed", "inventory gone"]));

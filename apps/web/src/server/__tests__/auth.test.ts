@@ -26,13 +26,18 @@ afterEach(async () => {
 });
 
 async function start(proxy: ProxyAuth | null = null) {
-  const hub = new Hub();
+  const hub = await Hub.open();
   const users = [
     { name: "olga", passwordHash: HASH, role: "operator" as const },
     { name: "vic", passwordHash: HASH, role: "viewer" as const },
     { name: "ada", passwordHash: HASH, role: "admin" as const },
   ];
-  const auth = new Auth({ users, proxy, sessionTtlMs: 3_600_000, viewerToken: VIEWER }, hub.store.access, hub.store.settings, silentLogger);
+  const auth = await Auth.open(
+    { users, proxy, sessionTtlMs: 3_600_000, viewerToken: VIEWER },
+    hub.store.access,
+    hub.store.settings,
+    silentLogger,
+  );
   const settings = new Settings({
     settings: hub.store.settings,
     access: hub.store.access,
@@ -149,7 +154,7 @@ describe("sign-in", () => {
 describe("roles and CSRF", () => {
   it("lets an operator acknowledge with the CSRF token, never without it, and audits it", async () => {
     const { hub, origin } = await start();
-    const id = hub.store.incidents.open(
+    const { id } = await hub.store.incidents.open(
       {
         ip: "192.0.2.1",
         type: "multi-responder",
@@ -161,7 +166,7 @@ describe("roles and CSRF", () => {
         samples: [1],
       },
       {},
-    ).id;
+    );
     const s = await login(origin, "olga");
     const without = await mutate(origin, "incidents.acknowledge", { id }, { cookie: s.cookie });
     expect(without.status).toBe(403);
@@ -169,7 +174,7 @@ describe("roles and CSRF", () => {
     const ok = await mutate(origin, "incidents.acknowledge", { id }, { cookie: s.cookie, "x-whohas-csrf": s.csrf });
     expect(ok.status).toBe(200);
     expect(ok.body.result?.data).toMatchObject({ id, acknowledgedBy: "olga" });
-    expect(hub.store.audit.list()).toEqual([
+    expect(await hub.store.audit.list()).toEqual([
       expect.objectContaining({ actor: "olga", action: "incident.acknowledge", input: { id }, outcome: "ok" }),
     ]);
   });
@@ -182,7 +187,7 @@ describe("roles and CSRF", () => {
     expect(r.body.error?.message).toBe(
       "vic is a viewer; this needs the operator role (ask an admin, or map your group in auth.proxy.groupRoles)",
     );
-    expect(hub.store.audit.list()).toEqual([
+    expect(await hub.store.audit.list()).toEqual([
       expect.objectContaining({
         actor: "vic",
         action: "incidents.acknowledge",
@@ -202,11 +207,11 @@ describe("roles and CSRF", () => {
     const made = await mutate(origin, "settings.createToken", { name: "grafana" }, { cookie: a.cookie, "x-whohas-csrf": a.csrf });
     const t = made.body.result?.data as { id: number; token: string; prefix: string };
     expect(t.token).toMatch(/^whohas_/);
-    expect(JSON.stringify(hub.store.access.apiTokens())).not.toContain(t.token);
+    expect(JSON.stringify(await hub.store.access.apiTokens())).not.toContain(t.token);
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: { authorization: `Bearer ${t.token}` } })).status).toBe(200);
     await mutate(origin, "settings.revokeToken", { id: t.id }, { cookie: a.cookie, "x-whohas-csrf": a.csrf });
     expect((await fetch(`${origin}/api/v1/nodes`, { headers: { authorization: `Bearer ${t.token}` } })).status).toBe(401);
-    expect(hub.store.audit.list().map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual([
+    expect((await hub.store.audit.list()).map((e) => `${e.actor} ${e.action} ${e.outcome}`)).toEqual([
       "ada token.revoke ok",
       "ada token.create ok",
     ]);

@@ -20,9 +20,9 @@ class Agents implements CommandSender {
   }
 }
 
-function setup() {
+async function setup() {
   const clock = { now: 1_000_000 };
-  const hub = new Hub({ clock: () => clock.now });
+  const hub = await Hub.open({ clock: () => clock.now });
   hub.setCluster(cluster(Object.keys(MACS), [VIP]));
   for (const [i, [node, mac]] of Object.entries(MACS).entries()) {
     hub.connect(hello(node, mac));
@@ -69,8 +69,8 @@ const done = (id: string, ok: boolean, macs: string[], message = "done"): Result
 });
 
 describe("the background probe", () => {
-  it("asks once per interval with one request, noting it as whohas's own first, from the nodes in turn", () => {
-    const { hub, agents, outcomes, probe, step, clock } = setup();
+  it("asks once per interval with one request, noting it as whohas's own first, from the nodes in turn", async () => {
+    const { hub, agents, outcomes, probe, step, clock } = await setup();
     step(0);
     expect(agents.sent).toHaveLength(0);
     step(1000);
@@ -93,8 +93,8 @@ describe("the background probe", () => {
     expect(nodes).not.toContain("node-c");
   });
 
-  it("waits while operators' actions run, and asks another node for an IP a node could not reach", () => {
-    const { agents, outcomes, probe, state, step } = setup();
+  it("waits while operators' actions run, and asks another node for an IP a node could not reach", async () => {
+    const { agents, outcomes, probe, state, step } = await setup();
     state.paused = true;
     for (let i = 0; i < 30; i++) step(1000);
     expect(agents.sent).toHaveLength(0);

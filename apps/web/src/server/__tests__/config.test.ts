@@ -65,7 +65,7 @@ describe("loadConfig", () => {
     expect(loadConfig(join(d, "hub.yaml"), {})).toEqual({
       listen: { host: "127.0.0.1", port: 8080 },
       dev: false,
-      storage: { path: join(d, "w.db"), retentionMs: 12 * 3_600_000 },
+      storage: { path: join(d, "w.db"), url: null, retentionMs: 12 * 3_600_000 },
       evidence: { maxFileBytes: 1_048_576 },
       agentToken: TOKEN,
       agentSocket: null,
@@ -141,6 +141,20 @@ describe("loadConfig", () => {
     expect(() => loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_TRUSTED_PROXIES: "ingress" })).toThrow(
       /WHOHAS_TRUSTED_PROXIES/,
     );
+  });
+
+  it("takes a PostgreSQL URL for storage.url, and refuses any other", () => {
+    const url = "postgres://whohas:secret@db.example:5432/whohas?sslmode=require";
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_STORAGE_URL: url }).storage).toEqual({
+      path: "/var/lib/whohas/whohas.db",
+      url,
+      retentionMs: 7 * 86_400_000,
+    });
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_STORAGE_URL: "mysql://x" })).toBe(
+      "WHOHAS_STORAGE_URL: a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+    );
+    const d = files({ "hub.yaml": `storage: { url: "mysql://x" }\n` });
+    expect(failure(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^storage\.url: a PostgreSQL URL/);
   });
 
   it("uses the ServiceAccount in a pod when no kubeconfig is given, traffic-only outside", () => {
@@ -243,7 +257,7 @@ describe("loadConfig", () => {
     const c = loadConfig(example, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_VIEWER_TOKEN: `v-${TOKEN}` });
     expect(c).toMatchObject({
       listen: { host: "0.0.0.0", port: 3000 },
-      storage: { path: "/var/lib/whohas/whohas.db", retentionMs: 7 * 86_400_000 },
+      storage: { path: "/var/lib/whohas/whohas.db", url: null, retentionMs: 7 * 86_400_000 },
       auth: { users: [{ name: "oncall", role: "operator" }] },
       actions: { probeMs: 60_000, fixRolloutTimeoutMs: 300_000, fixNodesTimeoutMs: 120_000 },
       limits: { maxIps: 100_000, maxMacsPerIp: 64 },

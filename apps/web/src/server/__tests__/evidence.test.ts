@@ -21,7 +21,7 @@ import {
 } from "@whohas/core";
 import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
-import { openSqlite } from "../store/db.js";
+import { openSqlite } from "../store/sqlite.js";
 import { Store } from "../store/store.js";
 import { answered, hello, testAuth, until } from "./helpers.js";
 import { Evidence } from "../evidence/evidence.js";
@@ -109,11 +109,11 @@ afterEach(async () => {
 
 async function start(o: { store?: Store; maxFileBytes?: number } = {}) {
   const now = Date.now();
-  const hub = new Hub({ clock: Date.now, store: o.store });
+  const hub = await Hub.open({ clock: Date.now, store: o.store });
   const hs = createHubServer({
     hub,
     agentToken: AGENT,
-    auth: testAuth(hub, { viewerToken: VIEWER }),
+    auth: await testAuth(hub, { viewerToken: VIEWER }),
     logger: silentLogger,
     pages: (_q, res) => res.writeHead(404).end(),
     evidenceMaxFileBytes: o.maxFileBytes,
@@ -152,6 +152,15 @@ function read(file: Uint8Array) {
 }
 const text = (file: Uint8Array) => Buffer.from(file).toString("utf8");
 
+/** untilAsync waits, polling every 20 ms, for `ok` (which asks the store) to hold; it throws after `ms`. */
+async function untilAsync(ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error("not reached");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe("an IP's capture", () => {
   it("merges every connected agent's frames, pages through cut answers, and names the node that is down", async () => {
     const { hub, get, connect, now } = await start();
@@ -181,7 +190,7 @@ describe("an IP's capture", () => {
     expect(a.asked.map((q) => q.fromMs)).toEqual([...a.asked.map((q) => q.fromMs)].sort((x, y) => x - y));
     expect(text(res.body)).toMatch(/missing: node-c: agent down since \d{4}-/);
     expect(text(res.body)).toContain("frames from: node-a (40 frames), node-b (40 frames)");
-    expect(hub.store.audit.list(1)[0]).toMatchObject({
+    expect((await hub.store.audit.list(1))[0]).toMatchObject({
       actor: "viewer-token",
       action: "capture.download",
       outcome: "ok",
@@ -205,7 +214,7 @@ describe("an IP's capture", () => {
     const res = await get(`/ips/${VIP}/capture?since=${now - 11_000}`);
     expect(res.status).toBe(413);
     expect(res.json().error).toMatch(/larger than evidence\.maxFileBytes \(65536 bytes\): ask for a shorter window/);
-    expect(hub.store.audit.list(1)[0]).toMatchObject({ action: "capture.download", outcome: "refused" });
+    expect((await hub.store.audit.list(1))[0]).toMatchObject({ action: "capture.download", outcome: "refused" });
   });
 
   it("says what is wrong with a bad address, time or window", async () => {
@@ -247,7 +256,7 @@ describe("what an agent sends is checked, not trusted", () => {
     expect(frames.every((f) => f.data === REQUEST || f.data === replyOf("node-a"))).toBe(true);
     expect(frames).toHaveLength(Math.floor(32_768 / 60));
     expect(text(res.body)).not.toContain("partial:");
-    expect(hub.store.audit.list(1)[0]).toMatchObject({ outcome: "ok" });
+    expect((await hub.store.audit.list(1))[0]).toMatchObject({ outcome: "ok" });
   });
 
   it("asks a node that keeps saying there is more only while its pages move on in time", async () => {
@@ -298,7 +307,7 @@ describe("what an agent sends is checked, not trusted", () => {
 describe("snapshots taken by themselves", () => {
   it("stores an incident's frames once its window has passed, and after a restart waits for an agent to answer", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "whohas-evidence-")), "hub.db");
-    const first = await start({ store: new Store(openSqlite(path), Date.now()) });
+    const first = await start({ store: await Store.open(openSqlite(path), Date.now()) });
     const t = first.now - 1000;
     first.hub.connect(hello("node-a", MAC["node-a"] ?? ""));
     first.hub.connect(hello("node-b", MAC["node-b"] ?? ""));
@@ -306,12 +315,12 @@ describe("snapshots taken by themselves", () => {
     first.hub.observe("node-a", answered(VIP, t, MAC["node-a"] ?? ""));
     first.hub.observe("node-b", answered(VIP, t, MAC["node-b"] ?? ""));
     await new Promise((r) => setImmediate(r));
-    const id = first.hub.incidents({ ip: VIP })[0]?.id ?? 0;
+    const id = (await first.hub.incidents({ ip: VIP }))[0]?.id ?? 0;
     expect(id).toBeGreaterThan(0);
-    first.hub.store.close();
+    await first.hub.store.close();
 
     // The hub comes back; no agent is connected yet: the snapshot waits instead of storing "all missing".
-    const second = await start({ store: new Store(openSqlite(path), Date.now()) });
+    const second = await start({ store: await Store.open(openSqlite(path), Date.now()) });
     const evidence = new Evidence({
       hub: second.hub,
       asker: second.hs.gateway,
@@ -323,11 +332,11 @@ describe("snapshots taken by themselves", () => {
     evidence.start();
     try {
       await new Promise((r) => setTimeout(r, 200));
-      expect(second.hub.store.evidence.summary(id)).toBeNull();
+      expect(await second.hub.store.evidence.summary(id)).toBeNull();
       expect(evidence.waiting).toBe(1);
       await second.connect("node-a", framesOf("node-a", t - 1000, 10));
-      await until(() => second.hub.store.evidence.summary(id) !== null, 5000);
-      expect(second.hub.store.evidence.summary(id)?.nodes).toEqual([
+      await untilAsync(async () => (await second.hub.store.evidence.summary(id)) !== null, 5000);
+      expect((await second.hub.store.evidence.summary(id))?.nodes).toEqual([
         { node: "node-a", frames: 20, missing: null },
         { node: "node-b", frames: 0, missing: expect.stringMatching(/^agent down since /) as unknown },
       ]);
@@ -340,7 +349,7 @@ describe("snapshots taken by themselves", () => {
 describe("an incident's capture", () => {
   it("is taken from the agents, stored with the incident, and served from the store after a restart", async () => {
     const path = join(mkdtempSync(join(tmpdir(), "whohas-evidence-")), "hub.db");
-    const first = await start({ store: new Store(openSqlite(path), Date.now()) });
+    const first = await start({ store: await Store.open(openSqlite(path), Date.now()) });
     const t = first.now - 2000;
     await first.connect("node-a", framesOf("node-a", t - 100, 50));
     await first.connect("node-b", framesOf("node-b", t - 100, 50));
@@ -348,7 +357,7 @@ describe("an incident's capture", () => {
     first.hub.observe("node-a", answered(VIP, t, MAC["node-a"] ?? ""));
     first.hub.observe("node-b", answered(VIP, t, MAC["node-b"] ?? ""));
     await new Promise((r) => setImmediate(r));
-    const [inc] = first.hub.incidents({ ip: VIP });
+    const [inc] = await first.hub.incidents({ ip: VIP });
     expect(inc?.type).toBe("multi-responder");
     const id = inc?.id ?? 0;
     const open = await first.get(`/incidents/${id}/capture`);
@@ -359,15 +368,15 @@ describe("an incident's capture", () => {
     expect(read(open.body)).toHaveLength(200);
     expect(text(open.body)).toContain(`whohas evidence: multi-responder for ${VIP} (incident ${id}, open)`);
     expect(text(open.body)).toContain("answering when it opened: 02:00:5e:00:00:0a (node-a), 02:00:5e:00:00:0b (node-b)");
-    expect(first.hub.store.evidence.get(id)?.nodes.map((n) => [n.node, n.frames.length])).toEqual([
+    expect((await first.hub.store.evidence.get(id))?.nodes.map((n) => [n.node, n.frames.length])).toEqual([
       ["node-a", 100],
       ["node-b", 100],
     ]);
-    first.hub.store.close();
+    await first.hub.store.close();
 
     // A new hub on the same database, no agent connected: the stored frames, with the nodes named missing now
     // keeping what they sent then.
-    const second = await start({ store: new Store(openSqlite(path), Date.now()) });
+    const second = await start({ store: await Store.open(openSqlite(path), Date.now()) });
     const again = await second.get(`/incidents/${id}/capture`);
     expect(again.status).toBe(200);
     expect(read(again.body)).toEqual(read(open.body));
@@ -381,16 +390,16 @@ describe("an incident's capture", () => {
     hub.observe("node-a", answered(VIP, now - 1000, MAC["node-a"] ?? ""));
     hub.observe("node-b", answered(VIP, now - 1000, MAC["node-b"] ?? ""));
     await new Promise((r) => setImmediate(r));
-    const id = hub.incidents({ ip: VIP })[0]?.id ?? 0;
+    const id = (await hub.incidents({ ip: VIP }))[0]?.id ?? 0;
     // A row a broken disk or a hand edit left behind.
-    hub.store.db.run(
+    await hub.store.db.run(
       "INSERT INTO incident_evidence (incident_id, node, collected_at, from_ms, to_ms, missing, truncated, held_from, frame_count, frames) VALUES (?, 'node-a', ?, 0, 1, NULL, 0, NULL, 1, '[{not json')",
       [id, now],
     );
     const res = await get(`/incidents/${id}/capture`);
     expect(res.status).toBe(500);
     expect(res.json().error).toMatch(/^the capture could not be built: /);
-    expect(hub.store.audit.list(1)[0]).toMatchObject({ action: "capture.download", outcome: "failed", input: { incident: id } });
+    expect((await hub.store.audit.list(1))[0]).toMatchObject({ action: "capture.download", outcome: "failed", input: { incident: id } });
     expect((await get("/incidents/999/capture")).status).toBe(404);
   });
 

@@ -52,14 +52,14 @@ interface Running {
 const open: Running[] = [];
 
 async function start(clock: () => number = Date.now, agentPingMs?: number, agentLimits?: Partial<AgentLimits>): Promise<Running> {
-  const hub = new Hub({ clock });
+  const hub = await Hub.open({ clock });
   const hs = createHubServer({
     hub,
     agentPingMs,
     agentLimits,
     agentPaceHoldMs: 0,
     agentToken: TOKEN,
-    auth: testAuth(hub, { viewerToken: VIEWER }),
+    auth: await testAuth(hub, { viewerToken: VIEWER }),
     logger: silentLogger,
     pages: (_req, res) => res.writeHead(404).end(),
   });
@@ -472,12 +472,12 @@ describe("agent gateway", () => {
   });
 
   it("serves /metrics only on a port of its own, with its token when metrics.tokenFile is set", async () => {
-    const hub = new Hub();
+    const hub = await Hub.open();
     const hs = createHubServer({
       hub,
       metricsToken: "metrics-token-0123456789",
       agentToken: TOKEN,
-      auth: testAuth(hub, { viewerToken: VIEWER }),
+      auth: await testAuth(hub, { viewerToken: VIEWER }),
       logger: silentLogger,
       pages: (_req, res) => res.writeHead(404).end(),
     });

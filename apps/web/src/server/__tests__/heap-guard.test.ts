@@ -82,10 +82,10 @@ describe("watchHeap", () => {
 });
 
 describe("the hub near its heap's bound", () => {
-  it("lets the least recently active IPs go at once, keeps the IPs that must stay, and tells it", () => {
+  it("lets the least recently active IPs go at once, keeps the IPs that must stay, and tells it", async () => {
     let now = 10_000;
     const told: { ipLimit: number; evictedIps: number }[] = [];
-    const hub = new Hub({ clock: () => now, onLimit: (s) => told.push(s) });
+    const hub = await Hub.open({ clock: () => now, onLimit: (s) => told.push(s) });
     const lb = ["198.51.100.1", "198.51.100.2"];
     hub.setCluster(cluster(["node-a"], lb));
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
@@ -116,9 +116,9 @@ describe("the hub near its heap's bound", () => {
     hub.traffic.heap(heap(100), now);
     expect(hub.traffic.limitStatus().ipLimit).toBe(Math.ceil(s.ipLimit * 1.1));
   });
-  it("does not empty the view when letting IPs go frees nothing, and grows back after a passing spike", () => {
+  it("does not empty the view when letting IPs go frees nothing, and grows back after a passing spike", async () => {
     let now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     hub.observe(
       "node-a",

@@ -4,8 +4,8 @@ import type { ClusterSource } from "../hub/cluster.js";
 import type { Hub } from "../hub/hub.js";
 
 /** testAuth is a real Auth over the hub's store, with the given users and read-API token. */
-export function testAuth(hub: Hub, o: { viewerToken?: string | null; users?: readonly LocalUser[] } = {}): Auth {
-  return new Auth(
+export function testAuth(hub: Hub, o: { viewerToken?: string | null; users?: readonly LocalUser[] } = {}): Promise<Auth> {
+  return Auth.open(
     { users: o.users ?? [], proxy: null, sessionTtlMs: 3_600_000, viewerToken: o.viewerToken ?? null },
     hub.store.access,
     hub.store.settings,

@@ -12,9 +12,9 @@ const B = "02:00:5e:00:00:0b";
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
 describe("Hub", () => {
-  it("shows a silent agent as down after SILENCE_MS, and a disconnected one at once", () => {
+  it("shows a silent agent as down after SILENCE_MS, and a disconnected one at once", async () => {
     let now = 0;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     hub.connect(hello("node-a", A));
     expect(hub.agents.list()[0]?.up).toBe(true);
     now = SILENCE_MS + 1;
@@ -27,20 +27,20 @@ describe("Hub", () => {
 
   it("judges what agents report at once: one request answered by two nodes is an incident before the next round", async () => {
     const now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
     hub.tick(); // a round has run: the context is known
     hub.observe("node-a", answered("192.0.2.7", now - 50, A));
     hub.observe("node-b", answered("192.0.2.7", now - 49, B));
     await nextTurn();
-    expect(hub.incidents({ open: true }).map((i) => [i.type, i.macs])).toEqual([["multi-responder", [A, B]]]);
+    expect((await hub.incidents({ open: true })).map((i) => [i.type, i.macs])).toEqual([["multi-responder", [A, B]]]);
     expect(hub.ip("192.0.2.7")?.state).toBe("multi-responder");
   });
 
   it("counts each IP in the metrics by the state its latest judgement gave, and one never judged by working it out", async () => {
     let now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     const metrics = new HubMetrics(hub);
     const states = async (): Promise<Record<string, number>> => {
       const m = (await metrics.registry.getMetricsAsJSON()).find((x) => x.name === "whohas_hub_ips");
@@ -72,7 +72,7 @@ describe("Hub", () => {
 
   it("walks the IPs once per scrape for its three per-IP series, and again for the next scrape", async () => {
     const now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     const metrics = new HubMetrics(hub);
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
@@ -93,7 +93,7 @@ describe("Hub", () => {
 
   it("judges the same address on two VLANs apart: two rows, each with its own verdict and incident", async () => {
     const now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
     hub.tick();
@@ -108,12 +108,12 @@ describe("Hub", () => {
       ["192.0.2.7@30", "192.0.2.7", 30, 4, "single", [A]],
       ["192.0.2.7@40", "192.0.2.7", 40, 4, "multi-responder", [A, B]],
     ]);
-    expect(hub.incidents({ open: true }).map((i) => [i.ip, i.type])).toEqual([["192.0.2.7@40", "multi-responder"]]);
+    expect((await hub.incidents({ open: true })).map((i) => [i.ip, i.type])).toEqual([["192.0.2.7@40", "multi-responder"]]);
     expect(hub.ip("192.0.2.7")).toBeNull();
   });
 
   it("publishes what changed on the feed, a burst as one batch, and ends a subscriber on abort", async () => {
-    const hub = new Hub({ clock: () => 10_000 });
+    const hub = await Hub.open({ clock: () => 10_000 });
     const ac = new AbortController();
     const it = hub.feed.changes(ac.signal);
     const next = it.next();
@@ -134,9 +134,9 @@ describe("Hub", () => {
    * silentAgent: a hub whose node-a said hello and went silent at 0; `until(t, busy)` moves the clock to `t`, with the
    * hub's event loop that busy each second on the way (no load recorded when null).
    */
-  const silentAgent = () => {
+  const silentAgent = async () => {
     let now = 0;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     hub.connect(hello("node-a", A));
     hub.tick();
     hub.disconnect("node-a");
@@ -147,46 +147,46 @@ describe("Hub", () => {
     return { hub, until, now: () => now };
   };
 
-  it("opens an agent-down incident for a node silent past SILENCE_MS, and resolves it once the agent is back", () => {
-    const { hub, until, now } = silentAgent();
+  it("opens an agent-down incident for a node silent past SILENCE_MS, and resolves it once the agent is back", async () => {
+    const { hub, until, now } = await silentAgent();
     until(SILENCE_MS + 1000);
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([
+    expect(await hub.incidents({ open: true })).toEqual([
       expect.objectContaining({ ip: "node/node-a", type: "agent-down", detail: expect.stringContaining("silent for 31 s") as string }),
     ]);
     hub.connect(hello("node-a", A));
     until(now() + 61_000); // the 60 s of hysteresis every finding has
     hub.heartbeat("node-a");
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([]);
+    expect(await hub.incidents({ open: true })).toEqual([]);
   });
 
-  it("calls no agent down while the hub itself was too busy to hear it, and does once it was not", () => {
-    const { hub, until } = silentAgent();
+  it("calls no agent down while the hub itself was too busy to hear it, and does once it was not", async () => {
+    const { hub, until } = await silentAgent();
     // Saturated for the whole silence: the agent may well have spoken, unread.
     until(SILENCE_MS + 1000, 0.99);
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([]);
+    expect(await hub.incidents({ open: true })).toEqual([]);
     // Then the hub has time again, and the agent is still silent: it is down.
     until(2 * SILENCE_MS + 2000, 0.3);
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
+    expect(await hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
   });
 
-  it("still calls an agent down after minutes of silence on a hub saturated for good", () => {
-    const { hub, until } = silentAgent();
+  it("still calls an agent down after minutes of silence on a hub saturated for good", async () => {
+    const { hub, until } = await silentAgent();
     until(SATURATED_SILENCE_MS, 0.99);
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([]);
+    expect(await hub.incidents({ open: true })).toEqual([]);
     until(SATURATED_SILENCE_MS + 2000, 0.99);
     hub.tick();
-    expect(hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
+    expect(await hub.incidents({ open: true })).toEqual([expect.objectContaining({ ip: "node/node-a", type: "agent-down" })]);
   });
 
   it("bounds the IPs it tracks: the least recently active go, IPs with an open incident stay, the limit is told", async () => {
     let now = 10_000;
     const told: number[] = [];
-    const hub = new Hub({ clock: () => now, limits: { maxIps: 100 }, onLimit: (s) => told.push(s.evictedIps) });
+    const hub = await Hub.open({ clock: () => now, limits: { maxIps: 100 }, onLimit: (s) => told.push(s.evictedIps) });
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
     hub.tick();
@@ -194,7 +194,7 @@ describe("Hub", () => {
     hub.observe("node-a", answered("192.0.2.200", now, A));
     hub.observe("node-b", answered("192.0.2.200", now, B));
     await nextTurn();
-    expect(hub.incidents({ open: true }).map((i) => i.ip)).toEqual(["192.0.2.200"]);
+    expect((await hub.incidents({ open: true })).map((i) => i.ip)).toEqual(["192.0.2.200"]);
     for (let i = 0; i < 150; i++) {
       now += 10;
       hub.observe("node-a", { ...answered(`198.51.${Math.floor(i / 250)}.${i % 250}`, now, null), requests: [] });
@@ -211,9 +211,9 @@ describe("Hub", () => {
     expect(hub.feed.ipsSince(1).full).toBe(true); // live lists are sent whole once
   });
 
-  it("names the cluster's nodes no live agent watches, and what their agents' probes send as theirs", () => {
+  it("names the cluster's nodes no live agent watches, and what their agents' probes send as theirs", async () => {
     let now = 10_000;
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     expect(hub.summary().unwatchedNodes).toBeNull();
     hub.setCluster(cluster(["node-a", "node-b", "node-c"]));
     // node-a connected but has not sent its facts (only its capture interfaces are known), node-b has, node-c none.
@@ -233,9 +233,9 @@ describe("Hub", () => {
     expect(hub.summary().unwatchedNodes).toEqual(["node-a", "node-b", "node-c"]);
   });
 
-  it("does not sort the table at every batch when IPs that must stay hold it above the limit", () => {
+  it("does not sort the table at every batch when IPs that must stay hold it above the limit", async () => {
     let now = 10_000;
-    const hub = new Hub({ clock: () => now, limits: { maxIps: 100 } });
+    const hub = await Hub.open({ clock: () => now, limits: { maxIps: 100 } });
     // 120 LoadBalancer IPs: they always stay, whatever the limit.
     const lb = Array.from({ length: 120 }, (_, i) => `198.51.100.${i}`);
     hub.setCluster(cluster(["node-a"], lb));

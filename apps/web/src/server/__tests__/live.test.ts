@@ -30,7 +30,7 @@ async function next<T>(it: AsyncIterator<unknown>, ms = 2000): Promise<Tracked<T
 
 describe("live subscriptions", () => {
   it("send tracked values, and a client resuming with the current id gets only what changes after", async () => {
-    const hub = new Hub();
+    const hub = await Hub.open();
     const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
     const a = (await caller.agents.live({})) as AsyncIterable<unknown>;
     const ita = a[Symbol.asyncIterator]();
@@ -53,7 +53,7 @@ describe("live subscriptions", () => {
   });
 
   it("stream the IP list once, then only the IPs that changed; a client resuming from a snapshot gets only deltas", async () => {
-    const hub = new Hub();
+    const hub = await Hub.open();
     const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
     const reply = (ip: string) => hub.observe("node-a", observations([aggregate(ip, "reply", "02:00:5e:00:00:0a", Date.now())]));
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));

@@ -51,8 +51,8 @@ class Agents implements CommandSender {
 }
 
 /** setup connects each node's agent: with its probe-many limit, or (null) an agent of a release before it. */
-function setup(limits: Partial<Record<Node, number | null>>) {
-  const hub = new Hub();
+async function setup(limits: Partial<Record<Node, number | null>>) {
+  const hub = await Hub.open();
   for (const [node, limit] of Object.entries(limits) as [Node, number | null][])
     hub.connect({ ...hello(node, MAC[node]), ...(limit === null ? {} : { probeMany: { maxTargets: limit } }) });
   const agents = new Agents();
@@ -82,7 +82,7 @@ afterEach(() => {
 
 describe("probeAll", () => {
   it("asks every IP at once from two nodes, one probe-many each, and joins what both heard per request", async () => {
-    const { hub, agents, run } = setup({ "node-a": 512, "node-b": 512 });
+    const { hub, agents, run } = await setup({ "node-a": 512, "node-b": 512 });
     const { result, done, said } = run(["192.0.2.10", "192.0.2.11@30", "2001:db8::10"]);
     const [a] = agents.of("node-a", "probe-many");
     const [b] = agents.of("node-b", "probe-many");
@@ -125,8 +125,8 @@ describe("probeAll", () => {
   it.each([
     { case: "the limit an agent says", limit: 2, ips: 5, sizes: [1, 2, 2] },
     { case: "the hub's own limit when an agent says more", limit: 4096, ips: 600, sizes: [300, 300] },
-  ])("splits a node's IPs under $case", ({ limit, ips, sizes }) => {
-    const { agents, run } = setup({ "node-a": limit, "node-b": limit });
+  ])("splits a node's IPs under $case", async ({ limit, ips, sizes }) => {
+    const { agents, run } = await setup({ "node-a": limit, "node-b": limit });
     void run(Array.from({ length: ips }, (_, i) => `198.19.${i >> 8}.${i & 255}`)).result;
     for (const node of ["node-a", "node-b"]) {
       const mine = agents.of(node, "probe-many").map((m) => (m.type === "probe-many" ? m.targets.length : 0));
@@ -136,7 +136,7 @@ describe("probeAll", () => {
   });
 
   it("asks one IP a probe, three at a time, from a node whose agent takes no probe-many", async () => {
-    const { agents, run } = setup({ "node-a": 512, "node-old": null });
+    const { agents, run } = await setup({ "node-a": 512, "node-old": null });
     const ips = ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4@30"];
     const { result, said } = run(ips);
     expect(said[0]).toMatch(/node-old: 4 IPs one probe each, 3 at a time \(its agent is of a release before probe-many\), about 4 s\)$/);
@@ -179,7 +179,7 @@ describe("probeAll", () => {
   });
 
   it("takes each request of a prober once, at most MAX_PROBE_REPLIES MACs: a repeat fails that prober for that IP", async () => {
-    const { agents, run } = setup({ "node-a": 512, "node-old": null });
+    const { agents, run } = await setup({ "node-a": 512, "node-old": null });
     const { result } = run(["192.0.2.1", "192.0.2.2"], 1);
     const [a] = agents.of("node-a", "probe-many");
     if (a === undefined) throw new Error("node-a's batch expected");
@@ -205,7 +205,7 @@ describe("probeAll", () => {
   });
 
   it("names a prober missing when it is refused, cannot ask an IP, or reports fewer requests than asked", async () => {
-    const { agents, run } = setup({ "node-a": 512, "node-b": 512 });
+    const { agents, run } = await setup({ "node-a": 512, "node-b": 512 });
     const { result } = run(["192.0.2.1", "192.0.2.2", "192.0.2.3@40"]);
     const [a] = agents.of("node-a", "probe-many");
     const [b] = agents.of("node-b", "probe-many");
@@ -227,7 +227,7 @@ describe("probeAll", () => {
 
   it("gives up on an agent that never says it is done, and forgets its command", async () => {
     vi.useFakeTimers();
-    const { agents, run } = setup({ "node-a": 512, "node-b": 512 });
+    const { agents, run } = await setup({ "node-a": 512, "node-b": 512 });
     const { result } = run(["192.0.2.1"]);
     // Two rounds, the IPs' spread and the last reply window, then fifteen seconds of grace.
     vi.advanceTimersByTime(2000 + 2000 + 15_000);
@@ -241,7 +241,7 @@ describe("probeAll", () => {
   });
 
   it("resolves at once with no prober for an IP when no agent is up", async () => {
-    const { agents, run } = setup({});
+    const { agents, run } = await setup({});
     const out = await run(["192.0.2.1"]).result;
     expect(out).toEqual([{ ip: "192.0.2.1", probers: [], failedProbers: [], messages: [], rounds: [] }]);
     expect(agents.sent).toEqual([]);

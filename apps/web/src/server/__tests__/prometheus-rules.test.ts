@@ -10,7 +10,7 @@ describe("the example PrometheusRule", () => {
     const file = fileURLToPath(new URL("../../../../../deploy/overlays/monitoring/prometheusrule.yaml", import.meta.url));
     const doc = parse(readFileSync(file, "utf8")) as { kind: string; spec: { groups: { rules: { alert: string; expr: string }[] }[] } };
     expect(doc.kind).toBe("PrometheusRule");
-    const exported = new Set((await new HubMetrics(new Hub()).registry.getMetricsAsJSON()).map((m) => m.name));
+    const exported = new Set((await new HubMetrics(await Hub.open()).registry.getMetricsAsJSON()).map((m) => m.name));
     const rules = doc.spec.groups.flatMap((g) => g.rules);
     expect(rules.map((r) => r.alert)).toContain("WhohasSeveralResponders");
     for (const r of rules)

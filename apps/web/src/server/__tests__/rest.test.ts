@@ -23,11 +23,11 @@ afterEach(async () => {
 
 async function start(viewerToken: string | null, basePath = "") {
   let now = 10_000;
-  const hub = new Hub({ clock: () => now });
+  const hub = await Hub.open({ clock: () => now });
   const server = createHubServer({
     hub,
     agentToken: AGENT,
-    auth: testAuth(hub, { viewerToken }),
+    auth: await testAuth(hub, { viewerToken }),
     basePath,
     logger: silentLogger,
     pages: (q, res) => res.writeHead(404).end(`next: ${q.url ?? ""}`),
@@ -52,7 +52,7 @@ describe("read API", () => {
     hub.observe("node-a", answered(VIP, 9000, "02:00:5e:00:00:0a"));
     hub.observe("node-b", answered(VIP, 9000, "02:00:5e:00:00:0b"));
     await new Promise((r) => setImmediate(r));
-    hub.flush(true);
+    await hub.flush(true);
 
     const ips = await get("/ips");
     expect(ips.status).toBe(200);
@@ -94,7 +94,7 @@ describe("read API", () => {
     const ips = Array.from({ length: 600 }, (_, i) => `10.1.${i >> 8}.${i & 255}`);
     for (const ip of ips) hub.observe("node-a", answered(ip, 9000, "02:00:5e:00:00:0a"));
     await new Promise((r) => setImmediate(r));
-    hub.flush(true);
+    await hub.flush(true);
     const text = await body();
     expect(text).toBe(JSON.stringify(hub.ips().map(ipJson), null, 1) + "\n");
     expect((JSON.parse(text) as { ip: string }[]).map((e) => e.ip)).toEqual(ips);
@@ -118,7 +118,7 @@ describe("read API", () => {
     await new Promise((r) => setImmediate(r));
     advance(3000);
     hub.tick();
-    hub.flush(true);
+    await hub.flush(true);
     const one = (await get(`/ips/${VIP}`)).body;
     expect(one).toMatchObject({
       askers: [{ mac: ASKER.mac, ip: ASKER.ip, requests: 3, firstAnswerChanges: 2, lastChange: 9400 }],
@@ -138,7 +138,7 @@ describe("read API", () => {
     hub.observe("node-a", answered(v6, 9000, "02:00:5e:00:00:0a"));
     hub.observe("node-b", answered(v6, 9000, "02:00:5e:00:00:0b"));
     await new Promise((r) => setImmediate(r));
-    hub.flush(true);
+    await hub.flush(true);
     const rows = (await get("/ips")).body as { ip: string; vlan: number | null; family: number; key: string; state: string }[];
     expect(rows.map((r) => [r.ip, r.vlan, r.family, r.key, r.state])).toEqual([
       [VIP, 30, 4, `${VIP}@30`, "single"],

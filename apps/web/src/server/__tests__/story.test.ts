@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Handover } from "@whohas/core";
-import { openSqlite } from "../store/db.js";
+import { openSqlite } from "../store/sqlite.js";
 import { Store } from "../store/store.js";
 import type { AuditEntry } from "../store/audit.js";
 import type { Incident, IncidentEvent } from "../store/incidents.js";
@@ -89,23 +89,23 @@ describe("incidentStory", () => {
 });
 
 describe("AuditLog.actionsBetween", () => {
-  it("lists actions, downloads and fixes in the span, oldest first, and leaves settings and sign-ins out", () => {
-    const s = new Store(openSqlite(":memory:"), 0);
-    s.audit.append(action(3, "ip.reannounce", { ip: VIP }));
-    s.audit.append(action(1, "ip.probe", { ip: VIP }));
-    s.audit.append(action(2, "token.create", { name: "ci" }));
-    s.audit.append(action(4, "remediation.apply", {}));
-    s.audit.append(action(5, "capture.download", { incident: 7 }));
-    s.audit.append(action(9, "ip.probe", { ip: VIP }));
-    s.audit.append(action(1, "ips.probe", { ips: [VIP] }));
-    expect(s.audit.actionsBetween(1, 5).map((e) => e.action)).toEqual([
+  it("lists actions, downloads and fixes in the span, oldest first, and leaves settings and sign-ins out", async () => {
+    const s = await Store.open(openSqlite(":memory:"), 0);
+    await s.audit.append(action(3, "ip.reannounce", { ip: VIP }));
+    await s.audit.append(action(1, "ip.probe", { ip: VIP }));
+    await s.audit.append(action(2, "token.create", { name: "ci" }));
+    await s.audit.append(action(4, "remediation.apply", {}));
+    await s.audit.append(action(5, "capture.download", { incident: 7 }));
+    await s.audit.append(action(9, "ip.probe", { ip: VIP }));
+    await s.audit.append(action(1, "ips.probe", { ips: [VIP] }));
+    expect((await s.audit.actionsBetween(1, 5)).map((e) => e.action)).toEqual([
       "ip.probe",
       "ips.probe",
       "ip.reannounce",
       "remediation.apply",
       "capture.download",
     ]);
-    expect(s.audit.actionsBetween(1, 5)[0]?.input).toEqual({ ip: VIP });
-    s.close();
+    expect((await s.audit.actionsBetween(1, 5))[0]?.input).toEqual({ ip: VIP });
+    await s.close();
   });
 });

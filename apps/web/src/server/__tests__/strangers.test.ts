@@ -13,9 +13,9 @@ const STRANGER = "00:1b:21:00:00:2a";
 /** Locally administered (a VM's chosen address): no vendor stands behind it. */
 const VM = "52:54:00:12:34:56";
 
-function setup() {
+async function setup() {
   const clock = { now: 1_000_000 };
-  const hub = new Hub({ clock: () => clock.now });
+  const hub = await Hub.open({ clock: () => clock.now });
   hub.setCluster(cluster(["node-a"], [VIP]));
   hub.connect(hello("node-a", NODE_MAC));
   hub.setFacts("node-a", facts("node-a", [{ name: "eth0", mac: NODE_MAC, addresses: ["192.0.2.10/24"] }]));
@@ -25,13 +25,13 @@ function setup() {
 // The pages name a host that is no node by its vendor: the API tells them, per MAC, its node and its vendor.
 describe("naming strangers for the pages", () => {
   it("gives an incident's page the node or vendor of every MAC its findings name", async () => {
-    const { hub, clock } = setup();
+    const { hub, clock } = await setup();
     const finding = { firstSeen: clock.now, lastSeen: clock.now, count: 1, samples: [] };
-    const { id } = hub.store.incidents.open(
+    const { id } = await hub.store.incidents.open(
       { ...finding, ip: VIP, type: "address-conflict", macs: [STRANGER, VM], detail: "strangers answer" },
       {},
     );
-    hub.store.incidents.open({ ...finding, ip: VIP, type: "multi-responder", macs: [NODE_MAC, STRANGER], detail: "a race" }, {});
+    await hub.store.incidents.open({ ...finding, ip: VIP, type: "multi-responder", macs: [NODE_MAC, STRANGER], detail: "a race" }, {});
     const caller = createCallerFactory(appRouter)(callerContext(hub, "viewer"));
     const i = await caller.incidents.byId({ id });
     expect([...(i?.named ?? [])].sort((a, b) => a.mac.localeCompare(b.mac))).toEqual([
@@ -42,7 +42,7 @@ describe("naming strangers for the pages", () => {
   });
 
   it("tells the IP page who answered the background probe: a node by its name, a stranger with its vendor", async () => {
-    const { hub } = setup();
+    const { hub } = await setup();
     const sent: { id: string; onResult: Parameters<BackgroundProbe["o"]["agents"]["command"]>[2] }[] = [];
     const probe = new BackgroundProbe({
       hub,

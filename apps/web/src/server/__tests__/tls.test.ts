@@ -31,8 +31,8 @@ describe("TLS", () => {
       "-addext subjectAltName=IP:127.0.0.1,DNS:localhost";
     execFileSync("openssl", [...args.split(" "), "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
     cert = readFileSync(join(dir, "cert.pem"), "utf8");
-    const hub = new Hub();
-    const auth = new Auth(
+    const hub = await Hub.open();
+    const auth = await Auth.open(
       {
         users: [{ name: "olga", passwordHash: await hashPassword("correct horse"), role: "operator" }],
         proxy: null,

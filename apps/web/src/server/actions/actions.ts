@@ -99,8 +99,8 @@ export class Actions {
     this.#events.setMaxListeners(0);
   }
 
-  #audit(actor: string, action: string, input: unknown, outcome: "ok" | "refused" | "failed", detail: string): void {
-    this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor, action, input, outcome, detail });
+  async #audit(actor: string, action: string, input: unknown, outcome: "ok" | "refused" | "failed", detail: string): Promise<void> {
+    await this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor, action, input, outcome, detail });
     this.o.logger.info("action", { actor, action, input, outcome, detail });
   }
 
@@ -130,7 +130,7 @@ export class Actions {
           : view === null || view.services.length === 0
             ? `whohas does not know which node should own ${ip}: no LoadBalancer Service has it (the hub needs Kubernetes access to name the owner)`
             : `whohas does not know which node should own ${ip}: ${view.ownerUnknown ?? "no announcer recognised"}`;
-      this.#audit(actor, "ip.reannounce", input, "refused", message);
+      await this.#audit(actor, "ip.reannounce", input, "refused", message);
       throw new ActionRefused(message);
     }
     let m: Extract<AgentMessage, { type: "command-done" }>;
@@ -152,7 +152,7 @@ export class Actions {
         `no agent is connected on ${owner}, the node that should own ${ip}: check the whohas agent pod there`,
       );
     } catch (e) {
-      this.#audit(
+      await this.#audit(
         actor,
         "ip.reannounce",
         { ...input, node: owner },
@@ -163,7 +163,7 @@ export class Actions {
     } finally {
       this.#announcing--;
     }
-    this.#audit(actor, "ip.reannounce", { ...input, node: owner }, m.ok ? "ok" : "failed", m.message);
+    await this.#audit(actor, "ip.reannounce", { ...input, node: owner }, m.ok ? "ok" : "failed", m.message);
     if (!m.ok) throw new Error(`${owner}: ${m.message}`);
     return { node: owner, bursts: m.bursts ?? 0, message: m.message };
   }
@@ -179,20 +179,20 @@ export class Actions {
    * probe asks who has the IP once a second for the configured time, from two nodes at once, and returns the run's
    * id; `view` and `changes` follow it. A probe of an IP that is already being probed joins that run.
    */
-  probe(ip: string, actor: string): string {
+  async probe(ip: string, actor: string): Promise<string> {
     for (const r of this.#runs.values()) if (r.ip === ip && r.endedAt === null) return r.id;
     // A probe beside the verification's would ask the IP twice a second from one node, and each would credit the
     // other's replies: refused, not joined, since the verification's rounds are no run the dashboard can follow.
     if (this.#verifying.has(normalizeIpKey(ip) ?? ip)) {
       const message = `${ip} is being verified by the strictARP fix's run; try again when it ends`;
-      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      await this.#audit(actor, "ip.probe", { ip }, "refused", message);
       throw new ActionRefused(message);
     }
     // A probe of many (the verification's) counts as one probe running.
     const running = [...this.#runs.values()].filter((r) => r.endedAt === null).length + this.#probingAll;
     if (running >= MAX_RUNNING_PROBES) {
       const message = `${running} probes are running already (at most ${MAX_RUNNING_PROBES}): wait for one to finish`;
-      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      await this.#audit(actor, "ip.probe", { ip }, "refused", message);
       throw new ActionRefused(message);
     }
     const view = this.o.hub.ip(ip);
@@ -205,7 +205,7 @@ export class Actions {
     });
     if (probers.length === 0) {
       const message = "no agent is connected: deploy the whohas agent DaemonSet, then probe again";
-      this.#audit(actor, "ip.probe", { ip }, "refused", message);
+      await this.#audit(actor, "ip.probe", { ip }, "refused", message);
       throw new ActionRefused(message);
     }
     this.#prune();
@@ -244,7 +244,7 @@ export class Actions {
     if (run.probers.length === 0) {
       this.#runs.delete(run.id);
       const message = "the agents went away as the probe started: try again";
-      this.#audit(actor, "ip.probe", { ip }, "failed", message);
+      await this.#audit(actor, "ip.probe", { ip }, "failed", message);
       throw new ActionRefused(message);
     }
     run.timer = setTimeout(() => {
@@ -256,7 +256,7 @@ export class Actions {
       this.#finish(run);
     }, this.o.probeMs + COMMAND_GRACE_MS);
     run.timer.unref();
-    this.#audit(
+    await this.#audit(
       actor,
       "ip.probe",
       { ip, probers: run.probers, durationMs: this.o.probeMs },
@@ -286,8 +286,15 @@ export class Actions {
     for (const k of keys) this.#verifying.set(k, (this.#verifying.get(k) ?? 0) + 1);
     const up = this.#upAgents();
     const input = { count: ips.length, ips: ips.slice(0, AUDITED_IPS), rounds, nodes: up };
-    this.#audit(actor, "ips.probe", input, "ok", `started: ${ips.length} IPs, ${rounds} requests each from two nodes of ${up.join(", ")}`);
     try {
+      // Inside the try: an audit log that cannot be written must not leave the IPs marked as being verified.
+      await this.#audit(
+        actor,
+        "ips.probe",
+        input,
+        "ok",
+        `started: ${ips.length} IPs, ${rounds} requests each from two nodes of ${up.join(", ")}`,
+      );
       const out = await probeAll({
         hub: this.o.hub,
         agents: this.o.agents,
@@ -299,7 +306,7 @@ export class Actions {
         done,
       });
       const missing = out.filter((p) => p.failedProbers.length > 0).length;
-      this.#audit(
+      await this.#audit(
         actor,
         "ips.probe.result",
         input,
@@ -308,7 +315,7 @@ export class Actions {
       );
       return out;
     } catch (e) {
-      this.#audit(actor, "ips.probe.result", input, "failed", (e as Error).message);
+      await this.#audit(actor, "ips.probe.result", input, "failed", (e as Error).message);
       throw e;
     } finally {
       this.#probingAll--;
@@ -340,13 +347,14 @@ export class Actions {
     run.version++;
     const s = run.rounds.summary();
     const outcome = run.failed.size === run.probers.length ? "failed" : "ok";
-    this.#audit(
+    // An agent's report or the timer ends the run: nobody waits for the entry, so a failure to write it is logged.
+    void this.#audit(
       run.by,
       "ip.probe.result",
       { ip: run.ip, id: run.id },
       outcome,
       `${s.requests} requests, ${s.multiAnswered} answered by several MACs, ${s.unanswered} unanswered; ${run.messages.join("; ")}`,
-    );
+    ).catch((e: unknown) => this.o.logger.error("action.audit_failed", { action: "ip.probe.result", message: (e as Error).message }));
     this.#events.emit("change", run.id);
   }
 

@@ -115,11 +115,11 @@ export class AnnounceBatches {
 
   constructor(
     readonly announcer: Announcer,
-    readonly audit: (entry: BatchAudit) => void,
+    readonly audit: (entry: BatchAudit) => Promise<void>,
   ) {}
 
   /** start announces `ips` (those of `what`) from their owners; refused when MAX_BATCHES already run. */
-  start(what: string, ips: readonly string[], actor: string): AnnounceBatch {
+  async start(what: string, ips: readonly string[], actor: string): Promise<AnnounceBatch> {
     const now = this.announcer.clock();
     for (const [id, b] of this.#batches) if (b.endedAt !== null && now - b.endedAt > KEEP_MS) this.#batches.delete(id);
     const running = [...this.#batches.values()].filter((b) => b.endedAt === null);
@@ -127,22 +127,23 @@ export class AnnounceBatches {
     const audit = (outcome: "ok" | "refused", detail: string) =>
       this.audit({ t: now, actor, action: "ips.reannounce", input, outcome, detail });
     if (ips.length === 0) {
-      audit("refused", `${what} has no IP announced over ARP/NDP`);
+      await audit("refused", `${what} has no IP announced over ARP/NDP`);
       throw new ActionRefused(`${what} has no IP announced over ARP/NDP: nothing to announce`);
     }
     const same = running.find((b) => b.what === what);
     if (same !== undefined) {
-      audit("ok", `joined the re-announcement ${same.by} started`);
+      await audit("ok", `joined the re-announcement ${same.by} started`);
       return same;
     }
     if (running.length >= MAX_BATCHES) {
       const message = `${running.length} re-announcements are running already (${running.map((b) => b.what).join(", ")}): wait for one to finish`;
-      audit("refused", message);
+      await audit("refused", message);
       throw new ActionRefused(message);
     }
     const batch: AnnounceBatch = { id: randomUUID(), by: actor, what, startedAt: now, endedAt: null, ips: [], version: 1 };
     this.#batches.set(batch.id, batch);
-    audit("ok", `${ips.length} IPs, each from its expected owner`);
+    // Written before its IPs' entries, but awaited once the batch runs: a failed write must not hold the batch's slot.
+    const logged = audit("ok", `${ips.length} IPs, each from its expected owner`);
     const bump = (list: readonly Announced[]) => {
       batch.ips.splice(0, batch.ips.length, ...list);
       batch.version++;
@@ -157,6 +158,7 @@ export class AnnounceBatches {
         batch.endedAt = this.announcer.clock();
         batch.version++;
       });
+    await logged;
     return batch;
   }
 

@@ -35,16 +35,15 @@ export class AlertAdmin {
     readonly audit: AuditLog,
   ) {}
 
-  #audit(e: Omit<AuditEntry, "t">): void {
-    this.audit.append({ t: this.alerter.o.hub.clock(), ...e });
+  #audit(e: Omit<AuditEntry, "t">): Promise<void> {
+    return this.audit.append({ t: this.alerter.o.hub.clock(), ...e });
   }
 
   /** receivers: every receiver (config file, environment, Settings) with how its notifications fare. */
-  receivers() {
+  async receivers() {
     const a = this.alerter;
-    const gone = a.goneReceivers();
-    const recent = a.o.outbox.recent(1000);
-    return a.o.receivers().map((r) => {
+    const [gone, recent, receivers] = await Promise.all([a.goneReceivers(), a.o.outbox.recent(1000), a.o.receivers()]);
+    return receivers.map((r) => {
       const mine = recent.filter((d) => d.receiver === r.name);
       const delivered = mine.find((d) => d.status === "delivered");
       const failing = mine.find((d) => d.lastError !== null);
@@ -63,8 +62,8 @@ export class AlertAdmin {
   }
 
   /** deliveries: the newest notifications and what became of them. */
-  deliveries(limit: number) {
-    return this.alerter.o.outbox.recent(limit).map((d) => ({
+  async deliveries(limit: number) {
+    return (await this.alerter.o.outbox.recent(limit)).map((d) => ({
       id: d.id,
       receiver: d.receiver,
       ip: d.groupKey,
@@ -81,7 +80,10 @@ export class AlertAdmin {
   }
 
   /** saveReceiver adds or edits a receiver of Settings; its URL must pass the egress policy. */
-  saveReceiver(input: { name: string; url: string; format: Format; secret: string | null; keepSecret: boolean }, actor: string): void {
+  async saveReceiver(
+    input: { name: string; url: string; format: Format; secret: string | null; keepSecret: boolean },
+    actor: string,
+  ): Promise<void> {
     const a = this.alerter;
     const audit = (outcome: "ok" | "refused", detail: string) =>
       this.#audit({
@@ -91,29 +93,29 @@ export class AlertAdmin {
         outcome,
         detail,
       });
-    const existing = a.o.receivers().find((r) => r.name === input.name);
+    const existing = (await a.o.receivers()).find((r) => r.name === input.name);
     if (existing !== undefined && existing.source !== "settings") {
       const where = existing.source === "env" ? "environment" : "config file";
-      audit("refused", `defined in the ${where}`);
+      await audit("refused", `defined in the ${where}`);
       throw new AlertRefused("CONFLICT", `${input.name} comes from the ${where}: change it there`);
     }
     const bad = checkUrl(input.url, a.o.policy);
     if (bad !== null) {
-      audit("refused", bad);
+      await audit("refused", bad);
       throw new AlertRefused("BAD_REQUEST", bad);
     }
     const secret = input.keepSecret ? (existing?.secret ?? null) : input.secret;
-    a.o.outbox.saveReceiver({ name: input.name, url: input.url, format: input.format, secret, createdBy: actor }, a.o.hub.clock());
-    a.revive(input.name);
-    audit("ok", existing === undefined ? "added" : "edited");
+    await a.o.outbox.saveReceiver({ name: input.name, url: input.url, format: input.format, secret, createdBy: actor }, a.o.hub.clock());
+    await a.revive(input.name);
+    await audit("ok", existing === undefined ? "added" : "edited");
   }
 
   /** deleteReceiver removes a receiver of Settings and cancels what it had pending. */
-  deleteReceiver(name: string, actor: string): void {
+  async deleteReceiver(name: string, actor: string): Promise<void> {
     const outbox = this.alerter.o.outbox;
-    const ok = outbox.deleteReceiver(name);
-    const cancelled = ok ? outbox.cancel(name, "the receiver was deleted") : 0;
-    this.#audit({
+    const ok = await outbox.deleteReceiver(name);
+    const cancelled = ok ? await outbox.cancel(name, "the receiver was deleted") : 0;
+    await this.#audit({
       actor,
       action: "receiver.delete",
       input: { name },
@@ -128,11 +130,11 @@ export class AlertAdmin {
    * let Settings read whatever a URL the hub can reach says.
    */
   async testReceiver(name: string, actor: string): Promise<{ ok: boolean; status: number | null; ms: number; error: string | null }> {
-    const r = this.alerter.o.receivers().find((x) => x.name === name);
+    const r = (await this.alerter.o.receivers()).find((x) => x.name === name);
     if (r === undefined) throw new AlertRefused("NOT_FOUND", `no receiver ${name}`);
     const res: Attempt = await this.alerter.test(r);
     const ok = res.status !== null && res.status >= 200 && res.status < 300 && res.error === null;
-    this.#audit({
+    await this.#audit({
       actor,
       action: "receiver.test",
       input: { name },

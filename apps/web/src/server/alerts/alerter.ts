@@ -62,7 +62,7 @@ export interface AlerterOptions {
   /** Where the receivers that answered 410 are remembered. */
   readonly settings: SettingsRepo;
   /** The receivers of now (config, environment and Settings together). */
-  readonly receivers: () => readonly Receiver[];
+  readonly receivers: () => Promise<readonly Receiver[]>;
   readonly policy: AlertPolicy;
   readonly logger: Logger;
   readonly onOutcome?: (receiver: string, outcome: Outcome) => void;
@@ -83,6 +83,7 @@ export class Alerter {
   #timer: NodeJS.Timeout | null = null;
   #sweeper: NodeJS.Timeout | null = null;
   #passing = false;
+  #decisions: Promise<void> = Promise.resolve();
   #stopFeed: AbortController | null = null;
   readonly #random: () => number;
   /** Where receivers may be reached (public addresses unless allowed), checked at every send. */
@@ -104,12 +105,12 @@ export class Alerter {
     this.#stopFeed = ac;
     void (async () => {
       for await (const batch of this.o.hub.feed.changes(ac.signal)) {
-        for (const c of batch) if (c.kind === "incident" && c.transition !== null) this.onTransition(c.transition);
+        for (const c of batch) if (c.kind === "incident" && c.transition !== null) await this.onTransition(c.transition);
       }
     })();
     this.#timer = setInterval(() => void this.deliverDue(), 250);
     this.#timer.unref();
-    this.#sweeper = setInterval(() => this.sweep(), REPEAT_SWEEP_MS);
+    this.#sweeper = setInterval(() => void this.sweep(), REPEAT_SWEEP_MS);
     this.#sweeper.unref();
     void this.deliverDue();
   }
@@ -120,19 +121,29 @@ export class Alerter {
     if (this.#sweeper !== null) clearInterval(this.#sweeper);
   }
 
-  #gone(): Set<string> {
-    return new Set(this.o.settings.get<string[]>(GONE_KEY) ?? []);
+  async #gone(): Promise<Set<string>> {
+    return new Set((await this.o.settings.get<string[]>(GONE_KEY)) ?? []);
   }
 
   /** revive lets a receiver that answered 410 receive again (it was edited). */
-  revive(name: string): void {
-    const gone = this.#gone();
-    if (gone.delete(name)) this.o.settings.set(GONE_KEY, [...gone], this.#now);
+  async revive(name: string): Promise<void> {
+    const gone = await this.#gone();
+    if (gone.delete(name)) await this.o.settings.set(GONE_KEY, [...gone], this.#now);
   }
 
   /** status says, per receiver, whether it answered 410 and how its notifications fared. */
-  goneReceivers(): ReadonlySet<string> {
+  goneReceivers(): Promise<ReadonlySet<string>> {
     return this.#gone();
+  }
+
+  /**
+   * #decide runs decisions one after another (a transition, the repeat sweep): each reads the outbox before it
+   * writes, and two at once could both find nothing waiting and write two notifications.
+   */
+  #decide(fn: () => Promise<void>): Promise<void> {
+    const next = this.#decisions.then(fn);
+    this.#decisions = next.catch((e: unknown) => this.o.logger.error("alert.decision_failed", { message: (e as Error).message }));
+    return this.#decisions;
   }
 
   /**
@@ -143,29 +154,35 @@ export class Alerter {
    * finding that clears while another still pages sends nothing (the next notification shows it resolved); "resolved"
    * goes once no finding that pages holds any more.
    */
-  onTransition(t: Transition): void {
-    if (!NOTIFIED.has(t.finding.type)) return;
-    const open = this.o.hub.judging.incidents({ ip: t.finding.ip, open: true });
-    if (t.kind === "opened") {
-      const others = open.some((i) => paging(i).some((f) => f.resolvedAt === null && f.type !== t.finding.type));
-      this.enqueue(t.finding.ip, others ? "update" : "firing");
-    } else if (t.kind === "cleared" && this.o.policy.sendResolved && !open.some(pages)) this.enqueue(t.finding.ip, "resolved");
+  onTransition(t: Transition): Promise<void> {
+    if (!NOTIFIED.has(t.finding.type)) return Promise.resolve();
+    return this.#decide(async () => {
+      const open = await this.o.hub.judging.incidents({ ip: t.finding.ip, open: true });
+      if (t.kind === "opened") {
+        const others = open.some((i) => paging(i).some((f) => f.resolvedAt === null && f.type !== t.finding.type));
+        await this.#enqueue(t.finding.ip, others ? "update" : "firing");
+      } else if (t.kind === "cleared" && this.o.policy.sendResolved && !open.some(pages)) await this.#enqueue(t.finding.ip, "resolved");
+    });
   }
 
   /**
    * enqueue writes one notification per receiver for the IP, unless one is still waiting to go (what changed goes out
    * with it) or the IP hit its cap. An "update" to a receiver never notified of the IP is its first page ("firing").
    */
-  enqueue(ip: string, kind: OutboxKind): void {
+  enqueue(ip: string, kind: OutboxKind): Promise<void> {
+    return this.#decide(() => this.#enqueue(ip, kind));
+  }
+
+  async #enqueue(ip: string, kind: OutboxKind): Promise<void> {
     const now = this.#now;
-    const gone = this.#gone();
-    for (const r of this.o.receivers()) if (!gone.has(r.name)) this.#enqueueTo(r, ip, kind, now);
+    const gone = await this.#gone();
+    for (const r of await this.o.receivers()) if (!gone.has(r.name)) await this.#enqueueTo(r, ip, kind, now);
     if (this.o.policy.groupWaitMs === 0) setImmediate(() => void this.deliverDue());
   }
 
-  #enqueueTo(r: Receiver, ip: string, kind: OutboxKind, now: number): void {
-    if (this.o.outbox.waiting(r.name, ip) !== null) return;
-    if (this.o.outbox.sentSince(r.name, ip, now - 3_600_000) >= this.o.policy.maxPerIpPerHour) {
+  async #enqueueTo(r: Receiver, ip: string, kind: OutboxKind, now: number): Promise<void> {
+    if ((await this.o.outbox.waiting(r.name, ip)) !== null) return;
+    if ((await this.o.outbox.sentSince(r.name, ip, now - 3_600_000)) >= this.o.policy.maxPerIpPerHour) {
       this.o.onOutcome?.(r.name, "suppressed");
       this.o.logger.warn("alert.suppressed", {
         receiver: r.name,
@@ -188,9 +205,9 @@ export class Alerter {
       });
       return;
     }
-    const last = kind === "update" ? this.o.outbox.lastCreated(r.name, ip) : null;
+    const last = kind === "update" ? await this.o.outbox.lastCreated(r.name, ip) : null;
     const notBefore = Math.max(now + this.o.policy.groupWaitMs, last === null ? 0 : last + this.o.policy.groupIntervalMs);
-    this.o.outbox.add({
+    await this.o.outbox.add({
       id: `msg_${randomBytes(12).toString("hex")}`,
       receiver: r.name,
       groupKey: ip,
@@ -201,32 +218,30 @@ export class Alerter {
   }
 
   /** sweep notifies again, per receiver, the subjects whose incident still pages repeat_interval after their last notification. */
-  sweep(): void {
-    const now = this.#now;
-    const ips = new Set(
-      this.o.hub.judging
-        .incidents({ open: true, limit: 5000 })
-        .filter(pages)
-        .map((i) => i.ip),
-    );
-    const gone = this.#gone();
-    for (const ip of ips) {
-      for (const r of this.o.receivers()) {
-        if (gone.has(r.name)) continue;
-        const last = this.o.outbox.lastCreated(r.name, ip);
-        if (last !== null && now - last >= this.o.policy.repeatIntervalMs) this.#enqueueTo(r, ip, "repeat", now);
+  sweep(): Promise<void> {
+    return this.#decide(async () => {
+      const now = this.#now;
+      const ips = new Set((await this.o.hub.judging.incidents({ open: true, limit: 5000 })).filter(pages).map((i) => i.ip));
+      const gone = await this.#gone();
+      const receivers = await this.o.receivers();
+      for (const ip of ips) {
+        for (const r of receivers) {
+          if (gone.has(r.name)) continue;
+          const last = await this.o.outbox.lastCreated(r.name, ip);
+          if (last !== null && now - last >= this.o.policy.repeatIntervalMs) await this.#enqueueTo(r, ip, "repeat", now);
+        }
       }
-    }
+    });
   }
 
   /**
    * notice is what a notification says now: one alert per finding that pages, of the subject's open incident and of
    * those cleared since the last one sent (a finding of an incident is one alert, with the incident's id).
    */
-  notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Notice | null {
+  async notice(row: Pick<OutboxRow, "id" | "receiver" | "groupKey" | "createdAt">): Promise<Notice | null> {
     const ip = row.groupKey;
-    const since = this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt) ?? row.createdAt - 3_600_000;
-    const alerts: Alert[] = this.o.hub.judging.incidents({ ip, limit: 200 }).flatMap((i) =>
+    const since = (await this.o.outbox.previousDelivered(row.receiver, ip, row.createdAt)) ?? row.createdAt - 3_600_000;
+    const alerts: Alert[] = (await this.o.hub.judging.incidents({ ip, limit: 200 })).flatMap((i) =>
       paging(i)
         .filter((f) => f.resolvedAt === null || f.resolvedAt >= since)
         .map((f) => ({
@@ -262,12 +277,12 @@ export class Alerter {
     if (this.#passing) return;
     this.#passing = true;
     try {
-      const byName = new Map(this.o.receivers().map((r) => [r.name, r]));
+      const byName = new Map((await this.o.receivers()).map((r) => [r.name, r]));
       const sends: Promise<void>[] = [];
-      for (const row of this.o.outbox.due(this.#now, 100)) {
+      for (const row of await this.o.outbox.due(this.#now, 100)) {
         const r = byName.get(row.receiver);
         if (r === undefined) {
-          this.o.outbox.cancel(row.receiver, "the receiver was removed");
+          await this.o.outbox.cancel(row.receiver, "the receiver was removed");
           continue;
         }
         if ((this.#inflight.get(r.name) ?? 0) >= CONCURRENCY) continue;
@@ -286,9 +301,9 @@ export class Alerter {
   async #send(r: Receiver, row: OutboxRow): Promise<void> {
     let body = row.body;
     if (body === null) {
-      const n = this.notice(row);
+      const n = await this.notice(row);
       if (n === null) {
-        this.o.outbox.attempted(row.id, {
+        await this.o.outbox.attempted(row.id, {
           status: "cancelled",
           notBefore: row.notBefore,
           lastStatus: null,
@@ -298,23 +313,23 @@ export class Alerter {
         return;
       }
       body = render(r.format, n);
-      this.o.outbox.freeze(row.id, body);
+      await this.o.outbox.freeze(row.id, body);
     }
     this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
     const a = await this.egress
       .post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now)
       .finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
-    this.#settle(r, row, a);
+    await this.#settle(r, row, a);
     // Another due row may have waited for this slot.
     if (a.status !== null && a.status < 300) setImmediate(() => void this.deliverDue());
   }
 
-  #settle(r: Receiver, row: OutboxRow, a: Attempt): void {
+  async #settle(r: Receiver, row: OutboxRow, a: Attempt): Promise<void> {
     const now = this.#now;
     const attempts = row.attempts + 1;
     const base = { lastStatus: a.status, deliveredAt: null as number | null };
     if (a.status !== null && a.status >= 200 && a.status < 300) {
-      this.o.outbox.attempted(row.id, { ...base, status: "delivered", notBefore: row.notBefore, lastError: null, deliveredAt: now });
+      await this.o.outbox.attempted(row.id, { ...base, status: "delivered", notBefore: row.notBefore, lastError: null, deliveredAt: now });
       this.o.onOutcome?.(r.name, "delivered");
       this.o.logger.info("alert.delivered", { receiver: r.name, id: row.id, ip: row.groupKey, kind: row.kind, attempts, ms: a.ms });
       return;
@@ -323,16 +338,16 @@ export class Alerter {
     // service's page, reached through allowPrivate).
     const why = a.error ?? `HTTP ${a.status ?? 0}`;
     if (a.status === 410) {
-      this.o.outbox.attempted(row.id, {
+      await this.o.outbox.attempted(row.id, {
         ...base,
         status: "failed",
         notBefore: row.notBefore,
         lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)`,
       });
-      const cancelled = this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
-      const gone = this.#gone();
+      const cancelled = await this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
+      const gone = await this.#gone();
       gone.add(r.name);
-      this.o.settings.set(GONE_KEY, [...gone], now);
+      await this.o.settings.set(GONE_KEY, [...gone], now);
       this.o.onOutcome?.(r.name, "gone");
       this.o.logger.error("alert.receiver_gone", {
         receiver: r.name,
@@ -343,7 +358,7 @@ export class Alerter {
     }
     const retryable = a.status === null || a.status === 429 || a.status === 408 || a.status >= 500;
     if (!retryable || now - row.createdAt >= GIVE_UP_MS) {
-      this.o.outbox.attempted(row.id, {
+      await this.o.outbox.attempted(row.id, {
         ...base,
         status: "failed",
         notBefore: row.notBefore,
@@ -359,7 +374,7 @@ export class Alerter {
       0,
       Math.min(Math.max(backoff, Math.min(a.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS)), row.createdAt + GIVE_UP_MS - now),
     );
-    this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
+    await this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
     this.o.onOutcome?.(r.name, "retry");
     this.o.logger.warn("alert.retry", { receiver: r.name, id: row.id, status: a.status, why, attempts, retryInMs: Math.round(wait) });
   }

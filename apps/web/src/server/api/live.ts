@@ -22,20 +22,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * live turns a read into a resumable subscription driven by the feed: it yields the value at once, then again after
  * each change that `matters`, at most every `minIntervalMs`. A client that reconnects with the event id it last got
- * is sent nothing until something that matters to it changes after that id.
+ * is sent nothing until something that matters to it changes after that id. A read may wait on the store: its event
+ * id is the feed's position before the read, so a change made while it reads is sent again, never missed.
  */
 export async function* live<T>(
   feed: Feed,
   signal: AbortSignal | undefined,
   matters: (c: Change) => boolean,
   lastEventId: string | null | undefined,
-  read: () => T,
+  read: () => T | Promise<T>,
   minIntervalMs = 0,
 ): AsyncGenerator<TrackedEnvelope<T>> {
   const ac = signal ?? new AbortController().signal;
   const start = feed.seq;
   const resumed = seqOf(feed, lastEventId);
-  if (resumed === null || feed.movedSince(resumed, matters)) yield tracked(eventId(feed, start), read());
+  if (resumed === null || feed.movedSince(resumed, matters)) yield tracked(eventId(feed, start), await read());
   let sentAt = Date.now();
   for await (const batch of feed.changes(ac, start)) {
     if (!batch.some(matters)) continue;
@@ -44,7 +45,8 @@ export async function* live<T>(
     if (wait > 0) await sleep(wait);
     if (ac.aborted) return;
     sentAt = Date.now();
-    yield tracked(eventId(feed, feed.seq), read());
+    const seq = feed.seq;
+    yield tracked(eventId(feed, seq), await read());
   }
 }
 

@@ -61,7 +61,8 @@ async function sendList<K>(res: ServerResponse, head: boolean, keys: readonly K[
 /**
  * handleRest answers the read API: GET only, for a Bearer token (api.viewerTokenFile, or one an admin made in
  * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token. An answer written
- * over time (a capture, the IP list) is returned as its promise, for the server to log if it fails.
+ * over time (a capture, the IP list) or read from the store (an IP's timeline, incidents) is returned as its promise,
+ * for the server to log if it fails.
  */
 export function handleRest(
   hub: Hub,
@@ -126,12 +127,9 @@ export function handleRest(
       return;
     }
     const now = hub.clock();
-    send(res, 200, {
-      ...ipJson(v),
-      timeline: hub.timeline(ip, now - TIMELINE_MS, now),
-      incidents: hub.incidents({ ip, limit: 50 }).map(incidentJson),
-    });
-    return;
+    return Promise.all([hub.timeline(ip, now - TIMELINE_MS, now), hub.incidents({ ip, limit: 50 })]).then(([timeline, incidents]) =>
+      send(res, 200, { ...ipJson(v), timeline, incidents: incidents.map(incidentJson) }),
+    );
   }
   if (path === "cluster") {
     send(res, 200, hub.summary());
@@ -173,8 +171,9 @@ export function handleRest(
       return;
     }
     const subject = ip === undefined ? undefined : (normalizeIpKey(ip) ?? ip);
-    send(res, 200, hub.incidents({ open: state === null ? undefined : state === "open", ip: subject, limit }).map(incidentJson));
-    return;
+    return hub
+      .incidents({ open: state === null ? undefined : state === "open", ip: subject, limit })
+      .then((incidents) => send(res, 200, incidents.map(incidentJson)));
   }
   send(res, 404, {
     error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/ips/{ip}/capture, /api/v1/nodes, /api/v1/incidents, /api/v1/incidents/{id}/capture)`,

@@ -55,14 +55,14 @@ export const createCallerFactory = t.createCallerFactory;
  * sign-in (a page of another site can make the browser send the cookie, never this header).
  */
 function roleProcedure(role: Role) {
-  return t.procedure.use(({ ctx, type, path, next }) => {
+  return t.procedure.use(async ({ ctx, type, path, next }) => {
     const p = ctx.principal;
     if (p === null) throw new TRPCError({ code: "UNAUTHORIZED", message: "not signed in: open /login" });
     if (!allows(p.role, role)) {
       const message = `${p.user} is a ${p.role}; this needs the ${role} role (ask an admin, or map your group in auth.proxy.groupRoles)`;
       // An attempt to change something without the role is itself worth knowing: it is audited like a refused action.
       if (type === "mutation")
-        ctx.audit.append({ t: Date.now(), actor: p.user, action: path, input: null, outcome: "refused", detail: message });
+        await ctx.audit.append({ t: Date.now(), actor: p.user, action: path, input: null, outcome: "refused", detail: message });
       throw new TRPCError({ code: "FORBIDDEN", message });
     }
     if (type === "mutation" && !ctx.csrfOk)

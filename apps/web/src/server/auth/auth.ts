@@ -139,24 +139,31 @@ export class Auth {
   /** clients reads a request's real client address (behind trusted proxies). */
   readonly clients: ClientAddresses;
 
-  constructor(
+  /** open reads (or makes) the database's CSRF secret and returns the Auth. */
+  static async open(
+    config: AuthConfig,
+    access: AccessRepo,
+    settings: SettingsRepo,
+    logger: Logger,
+    clock: () => number = Date.now,
+  ): Promise<Auth> {
+    // One secret per database, so CSRF tokens outlive a hub restart as the sessions do, and hold on every hub of it.
+    const secret = await settings.keep("auth.secret", randomBytes(32).toString("base64"), clock());
+    return new Auth(config, access, Buffer.from(secret, "base64"), logger, clock);
+  }
+
+  private constructor(
     readonly config: AuthConfig,
     readonly access: AccessRepo,
-    settings: SettingsRepo,
+    secret: Buffer,
     readonly logger: Logger,
-    readonly clock: () => number = Date.now,
+    readonly clock: () => number,
   ) {
     this.#users = new Map(config.users.map((u) => [u.name, u]));
     this.#noisy = new LogThrottle(logger, clock);
     this.#trusted = config.proxy === null ? null : trustList(config.proxy.trustedProxies);
     this.clients = new ClientAddresses([...(config.trustedProxies ?? []), ...(config.proxy?.trustedProxies ?? [])]);
-    // One secret per database, so CSRF tokens outlive a hub restart as the sessions do.
-    let secret = settings.get<string>("auth.secret");
-    if (secret === null) {
-      secret = randomBytes(32).toString("base64");
-      settings.set("auth.secret", secret, clock());
-    }
-    this.#secret = Buffer.from(secret, "base64");
+    this.#secret = secret;
   }
 
   /** methods says how people can sign in, for the login page and the logs. */
@@ -169,8 +176,8 @@ export class Auth {
   }
 
   /** principal returns who made `req`, or null when no valid credential came with it. */
-  principal(req: IncomingMessage): Principal | null {
-    return this.#fromProxy(req) ?? this.#fromSession(req) ?? this.#fromBearer(req);
+  async principal(req: IncomingMessage): Promise<Principal | null> {
+    return this.#fromProxy(req) ?? (await this.#fromSession(req)) ?? (await this.#fromBearer(req));
   }
 
   #fromProxy(req: IncomingMessage): Principal | null {
@@ -200,11 +207,11 @@ export class Auth {
     return { user, role, via: "proxy", csrf: this.#csrf(`proxy\0${user}`) };
   }
 
-  #fromSession(req: IncomingMessage): Principal | null {
+  async #fromSession(req: IncomingMessage): Promise<Principal | null> {
     const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
     if (id === null || id.length > 128) return null;
     const idHash = sha256(id);
-    const s = this.access.session(idHash, this.clock());
+    const s = await this.access.session(idHash, this.clock());
     if (s === null) return null;
     // The role comes from the configuration of now: a user removed or demoted there loses access at once.
     const u = this.#users.get(s.user);
@@ -212,13 +219,13 @@ export class Auth {
     return { user: u.name, role: u.role, via: "session", csrf: this.#csrf(`session\0${idHash}`) };
   }
 
-  #fromBearer(req: IncomingMessage): Principal | null {
+  async #fromBearer(req: IncomingMessage): Promise<Principal | null> {
     const m = /^Bearer (\S{16,256})$/.exec(req.headers.authorization ?? "");
     if (m?.[1] === undefined) return null;
     const token = m[1];
     if (this.config.viewerToken !== null && same(token, this.config.viewerToken))
       return { user: "viewer-token", role: "viewer", via: "token", csrf: null };
-    const t = this.access.apiTokenByHash(sha256(token), this.clock());
+    const t = await this.access.apiTokenByHash(sha256(token), this.clock());
     return t === null ? null : { user: `token:${t.name}`, role: "viewer", via: "token", csrf: null };
   }
 
@@ -291,7 +298,7 @@ export class Auth {
     this.#byClient.succeeded(key);
     byAccount.succeeded(accountKey);
     const id = randomBytes(32).toString("base64url");
-    this.access.createSession({
+    await this.access.createSession({
       idHash: sha256(id),
       user: u.name,
       createdAt: now,
@@ -327,9 +334,9 @@ export class Auth {
   }
 
   /** logout ends the request's session (if any) and returns the Set-Cookie that clears the cookie. */
-  logout(req: IncomingMessage, cookiePath: string): string {
+  async logout(req: IncomingMessage, cookiePath: string): Promise<string> {
     const id = cookieValue(req.headers.cookie, SESSION_COOKIE);
-    if (id !== null) this.access.deleteSession(sha256(id));
+    if (id !== null) await this.access.deleteSession(sha256(id));
     return `${SESSION_COOKIE}=; Path=${cookiePath}; Max-Age=0; HttpOnly; SameSite=Lax`;
   }
 

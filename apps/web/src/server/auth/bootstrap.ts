@@ -19,12 +19,13 @@ export async function bootstrapAdmin(
   now: number,
 ): Promise<{ user: LocalUser; file: string; created: boolean }> {
   const file = join(dbPath === ":memory:" ? "." : dirname(dbPath), BOOTSTRAP_FILE);
-  const saved = settings.get<string>("auth.bootstrapAdminHash");
+  const saved = await settings.get<string>("auth.bootstrapAdminHash");
   if (saved !== null) return { user: { name: "admin", passwordHash: saved, role: "admin" }, file, created: false };
   const password = randomBytes(18).toString("base64url");
   const passwordHash = await hashPassword(password);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, `${password}\n`, { mode: 0o600 });
-  settings.set("auth.bootstrapAdminHash", passwordHash, now);
-  return { user: { name: "admin", passwordHash, role: "admin" }, file, created: true };
+  // Another hub of the same database may have made one meanwhile: the first kept holds, and its file is theirs.
+  const kept = await settings.keep("auth.bootstrapAdminHash", passwordHash, now);
+  return { user: { name: "admin", passwordHash: kept, role: "admin" }, file, created: kept === passwordHash };
 }

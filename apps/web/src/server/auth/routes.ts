@@ -95,7 +95,7 @@ export async function handleAuth(
     (req.headers["content-type"] ?? "").startsWith("application/json") || (req.headers.accept ?? "").startsWith("application/json");
   try {
     if (path === "me" && (req.method === "GET" || req.method === "HEAD")) {
-      const p = auth.principal(req);
+      const p = await auth.principal(req);
       if (p === null) return json(res, 401, { error: "not signed in" });
       return json(res, 200, { user: p.user, role: p.role, via: p.via, csrf: p.csrf });
     }
@@ -119,11 +119,11 @@ export async function handleAuth(
       return void res.writeHead(303, { location: next, "set-cookie": [...r.setCookie], "cache-control": "no-store" }).end();
     }
     if (path === "logout") {
-      const p = auth.principal(req);
+      const p = await auth.principal(req);
       // Signing out needs the page's CSRF token too: another site must not be able to sign a user out.
       if (p !== null && !auth.csrfOk(req, p, f.csrf))
         return json(res, 403, { error: "missing CSRF token: sign out from the dashboard's button" });
-      const clear = auth.logout(req, cookiePath);
+      const clear = await auth.logout(req, cookiePath);
       if (p !== null) logger.info("auth.logout", { user: p.user });
       if (wantsJson) return json(res, 200, { ok: true }, { "set-cookie": clear });
       return void res.writeHead(303, { location: `${base}/login`, "set-cookie": clear }).end();

@@ -20,7 +20,8 @@ export interface HubConfig {
   /** The Bearer token /metrics asks for (metrics.tokenFile); null: open to whoever reaches the metrics port. */
   readonly metricsToken: string | null;
   readonly dev: boolean;
-  readonly storage: { readonly path: string; readonly retentionMs: number };
+  /** SQLite at `path`, or PostgreSQL at `url` when given (`path`'s directory still holds the bootstrap password). */
+  readonly storage: { readonly path: string; readonly url: string | null; readonly retentionMs: number };
   /** Incidents' frames: the largest capture file the hub stores or serves. */
   readonly evidence: { readonly maxFileBytes: number };
   /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
@@ -224,7 +225,7 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     metricsListen,
     metricsToken,
     dev: env.NODE_ENV === "development",
-    storage: { path: c.storage?.path ?? DEFAULTS.storagePath, retentionMs },
+    storage: { path: c.storage?.path ?? DEFAULTS.storagePath, url: c.storage?.url ?? null, retentionMs },
     evidence: { maxFileBytes: c.evidence?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES },
     agentToken,
     agentSocket: c.agents?.socket ?? null,

@@ -19,6 +19,10 @@ export function parseDuration(text: string): number | null {
 const duration = z.string().refine((s) => parseDuration(s) !== null, 'a duration such as "7d", "12h" or "30m"');
 const listen = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. "0.0.0.0:3000"');
 const path = z.string().min(1);
+/** A PostgreSQL connection URL: its scheme is checked here; the driver reads the rest (host, port, database, sslmode). */
+const postgresUrl = z
+  .string()
+  .refine((s) => /^postgres(ql)?:\/\/[^\s]+$/.test(s) && URL.canParse(s), "a PostgreSQL URL: postgres://USER:PASSWORD@HOST:PORT/DATABASE");
 const role = z.enum(ROLES);
 const serviceAccount = z
   .string()
@@ -48,7 +52,7 @@ const receiver = z.strictObject({
 export const ConfigSchema = z.strictObject({
   listen: listen.optional(),
   metrics: z.strictObject({ listen: listen.optional(), tokenFile: path.optional() }).optional(),
-  storage: z.strictObject({ path: path.optional(), retention: duration.optional() }).optional(),
+  storage: z.strictObject({ path: path.optional(), url: postgresUrl.optional(), retention: duration.optional() }).optional(),
   evidence: z
     .strictObject({
       maxFileBytes: z
@@ -156,6 +160,7 @@ export const ENV_KEYS: Readonly<Record<string, EnvKey>> = {
   WHOHAS_METRICS_LISTEN: { key: "metrics.listen", help: "metrics.listen" },
   WHOHAS_METRICS_TOKEN_FILE: { key: "metrics.tokenFile", help: "metrics.tokenFile" },
   WHOHAS_STORAGE_PATH: { key: "storage.path", help: "storage.path" },
+  WHOHAS_STORAGE_URL: { key: "storage.url", help: "storage.url (PostgreSQL instead of SQLite)" },
   WHOHAS_RETENTION: { key: "storage.retention", help: "storage.retention" },
   WHOHAS_AGENT_TOKEN: { key: "agents.token", help: "agents.tokenFile (the token itself)" },
   WHOHAS_AGENT_TOKEN_FILE: { key: "agents.tokenFile", help: "agents.tokenFile" },

@@ -100,30 +100,50 @@ export class Evidence {
   start(): void {
     const ac = new AbortController();
     this.#stopFeed = ac;
-    this.#queue = new DueQueue({
+    const queue = new DueQueue({
       clock: this.o.hub.clock,
       parallel: PARALLEL_SNAPSHOTS,
       logger: this.o.logger,
       run: async (job) => {
-        const inc = this.o.hub.store.incidents.get(job.id);
+        const inc = await this.o.hub.store.incidents.get(job.id).catch((e: unknown) => {
+          this.#failed(job.id, null, e);
+          return null;
+        });
         if (inc !== null) await this.#auto(inc, job.tries);
       },
     });
-    // Incidents that opened shortly before a restart and have no frames yet: the agents still hold them, once they
-    // are back.
+    this.#queue = queue;
     const now = this.o.hub.clock();
     const grace = now + (this.o.reconnectGraceMs ?? RECONNECT_GRACE_MS);
-    for (const inc of this.o.hub.incidents({ open: true, limit: MAX_RESUMED }))
-      if (isIpKey(inc.ip) && inc.firstSeen >= now - RING_AGE_MS && this.o.hub.store.evidence.summary(inc.id) === null)
-        this.#queue.add(inc.id, Math.max(inc.firstSeen + this.#after, grace));
+    // The feed is read from here on, once the incidents open now are looked at: none that opens meanwhile is missed.
+    const after = this.o.hub.feed.seq;
     void (async () => {
-      for await (const batch of this.o.hub.feed.changes(ac.signal))
+      // Incidents that opened shortly before a restart and have no frames yet: the agents still hold them, once they
+      // are back.
+      const resumed = new Set<number>();
+      try {
+        for (const inc of await this.o.hub.incidents({ open: true, limit: MAX_RESUMED }))
+          if (isIpKey(inc.ip) && inc.firstSeen >= now - RING_AGE_MS && (await this.o.hub.store.evidence.summary(inc.id)) === null) {
+            resumed.add(inc.id);
+            queue.add(inc.id, Math.max(inc.firstSeen + this.#after, grace));
+          }
+      } catch (e) {
+        this.o.logger.error("evidence.resume_failed", { message: e instanceof Error ? e.message : String(e) });
+      }
+      for await (const batch of this.o.hub.feed.changes(ac.signal, after))
         for (const c of batch)
-          if (c.kind === "incident" && c.opened && isIpKey(c.subject)) {
-            const inc = this.o.hub.store.incidents.get(c.id);
+          if (c.kind === "incident" && c.opened && isIpKey(c.subject) && !resumed.has(c.id)) {
+            const inc = await this.o.hub.store.incidents.get(c.id).catch((e: unknown) => {
+              this.#failed(c.id, c.subject, e);
+              return null;
+            });
             if (inc !== null) this.#queue?.add(c.id, inc.firstSeen + this.#after);
           }
     })();
+  }
+
+  #failed(incident: number, ip: string | null, e: unknown): void {
+    this.o.logger.error("evidence.snapshot_failed", { incident, ip, message: e instanceof Error ? e.message : String(e) });
   }
 
   stop(): void {
@@ -146,13 +166,9 @@ export class Evidence {
         this.#queue?.add(inc.id, this.o.hub.clock() + (this.o.retryMs ?? RETRY_MS), tries + 1);
         return;
       }
-      this.#store(inc, got);
+      await this.#store(inc, got);
     } catch (e) {
-      this.o.logger.error("evidence.snapshot_failed", {
-        incident: inc.id,
-        ip: inc.ip,
-        message: e instanceof Error ? e.message : String(e),
-      });
+      this.#failed(inc.id, inc.ip, e);
     }
   }
 
@@ -168,7 +184,7 @@ export class Evidence {
     // An incident open for hours: the agents hold only their last minutes anyway.
     const askFrom = Math.max(fromMs, toMs - MAX_WINDOW_MS);
     const got = await this.#collect(inc.ip, askFrom, toMs);
-    const old = this.o.hub.store.evidence.get(inc.id);
+    const old = await this.o.hub.store.evidence.get(inc.id);
     const nodes = new Map(got.nodes.map((n) => [n.node, n]));
     const missing = new Map(got.missing.map((m) => [m.node, m]));
     for (const n of old?.nodes ?? []) {
@@ -209,7 +225,7 @@ export class Evidence {
   }
 
   /** #store keeps a gathered snapshot, unless it would push a stored one past the file's bound. */
-  #store(inc: Incident, got: { evidence: StoredEvidence; old: StoredEvidence | null }): StoredEvidence {
+  async #store(inc: Incident, got: { evidence: StoredEvidence; old: StoredEvidence | null }): Promise<StoredEvidence> {
     const bytes = got.old === null ? 0 : bytesOf(got.evidence);
     if (bytes > budgetOf(this.maxFileBytes)) {
       // The frames around the first evidence matter most: a refresh that would push them past the bound is dropped.
@@ -221,7 +237,7 @@ export class Evidence {
       });
       return got.old ?? got.evidence;
     }
-    this.o.hub.store.evidence.put(inc.id, got.evidence);
+    await this.o.hub.store.evidence.put(inc.id, got.evidence);
     this.o.logger.info("evidence.snapshot", {
       incident: inc.id,
       ip: inc.ip,
@@ -243,20 +259,20 @@ export class Evidence {
   async download(user: string, input: Record<string, unknown>, build: () => Promise<CaptureFile>): Promise<CaptureFile> {
     const audit = (outcome: "ok" | "refused" | "failed", detail: string) =>
       this.o.hub.store.audit.append({ t: this.o.hub.clock(), actor: user, action: "capture.download", input, outcome, detail });
-    const file = await this.#bounded(user, build).catch((e: unknown): CaptureFile => {
+    const file = await this.#bounded(user, build).catch(async (e: unknown): Promise<CaptureFile> => {
       // Whatever an agent sent or the store held, one download that cannot be built must not take the hub down.
       const message = e instanceof Error ? e.message : String(e);
-      audit("failed", message);
+      await audit("failed", message);
       return { ok: false, status: 500, message: `the capture could not be built: ${message}` };
     });
     if (file.ok) {
       const missing = listed(file.missing.map((m) => `${m.node} (${m.why})`));
       const from = file.nodes.length === 0 ? "no node" : listed(file.nodes).join(", ");
-      audit(
+      await audit(
         "ok",
         `${file.frames} frames from ${from}, ${file.bytes.length} bytes${missing.length === 0 ? "" : `; missing: ${missing.join(", ")}`}`,
       );
-    } else if (file.status === 413 || file.status === 429) audit("refused", file.message);
+    } else if (file.status === 413 || file.status === 429) await audit("refused", file.message);
     return file;
   }
 
@@ -285,7 +301,7 @@ export class Evidence {
    * when nothing was stored yet: the agents are asked at once).
    */
   async incidentFile(id: number): Promise<CaptureFile> {
-    const inc = this.o.hub.store.incidents.get(id);
+    const inc = await this.o.hub.store.incidents.get(id);
     if (inc === null) return { ok: false, status: 404, message: `no incident ${id}` };
     if (!isIpKey(inc.ip))
       return {
@@ -294,15 +310,15 @@ export class Evidence {
         message: `incident ${id} is about ${inc.ip}, not an IP: it has no frames (its evidence is on the Nodes page)`,
       };
     // The summary says whether what is stored will do, without reading the frames.
-    const summary = this.o.hub.store.evidence.summary(id);
+    const summary = await this.o.hub.store.evidence.summary(id);
     const fresh = summary !== null && (inc.resolvedAt !== null || summary.collectedAt >= this.o.hub.clock() - FRESH_MS);
-    const stored = fresh ? this.o.hub.store.evidence.get(id) : null;
+    const stored = fresh ? await this.o.hub.store.evidence.get(id) : null;
     let e: StoredEvidence;
     if (stored !== null) e = stored;
     else {
       const got = await this.#gather(inc);
       // Nobody answered and nothing was stored: the file says who is missing, and nothing is kept of it.
-      e = got.answered === 0 && got.old === null ? got.evidence : this.#store(inc, got);
+      e = got.answered === 0 && got.old === null ? got.evidence : await this.#store(inc, got);
     }
     const lines = [`${inc.detail}`, ...subjectLines(inc)];
     return this.#file(

@@ -1,5 +1,5 @@
 import { SILENCE_MS, type AgentMessage, type InterfaceInfo, type NodeFacts } from "@whohas/core";
-import type { AgentsRepo } from "../store/agents.js";
+import type { AgentsRepo, StoredAgent } from "../store/agents.js";
 import type { Feed } from "./feed.js";
 import { LoadWatch } from "./load-watch.js";
 
@@ -71,10 +71,11 @@ export class AgentRegistry {
     readonly repo: AgentsRepo,
     readonly feed: Feed,
     readonly clock: () => number,
+    stored: readonly StoredAgent[],
     readonly onConflict: (c: MacConflict) => void = () => undefined,
   ) {
     this.#startedAt = clock();
-    for (const a of repo.list()) {
+    for (const a of stored) {
       this.#agents.set(a.node, { ...a, connections: 0, probeMany: null });
       this.#relist(a.node, false);
     }
@@ -254,31 +255,36 @@ export class AgentRegistry {
    * forgetStale forgets the agents not connected and silent for longer than `afterMs`, and those `gone` says are no
    * longer Nodes of the cluster once they are dead; returns the nodes forgotten.
    */
-  forgetStale(now: number, afterMs: number, gone: (node: string) => boolean = () => false): string[] {
+  async forgetStale(now: number, afterMs: number, gone: (node: string) => boolean = () => false): Promise<string[]> {
     const out: string[] = [];
     for (const r of [...this.#agents.values()]) {
       const v = this.#view(r, now);
       if (v.connected) continue;
       if (now - r.lastSeen > afterMs || (this.dead(v, now) && gone(r.node))) {
-        this.forget(r.node);
+        const deleted = this.forget(r.node);
+        if (deleted === null) continue;
+        await deleted;
         out.push(r.node);
       }
     }
     return out;
   }
 
-  /** forget drops what the hub knows of a node's agent (memory and storage); a live agent cannot be forgotten. */
-  forget(node: string): boolean {
+  /**
+   * forget drops what the hub knows of a node's agent: from memory at once, from storage by the promise it returns;
+   * null when it did not (a live agent cannot be forgotten).
+   */
+  forget(node: string): Promise<void> | null {
     const r = this.#agents.get(node);
-    if (r === undefined || r.connections > 0) return false;
+    if (r === undefined || r.connections > 0) return null;
     this.#agents.delete(node);
-    this.repo.forget(node);
+    const deleted = this.repo.forget(node);
     const had = this.#listed.get(node) ?? new Set<string>();
     this.#listed.delete(node);
     for (const mac of had) this.#unlist(mac, node);
     this.#rehome(had);
     this.feed.publish({ kind: "agents" });
-    return true;
+    return deleted;
   }
 
   #view(r: AgentRecord, now: number): AgentView {

@@ -1,11 +1,13 @@
 import { splitIpKey, type AgentMessage, type NodeArp, type NodeFacts } from "@whohas/core";
-import { openSqlite } from "../store/db.js";
+import { openSqlite } from "../store/sqlite.js";
 import { Store } from "../store/store.js";
+import type { StoredAgent } from "../store/agents.js";
 import type { TimelinePoint } from "../store/traffic.js";
 import { AgentRegistry, type AgentView, type MacConflict } from "./agents.js";
 import { ClusterState, type ClusterSource, type ClusterView } from "./cluster.js";
 import { Feed } from "./feed.js";
-import { Judging } from "./judging.js";
+import { Judging, type JudgingStart } from "./judging.js";
+import { STRICT_ARP_SEEN } from "./node-judging.js";
 import { Traffic, type LimitStatus, type TrackingLimits } from "./traffic.js";
 import { Views, evidenceOf, rowOf, type HubIpView, type IpRow } from "./views.js";
 
@@ -41,6 +43,14 @@ export interface HubOptions {
   readonly onLimit?: (status: LimitStatus) => void;
   /** Where a MAC claimed by two live nodes is told (the first keeps it). */
   readonly onMacConflict?: (c: MacConflict) => void;
+  /** Where a write to the store that failed is told (the hub goes on from what it holds in memory). */
+  readonly onStoreError?: (what: string, e: Error) => void;
+}
+
+/** What a hub starts from: what its store kept of the agents, the incidents open, the traffic and strictARP seen. */
+interface Start extends JudgingStart {
+  readonly agents: readonly StoredAgent[];
+  readonly history: Parameters<Traffic["restore"]>[0];
 }
 
 /**
@@ -57,12 +67,30 @@ export class Hub {
   readonly traffic: Traffic;
   readonly judging: Judging;
   readonly views: Views;
+  readonly #onStoreError: (what: string, e: Error) => void;
 
-  constructor(opts: HubOptions = {}) {
+  /**
+   * open starts a hub on `opts.store` (an in-memory SQLite database when absent: tests), from what the store kept:
+   * the agents, the open incidents, the last `restoreMs` of traffic.
+   */
+  static async open(opts: HubOptions = {}): Promise<Hub> {
+    const clock = opts.clock ?? Date.now;
+    const now = clock();
+    const store = opts.store ?? (await Store.open(openSqlite(":memory:"), now));
+    const [agents, open, history, strictArpSeen] = await Promise.all([
+      store.agents.list(),
+      store.incidents.openAll(),
+      store.traffic.aggregates(now - (opts.restoreMs ?? 3_600_000)),
+      store.settings.get<boolean>(STRICT_ARP_SEEN),
+    ]);
+    return new Hub(opts, store, { agents, open, history, strictArpSeen });
+  }
+
+  private constructor(opts: HubOptions, store: Store, start: Start) {
     this.clock = opts.clock ?? Date.now;
-    const now = this.clock();
-    this.store = opts.store ?? new Store(openSqlite(":memory:"), now);
-    this.agents = new AgentRegistry(this.store.agents, this.feed, this.clock, opts.onMacConflict);
+    this.store = store;
+    this.#onStoreError = opts.onStoreError ?? (() => undefined);
+    this.agents = new AgentRegistry(this.store.agents, this.feed, this.clock, start.agents, opts.onMacConflict);
     this.cluster = new ClusterState(this.agents, this.feed);
     this.traffic = new Traffic({
       repo: this.store.traffic,
@@ -75,18 +103,22 @@ export class Hub {
       onLimit: opts.onLimit,
     });
     this.views = new Views(this.traffic, this.cluster, () => this.judging, this.clock);
-    this.judging = new Judging({
-      traffic: this.traffic,
-      agents: this.agents,
-      cluster: this.cluster,
-      incidents: this.store.incidents,
-      audit: this.store.audit,
-      feed: this.feed,
-      clock: this.clock,
-      evidence: (ip) => evidenceOf(this.views.ip(ip)),
-      settings: this.store.settings,
-    });
-    this.traffic.restore(now - (opts.restoreMs ?? 3_600_000));
+    this.judging = new Judging(
+      {
+        traffic: this.traffic,
+        agents: this.agents,
+        cluster: this.cluster,
+        incidents: this.store.incidents,
+        audit: this.store.audit,
+        feed: this.feed,
+        clock: this.clock,
+        evidence: (ip) => evidenceOf(this.views.ip(ip)),
+        settings: this.store.settings,
+        onStoreError: opts.onStoreError,
+      },
+      start,
+    );
+    this.traffic.restore(start.history);
   }
 
   // What agents say (the gateway).
@@ -151,14 +183,16 @@ export class Hub {
   /** makeRoom forgets the agent dead the longest, to register a new node at the limit; false when none is dead. */
   makeRoom(): boolean {
     const node = this.agents.longestDead(this.clock());
-    return node !== null && this.agents.forget(node);
+    const deleted = node === null ? null : this.agents.forget(node);
+    deleted?.catch((e: unknown) => this.#onStoreError(`forget agent ${node}`, e as Error));
+    return deleted !== null;
   }
 
   /**
    * forgetStaleAgents forgets the agents silent for longer than `afterMs`, and, in a cluster, the dead agents of nodes
    * that are no longer Nodes; returns the nodes forgotten.
    */
-  forgetStaleAgents(afterMs: number): string[] {
+  forgetStaleAgents(afterMs: number): Promise<string[]> {
     return this.agents.forgetStale(this.clock(), afterMs, (node) => this.cluster.nodeKnown(node) === false);
   }
 
@@ -200,9 +234,13 @@ export class Hub {
     return this.judging.ticking;
   }
 
-  /** flush writes open incidents' latest evidence, agents, and the buffered traffic (all of it when `force`d). */
-  flush(force = false, maxRows?: number): number {
+  /**
+   * flush writes open incidents' latest evidence, agents, and the buffered traffic (all of it when `force`d); forced
+   * (at shutdown), it waits for every incident change decided so far to be written too.
+   */
+  async flush(force = false, maxRows?: number): Promise<number> {
     this.judging.writeEvidence(force);
+    if (force) await this.judging.settled();
     return this.store.flush(this.clock(), force, maxRows);
   }
 
@@ -239,7 +277,7 @@ export class Hub {
   }
 
   /** timeline is one IP's per-minute frames per MAC over [from, to] (the current minute once flushed). */
-  timeline(ip: string, from: number, to: number): TimelinePoint[] {
+  timeline(ip: string, from: number, to: number): Promise<TimelinePoint[]> {
     return this.store.traffic.timeline(ip, from, to);
   }
 

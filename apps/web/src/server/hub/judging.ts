@@ -14,7 +14,7 @@ import { holdingFindings, type Incident, type IncidentEvent, type IncidentsRepo 
 import type { AgentRegistry } from "./agents.js";
 import type { ClusterState } from "./cluster.js";
 import type { Feed } from "./feed.js";
-import { NodeJudging } from "./node-judging.js";
+import { NodeJudging, STRICT_ARP_SEEN } from "./node-judging.js";
 import type { Traffic } from "./traffic.js";
 
 /** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
@@ -56,7 +56,15 @@ export interface JudgingOptions {
   /** What an incident records of its IP when it opens (the view's services, owner, responders). */
   readonly evidence: (ip: string) => unknown;
   /** Where the last strictARP seen is kept across restarts (absent: not kept). */
-  readonly settings?: { get<T>(key: string): T | null; set(key: string, value: unknown, now: number): void };
+  readonly settings?: { set(key: string, value: unknown, now: number): Promise<void> };
+  /** Where a write to the store that failed is told (the judging goes on; the incident may miss that change). */
+  readonly onStoreError?: (what: string, e: Error) => void;
+}
+
+/** What judging starts from after a restart: the incidents open in the store, and the strictARP last seen. */
+export interface JudgingStart {
+  readonly open: readonly Incident[];
+  readonly strictArpSeen: boolean | null;
 }
 
 /**
@@ -82,12 +90,39 @@ export class Judging {
   #lastWrite = 0;
   #ctx: { at: number; version: string; ctx: Context } | null = null;
   readonly #handoverListeners: ((ip: string, h: Handover) => void)[] = [];
+  /** The store's writes, one after another in the order the judge decided them: an incident opens before it updates. */
+  #writes: Promise<void> = Promise.resolve();
 
-  constructor(readonly o: JudgingOptions) {
-    const open = o.incidents.openAll();
+  constructor(
+    readonly o: JudgingOptions,
+    start: JudgingStart,
+  ) {
+    const { open } = start;
     for (const i of open) this.#ids.set(i.ip, i.id);
     o.traffic.judge.reopen(open.filter((i) => subjectIsIp(i.ip)).flatMap(holdingFindings));
-    this.#beyondIps = new NodeJudging(o, open);
+    const settings = o.settings;
+    this.#beyondIps = new NodeJudging(
+      {
+        ...o,
+        keepStrictArp:
+          settings === undefined ? undefined : (seen, now) => this.#write("strictARP seen", () => settings.set(STRICT_ARP_SEEN, seen, now)),
+      },
+      open,
+      start.strictArpSeen,
+    );
+  }
+
+  /**
+   * #write queues a write to the store behind those already decided. One that fails is told and the next goes on: the
+   * judge's state in memory is the truth while it runs; the store is what outlives it.
+   */
+  #write(what: string, fn: () => Promise<void>): void {
+    this.#writes = this.#writes.then(fn).catch((e: unknown) => this.o.onStoreError?.(what, e as Error));
+  }
+
+  /** settled resolves once every write decided so far is in the store (reads of incidents wait for it). */
+  settled(): Promise<void> {
+    return this.#writes;
   }
 
   /**
@@ -250,24 +285,28 @@ export class Judging {
    */
   #record(t: Transition, subject: string, nodeEvidence?: unknown): void {
     const f = t.finding;
-    let id = this.#ids.get(subject) ?? 0;
     const repo = this.o.incidents;
-    let opened = false;
-    let resolved = false;
-    if (t.kind === "opened") {
-      // The subject's evidence is asked for only when its incident opens: a facet joining finds it recorded.
-      const o = repo.open(f, id === 0 ? (nodeEvidence ?? this.o.evidence(subject)) : null);
-      id = o.id;
-      opened = o.incidentOpened;
-      this.#ids.set(subject, id);
-    } else if (t.kind === "updated") {
-      repo.touch(id, f, `now ${f.macs.join(", ")}`);
-    } else {
-      resolved = repo.resolve(id, f, t.at);
-      if (resolved) this.#ids.delete(subject);
-    }
-    this.o.feed.publish({ kind: "incident", id, subject, transition: t, opened, resolved });
-    if (subjectIsIp(subject)) this.o.feed.publish({ kind: "ips", ips: [subject] });
+    // The subject's evidence is taken now, as the judge saw it: the write may run a moment later.
+    const evidence = t.kind === "opened" && !this.#ids.has(subject) ? (nodeEvidence ?? this.o.evidence(subject)) : null;
+    this.#write(`incident of ${subject}`, async () => {
+      let id = this.#ids.get(subject) ?? 0;
+      let opened = false;
+      let resolved = false;
+      if (t.kind === "opened") {
+        // The evidence is recorded only when the incident opens: a facet joining finds it recorded.
+        const o = await repo.open(f, id === 0 ? evidence : null);
+        id = o.id;
+        opened = o.incidentOpened;
+        this.#ids.set(subject, id);
+      } else if (id === 0) return;
+      else if (t.kind === "updated") await repo.touch(id, f, `now ${f.macs.join(", ")}`);
+      else {
+        resolved = await repo.resolve(id, f, t.at);
+        if (resolved) this.#ids.delete(subject);
+      }
+      this.o.feed.publish({ kind: "incident", id, subject, transition: t, opened, resolved });
+      if (subjectIsIp(subject)) this.o.feed.publish({ kind: "ips", ips: [subject] });
+    });
   }
 
   /** open lists the open findings of an IP with their incident ids. */
@@ -289,24 +328,30 @@ export class Judging {
     if (!force && now - this.#lastWrite < WRITE_EVERY_MS) return;
     this.#lastWrite = now;
     for (const f of [...this.o.traffic.judge.open(), ...this.#beyondIps.open()]) {
-      const id = this.#ids.get(f.ip);
-      if (id !== undefined) this.o.incidents.touch(id, f, null);
+      this.#write(`evidence of ${f.ip}`, async () => {
+        const id = this.#ids.get(f.ip);
+        if (id !== undefined) await this.o.incidents.touch(id, f, null);
+      });
     }
   }
 
-  incidents(q: { open?: boolean; ip?: string; limit?: number } = {}): Incident[] {
+  /** incidents lists incidents from the store, once every change decided so far is written. */
+  async incidents(q: { open?: boolean; ip?: string; limit?: number } = {}): Promise<Incident[]> {
+    await this.#writes;
     return this.o.incidents.list(q);
   }
 
-  incident(id: number): (Incident & { readonly events: readonly IncidentEvent[] }) | null {
+  async incident(id: number): Promise<(Incident & { readonly events: readonly IncidentEvent[] }) | null> {
+    await this.#writes;
     return this.o.incidents.get(id);
   }
 
   /** acknowledge marks an incident seen by `actor` (it stays open until its finding clears); audited. */
-  acknowledge(id: number, actor: string): boolean {
+  async acknowledge(id: number, actor: string): Promise<boolean> {
+    await this.#writes;
     const now = this.o.clock();
-    const ok = this.o.incidents.acknowledge(id, actor, now);
-    this.o.audit.append({
+    const ok = await this.o.incidents.acknowledge(id, actor, now);
+    await this.o.audit.append({
       t: now,
       actor,
       action: "incident.acknowledge",
@@ -318,7 +363,7 @@ export class Judging {
       this.o.feed.publish({
         kind: "incident",
         id,
-        subject: this.o.incidents.get(id)?.ip ?? "",
+        subject: (await this.o.incidents.get(id))?.ip ?? "",
         transition: null,
         opened: false,
         resolved: false,

@@ -20,14 +20,14 @@ import type { ClusterState } from "./cluster.js";
  * STRICT_ARP_SEEN: the setting that keeps the last strictARP the revert watch read, so that a hub restarted while an
  * installer ran (installers drain and restart nodes, the hub's among them) still sees true -> false.
  */
-const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
+export const STRICT_ARP_SEEN = "kubeproxy.strictArpSeen";
 
 /** What judging nodes and the cluster reads. */
 export interface NodeJudgingOptions {
   readonly agents: AgentRegistry;
   readonly cluster: ClusterState;
-  /** Where the last strictARP seen is kept across restarts (absent: not kept). */
-  readonly settings?: { get<T>(key: string): T | null; set(key: string, value: unknown, now: number): void };
+  /** Keeps the last strictARP seen across restarts (absent: not kept); written in the background. */
+  readonly keepStrictArp?: (seen: boolean, now: number) => void;
 }
 
 /** A Record keeps one finding's transition in its subject's incident, with the evidence an incident that opens records. */
@@ -50,10 +50,14 @@ export class NodeJudging {
   /** The strictARP last written to STRICT_ARP_SEEN (written when it changes, not every round). */
   #strictArpKept: boolean | null = null;
 
-  /** Starts from the incidents open in the store: their findings stay open, a revert holds until strictARP is true. */
+  /**
+   * Starts from the incidents open in the store (their findings stay open, a revert holds until strictARP is true) and
+   * the strictARP last seen before the restart (null: none kept).
+   */
   constructor(
     readonly o: NodeJudgingOptions,
     open: readonly Incident[],
+    strictArpSeen: boolean | null,
   ) {
     this.#nodeTracker.restore(open.filter((i) => subjectNode(i.ip) !== null).flatMap(holdingFindings));
     this.#clusterTracker.restore(open.filter((i) => i.ip === KUBE_PROXY_SUBJECT).flatMap(holdingFindings));
@@ -63,7 +67,7 @@ export class NodeJudging {
     );
     if (reverted !== undefined)
       this.#revert = resumeRevertWatch((reverted.evidence as { revert?: StrictArpRevert } | null)?.revert ?? null);
-    else this.#revert = { strictArp: o.settings?.get<boolean>(STRICT_ARP_SEEN) ?? null, reverted: null };
+    else this.#revert = { strictArp: strictArpSeen, reverted: null };
     this.#strictArpKept = this.#revert.strictArp;
   }
 
@@ -112,7 +116,7 @@ export class NodeJudging {
       const seen = this.#revert.strictArp;
       if (seen !== null && seen !== this.#strictArpKept) {
         this.#strictArpKept = seen;
-        this.o.settings?.set(STRICT_ARP_SEEN, seen, now);
+        this.o.keepStrictArp?.(seen, now);
       }
     }
     const changes = this.#clusterTracker.update(KUBE_PROXY_SUBJECT, now, revertFindings(this.#revert));

@@ -19,9 +19,9 @@ export interface SchedulerOptions {
   readonly hub: Hub;
   readonly logger: Logger;
   /** The retention in force (Settings may change it at run time). */
-  readonly retentionMs: () => number;
-  /** Where the database lives, for the hint of a failing write. */
-  readonly storagePath: string;
+  readonly retentionMs: () => Promise<number>;
+  /** What to check when a write fails (the disk of the SQLite file, or the PostgreSQL server). */
+  readonly storageHint: string;
   /** Times each pass (the hub's metrics). */
   readonly timer?: (pass: "judge" | "write") => () => void;
 }
@@ -75,13 +75,13 @@ export class Scheduler {
   }
 
   /** stop ends the passes and writes everything still buffered (shutdown). */
-  stop(): void {
+  async stop(): Promise<void> {
     this.#stopped = true;
     for (const t of this.#timers) clearTimeout(t);
     const { hub } = this.o;
     while (hub.ticking) hub.tick();
     hub.tick();
-    hub.flush(true);
+    await hub.flush(true);
   }
 
   async #round(): Promise<void> {
@@ -107,17 +107,15 @@ export class Scheduler {
     const end = this.o.timer?.("write");
     try {
       for (let written = 0; written < MAX_ROWS_PER_FLUSH && !this.#stopped;) {
-        const n = this.o.hub.flush(false, WRITE_SLICE);
+        const n = await this.o.hub.flush(false, WRITE_SLICE);
         written += n;
         if (n < WRITE_SLICE) break;
         await turn();
       }
     } catch (e) {
-      // A full disk or a locked database must not stop ingest: the live view goes on, the error says what to fix.
-      this.o.logger.error("store.write_failed", {
-        message: (e as Error).message,
-        hint: `check free space and permissions of ${this.o.storagePath}`,
-      });
+      // A full disk, a locked database or a lost PostgreSQL must not stop ingest: the live view goes on, what was not
+      // written waits for the next pass, and the error says what to fix.
+      this.o.logger.error("store.write_failed", { message: (e as Error).message, hint: this.o.storageHint });
     }
     end?.();
     this.#writing = false;
@@ -125,7 +123,8 @@ export class Scheduler {
 
   async #prune(): Promise<void> {
     try {
-      const forgotten = this.o.hub.forgetStaleAgents(this.o.retentionMs());
+      const retentionMs = await this.o.retentionMs();
+      const forgotten = await this.o.hub.forgetStaleAgents(retentionMs);
       if (forgotten.length > 0)
         this.o.logger.info("agents.forgotten", {
           nodes: forgotten.slice(0, 20),
@@ -134,7 +133,7 @@ export class Scheduler {
         });
       let removed = 0;
       for (let n = -1; n !== 0 && !this.#stopped;) {
-        n = this.o.hub.store.pruneStep(Date.now(), this.o.retentionMs());
+        n = await this.o.hub.store.pruneStep(Date.now(), retentionMs);
         removed += n;
         await turn();
       }

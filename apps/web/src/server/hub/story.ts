@@ -73,8 +73,8 @@ export function incidentStory(
  * Services, expected owner and responders (with their vendors), strictARP as configured and as nodes apply it, and for
  * a strictARP revert who wrote it and where the installer keeps it. Null for an unknown incident.
  */
-export function storyOf(hub: Hub, id: number) {
-  const i = hub.judging.incident(id);
+export async function storyOf(hub: Hub, id: number) {
+  const i = await hub.judging.incident(id);
   if (i === null) return null;
   const now = hub.clock();
   const node = subjectNode(i.ip);
@@ -82,7 +82,7 @@ export function storyOf(hub: Hub, id: number) {
   // A revert's incident recorded who wrote strictARP false, when, and the installer's persistence step.
   const revert = subjectCluster(i.ip) === null ? null : ((i.evidence as { revert?: StrictArpRevert | null } | null)?.revert ?? null);
   const { kubernetes, strictArp } = hub.summary();
-  const audit = hub.store.audit.actionsBetween(i.firstSeen, i.resolvedAt ?? now, STORY_ACTIONS);
+  const audit = await hub.store.audit.actionsBetween(i.firstSeen, i.resolvedAt ?? now, STORY_ACTIONS);
   return {
     entries: incidentStory(i, view?.handovers ?? [], audit, now),
     node,

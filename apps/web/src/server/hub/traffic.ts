@@ -7,6 +7,7 @@ import {
   type Batch,
   type Ingested,
   type Lens,
+  type ObservationAggregate,
 } from "@whohas/core";
 import { vendorOf } from "../vendors.js";
 import type { TrafficRepo } from "../store/traffic.js";
@@ -101,9 +102,9 @@ export class Traffic {
     };
   }
 
-  /** restore reads back the traffic of the last `since` ms from storage (counts only: verdicts start from live data). */
-  restore(since: number): void {
-    this.judge.restore(this.o.repo.aggregates(since));
+  /** restore takes back the traffic the store kept (counts only: verdicts start from live data). */
+  restore(history: readonly ObservationAggregate[]): void {
+    this.judge.restore(history);
   }
 
   /** ingest takes one agent's batch and returns the IPs it touched, and the urgent ones among them (Judge.ingest). */

@@ -63,8 +63,8 @@ export class KubeProxyConfig {
   }
 
   /** backups are the hub's copies, newest first. */
-  backups(): Backup[] {
-    return this.hub.store.settings.get<Backup[]>(BACKUPS_KEY) ?? [];
+  async backups(): Promise<Backup[]> {
+    return (await this.hub.store.settings.get<Backup[]>(BACKUPS_KEY)) ?? [];
   }
 
   /**
@@ -95,8 +95,12 @@ export class KubeProxyConfig {
         throw kubeMessage(e, `creating backup ConfigMap ${KUBE_PROXY_NS}/${name}`);
       });
     if (dryRun) return name;
-    this.hub.store.settings.set(BACKUPS_KEY, [{ name, createdAt: now, text: original }, ...this.backups()].slice(0, MAX_BACKUPS), now);
-    this.hub.store.audit.append({
+    await this.hub.store.settings.set(
+      BACKUPS_KEY,
+      [{ name, createdAt: now, text: original }, ...(await this.backups())].slice(0, MAX_BACKUPS),
+      now,
+    );
+    await this.hub.store.audit.append({
       t: now,
       actor: by,
       action: "remediation.backup",

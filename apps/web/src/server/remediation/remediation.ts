@@ -112,7 +112,7 @@ export class Remediation {
       ...fix,
       resourceVersion: resourceVersion ?? "",
       current: text,
-      backups: this.#config.backups().map((b) => ({ name: b.name, createdAt: b.createdAt })),
+      backups: (await this.#config.backups()).map((b) => ({ name: b.name, createdAt: b.createdAt })),
     };
   }
 
@@ -190,12 +190,12 @@ export class Remediation {
     }
   }
 
-  #finish(run: Run, result: Run["result"], message: string, input: unknown): void {
+  async #finish(run: Run, result: Run["result"], message: string, input: unknown): Promise<void> {
     run.result = result;
     run.message = message;
     run.endedAt = this.o.hub.clock();
     for (const s of run.steps) if (s.state === "pending") s.state = "skipped";
-    this.o.hub.store.audit.append({
+    await this.o.hub.store.audit.append({
       t: run.endedAt,
       actor: run.by,
       action: `remediation.${run.kind}`,
@@ -241,18 +241,18 @@ export class Remediation {
         say(`${run.dryRun ? "the API server accepts" : "set"} ipvs.strictARP: true (only that line changes)`);
       });
       if (run.dryRun)
-        return this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
+        return await this.#finish(run, "done", "dry run: the API server accepted the backup and the patch; nothing was changed", input);
       await this.#restartAndWait(run);
       await this.#verify(run);
       const told = await this.#announce(run);
-      this.#finish(
+      await this.#finish(
         run,
         "verified",
         `strictARP is on, every node applies it, and each probed IP has exactly one responder: its expected owner${told}`,
         input,
       );
     } catch (e) {
-      this.#finish(run, "failed", (e as Error).message, input);
+      await this.#finish(run, "failed", (e as Error).message, input);
       if (!(e instanceof RemediationRefused)) this.o.logger.error("remediation.failed", { message: (e as Error).message });
     }
   }
@@ -339,8 +339,8 @@ export class Remediation {
    * rollback puts back the text of a backup, byte for byte, and restarts kube-proxy. kube-proxy never resets the
    * sysctls, so the nodes keep answering strictly until they reboot.
    */
-  rollback(name: string, by: string): Run {
-    const b = this.#config.backups().find((x) => x.name === name);
+  async rollback(name: string, by: string): Promise<Run> {
+    const b = (await this.#config.backups()).find((x) => x.name === name);
     if (b === undefined) throw new RemediationRefused(`no backup ${name} known to this hub`, "PRECONDITION_FAILED");
     const run = this.#start("rollback", by, false, ["restore", "restart", "rollout", "announce"]);
     run.backup = name;
@@ -353,16 +353,16 @@ export class Remediation {
         });
         await this.#restartAndWait(run);
         const told = await this.#announce(run);
-        this.#finish(
+        await this.#finish(
           run,
           "done",
           `restored ${name} and restarted kube-proxy. kube-proxy never resets arp_ignore/arp_announce: the nodes keep the strict behaviour until they reboot${told}`,
           { backup: name },
         );
       } catch (e) {
-        this.#finish(run, "failed", (e as Error).message, { backup: name });
+        await this.#finish(run, "failed", (e as Error).message, { backup: name });
       }
-    })();
+    })().catch((e: unknown) => this.o.logger.error("remediation.failed", { message: (e as Error).message }));
     return run;
   }
 }

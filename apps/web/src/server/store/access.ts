@@ -24,8 +24,8 @@ export interface ApiToken {
 export class AccessRepo {
   constructor(readonly db: Db) {}
 
-  createSession(s: StoredSession): void {
-    this.db.run("INSERT INTO sessions (id_hash, user, created_at, expires_at, peer) VALUES (?, ?, ?, ?, ?)", [
+  async createSession(s: StoredSession): Promise<void> {
+    await this.db.run('INSERT INTO sessions (id_hash, "user", created_at, expires_at, peer) VALUES (?, ?, ?, ?, ?)', [
       s.idHash,
       s.user,
       s.createdAt,
@@ -35,53 +35,52 @@ export class AccessRepo {
   }
 
   /** session returns the unexpired session with this id hash, or null. */
-  session(idHash: string, now: number): StoredSession | null {
-    const r = this.db.get<{ id_hash: string; user: string; created_at: number; expires_at: number; peer: string }>(
+  async session(idHash: string, now: number): Promise<StoredSession | null> {
+    const r = await this.db.get<{ id_hash: string; user: string; created_at: number; expires_at: number; peer: string }>(
       "SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?",
       [idHash, now],
     );
     return r === undefined ? null : { idHash: r.id_hash, user: r.user, createdAt: r.created_at, expiresAt: r.expires_at, peer: r.peer };
   }
 
-  deleteSession(idHash: string): void {
-    this.db.run("DELETE FROM sessions WHERE id_hash = ?", [idHash]);
+  async deleteSession(idHash: string): Promise<void> {
+    await this.db.run("DELETE FROM sessions WHERE id_hash = ?", [idHash]);
   }
 
-  createApiToken(t: { name: string; hash: string; prefix: string; createdBy: string; createdAt: number }): ApiToken {
-    const { lastInsertRowid } = this.db.run("INSERT INTO api_tokens (name, hash, prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?)", [
-      t.name,
-      t.hash,
-      t.prefix,
-      t.createdBy,
-      t.createdAt,
-    ]);
-    return { id: Number(lastInsertRowid), name: t.name, prefix: t.prefix, createdBy: t.createdBy, createdAt: t.createdAt, lastUsed: null };
+  async createApiToken(t: { name: string; hash: string; prefix: string; createdBy: string; createdAt: number }): Promise<ApiToken> {
+    const row = await this.db.get<{ id: number }>(
+      "INSERT INTO api_tokens (name, hash, prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id",
+      [t.name, t.hash, t.prefix, t.createdBy, t.createdAt],
+    );
+    return { id: Number(row?.id), name: t.name, prefix: t.prefix, createdBy: t.createdBy, createdAt: t.createdAt, lastUsed: null };
   }
 
-  apiTokens(): ApiToken[] {
+  apiTokens(): Promise<ApiToken[]> {
     return this.db.all<ApiToken>(
-      "SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens ORDER BY created_at, id",
+      `SELECT id, name, prefix, created_by AS "createdBy", created_at AS "createdAt", last_used AS "lastUsed" FROM api_tokens ORDER BY created_at, id`,
     );
   }
 
   /** apiTokenByHash finds a token by its hash and marks it used; null when unknown (or revoked). */
-  apiTokenByHash(hash: string, now: number): ApiToken | null {
-    const r = this.db.get<ApiToken>(
-      "SELECT id, name, prefix, created_by AS createdBy, created_at AS createdAt, last_used AS lastUsed FROM api_tokens WHERE hash = ?",
+  async apiTokenByHash(hash: string, now: number): Promise<ApiToken | null> {
+    const r = await this.db.get<ApiToken>(
+      `SELECT id, name, prefix, created_by AS "createdBy", created_at AS "createdAt", last_used AS "lastUsed" FROM api_tokens WHERE hash = ?`,
       [hash],
     );
     if (r === undefined) return null;
-    if (r.lastUsed === null || now - r.lastUsed > 60_000) this.db.run("UPDATE api_tokens SET last_used = ? WHERE id = ?", [now, r.id]);
+    if (r.lastUsed === null || now - r.lastUsed > 60_000)
+      await this.db.run("UPDATE api_tokens SET last_used = ? WHERE id = ?", [now, r.id]);
     return r;
   }
 
-  deleteApiToken(id: number): boolean {
-    return this.db.run("DELETE FROM api_tokens WHERE id = ?", [id]).changes > 0;
+  async deleteApiToken(id: number): Promise<boolean> {
+    return (await this.db.run("DELETE FROM api_tokens WHERE id = ?", [id])).changes > 0;
   }
 
   /** prune deletes at most `limit` sessions expired before `now`; returns how many. */
-  prune(now: number, limit: number): number {
-    return this.db.run("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)", [now, limit])
-      .changes;
+  async prune(now: number, limit: number): Promise<number> {
+    return (
+      await this.db.run("DELETE FROM sessions WHERE id_hash IN (SELECT id_hash FROM sessions WHERE expires_at < ? LIMIT ?)", [now, limit])
+    ).changes;
   }
 }

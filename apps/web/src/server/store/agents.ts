@@ -23,12 +23,17 @@ export class AgentsRepo {
     this.#dirty.set(a.node, a);
   }
 
-  /** writeDirty writes what changed since the last call, inside the caller's transaction; returns how many. */
-  writeDirty(): number {
+  /** takeDirty takes the agents that changed since the last call, to write. */
+  takeDirty(): StoredAgent[] {
     const agents = [...this.#dirty.values()];
     this.#dirty.clear();
+    return agents;
+  }
+
+  /** writeDirty writes taken agents through `db`, the caller's transaction. */
+  async writeDirty(db: Db, agents: readonly StoredAgent[]): Promise<void> {
     for (const a of agents) {
-      this.db.run(
+      await db.run(
         `INSERT INTO agents (node, version, first_seen, last_seen, interfaces, facts, dropped) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (node) DO UPDATE SET version = excluded.version, last_seen = excluded.last_seen, interfaces = excluded.interfaces,
            facts = COALESCE(excluded.facts, agents.facts), dropped = excluded.dropped`,
@@ -43,7 +48,11 @@ export class AgentsRepo {
         ],
       );
     }
-    return agents.length;
+  }
+
+  /** unwritten takes back agents whose write failed, unless a newer state of one came meanwhile. */
+  unwritten(agents: readonly StoredAgent[]): void {
+    for (const a of agents) if (!this.#dirty.has(a.node)) this.#dirty.set(a.node, a);
   }
 
   /** pending tells whether agents wait to be written. */
@@ -52,18 +61,18 @@ export class AgentsRepo {
   }
 
   /** forget deletes a node's agent. */
-  forget(node: string): void {
+  async forget(node: string): Promise<void> {
     this.#dirty.delete(node);
-    this.db.run("DELETE FROM agents WHERE node = ?", [node]);
+    await this.db.run("DELETE FROM agents WHERE node = ?", [node]);
   }
 
   /**
    * list reads every stored agent back. What no longer passes the wire's bounds (a database written by an older hub,
    * or edited by hand) is read as unknown: the agent sends it again when it reconnects.
    */
-  list(): StoredAgent[] {
-    return this.db
-      .all<{
+  async list(): Promise<StoredAgent[]> {
+    return (
+      await this.db.all<{
         node: string;
         version: string;
         first_seen: number;
@@ -72,6 +81,7 @@ export class AgentsRepo {
         facts: string | null;
         dropped: number;
       }>("SELECT * FROM agents ORDER BY node")
+    )
       .filter((r) => isNodeName(r.node))
       .map((r) => ({
         node: r.node,

@@ -1,69 +1,47 @@
-import Database from "better-sqlite3";
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
-import { dirname } from "node:path";
-
-/** A Param is a value a query may bind: every dialect whohas targets takes these as they are. */
+/** A Param is a value a query may bind: every engine whohas runs on takes these as they are. */
 export type Param = string | number | bigint | null;
 
+/** What a statement changed. */
+export interface RunResult {
+  readonly changes: number;
+}
+
+/** The engines the store runs on: SQLite embedded (the default), PostgreSQL when one machine is outgrown. */
+export type Dialect = "sqlite" | "postgres";
+
 /**
- * Db is the query layer the store talks to. Queries are plain SQL in the subset SQLite and PostgreSQL share
- * (`?` placeholders, `INSERT ... ON CONFLICT ... DO UPDATE`, `RETURNING`, JSON kept as TEXT, times as integer
- * milliseconds), so a PostgreSQL Db (placeholders rewritten to $n, migrations per dialect) can run them unchanged.
+ * Db is the query layer the store talks to. Queries are plain SQL in the subset SQLite and PostgreSQL share: `?`
+ * placeholders (the PostgreSQL Db numbers them), `INSERT ... ON CONFLICT ... DO UPDATE`, `RETURNING`, JSON kept as
+ * TEXT, times as integer milliseconds, camelCase aliases quoted. Only the schema differs per engine (migrations.ts).
+ * Every call is asynchronous: PostgreSQL answers over the network.
  */
 export interface Db {
-  readonly dialect: "sqlite";
+  readonly dialect: Dialect;
   /** exec runs statements without parameters (migrations). */
-  exec(sql: string): void;
-  run(sql: string, params?: readonly Param[]): { readonly changes: number; readonly lastInsertRowid: number | bigint };
-  get<T>(sql: string, params?: readonly Param[]): T | undefined;
-  all<T>(sql: string, params?: readonly Param[]): T[];
-  /** tx runs `fn` in one transaction: all of it is stored, or none. */
-  tx<T>(fn: () => T): T;
-  close(): void;
+  exec(sql: string): Promise<void>;
+  run(sql: string, params?: readonly Param[]): Promise<RunResult>;
+  get<T>(sql: string, params?: readonly Param[]): Promise<T | undefined>;
+  all<T>(sql: string, params?: readonly Param[]): Promise<T[]>;
+  /**
+   * tx runs `fn` in one transaction, all of it stored or none: `fn` queries through the Db it is given. Nothing else
+   * the hub writes lands inside it. A tx inside a tx is part of the outer one.
+   */
+  tx<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
 }
 
-/**
- * privateFile makes the database readable by the hub's user only: it holds webhook secrets and the key that signs
- * CSRF tokens. A directory the hub creates is 0700; the database file is created 0600 (and set so if it was not),
- * and SQLite gives its -wal and -shm files the database's own mode.
- */
-function privateFile(path: string): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  if (!existsSync(path)) closeSync(openSync(path, "a", 0o600));
-  for (const p of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(p)) chmodSync(p, 0o600);
-}
+/** MAX_PARAMS bounds the parameters of one statement (SQLite takes 32,766, PostgreSQL 65,535). */
+export const MAX_PARAMS = 32_000;
 
 /**
- * openSqlite opens (creating when needed) a SQLite database in WAL mode: readers never block the writer, and a
- * committed transaction survives a crash of the process. `:memory:` is accepted for tests.
+ * batches splits `rows` into runs that fit one multi-row statement of `width` parameters a row, and gives each run's
+ * `VALUES` list: one statement writes hundreds of rows, a round trip per batch rather than per row.
  */
-export function openSqlite(path: string): Db {
-  if (path !== ":memory:") privateFile(path);
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  // NORMAL in WAL mode: a commit survives the process being killed; only a power loss may lose the last commits.
-  db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
-  db.pragma("busy_timeout = 5000");
-  const cache = new Map<string, Database.Statement>();
-  const stmt = (sql: string) => {
-    let s = cache.get(sql);
-    if (s === undefined) {
-      s = db.prepare(sql);
-      cache.set(sql, s);
-    }
-    return s;
-  };
-  return {
-    dialect: "sqlite",
-    exec: (sql) => void db.exec(sql),
-    run: (sql, params = []) => {
-      const r = stmt(sql).run(...params);
-      return { changes: r.changes, lastInsertRowid: r.lastInsertRowid };
-    },
-    get: <T>(sql: string, params: readonly Param[] = []) => stmt(sql).get(...params) as T | undefined,
-    all: <T>(sql: string, params: readonly Param[] = []) => stmt(sql).all(...params) as T[],
-    tx: <T>(fn: () => T): T => db.transaction(fn)(),
-    close: () => db.close(),
-  };
+export function* batches<T>(rows: readonly T[], width: number, most = 500): Generator<{ rows: readonly T[]; values: string }> {
+  const size = Math.max(1, Math.min(most, Math.floor(MAX_PARAMS / width)));
+  const one = `(${Array.from({ length: width }, () => "?").join(", ")})`;
+  for (let i = 0; i < rows.length; i += size) {
+    const part = rows.slice(i, i + size);
+    yield { rows: part, values: Array.from(part, () => one).join(", ") };
+  }
 }

@@ -34,9 +34,9 @@ export class EvidenceRepo {
   constructor(readonly db: Db) {}
 
   /** put replaces what is stored for `incidentId` with one collection, in one transaction. */
-  put(incidentId: number, e: StoredEvidence): void {
-    this.db.tx(() => {
-      this.db.run("DELETE FROM incident_evidence WHERE incident_id = ?", [incidentId]);
+  async put(incidentId: number, e: StoredEvidence): Promise<void> {
+    await this.db.tx(async (t) => {
+      await t.run("DELETE FROM incident_evidence WHERE incident_id = ?", [incidentId]);
       const insert = (
         node: string,
         missing: string | null,
@@ -44,18 +44,18 @@ export class EvidenceRepo {
         heldFrom: number | null,
         frames: readonly EvidenceFrame[],
       ) =>
-        this.db.run(
+        t.run(
           "INSERT INTO incident_evidence (incident_id, node, collected_at, from_ms, to_ms, missing, truncated, held_from, frame_count, frames) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
           [incidentId, node, e.collectedAt, e.fromMs, e.toMs, missing, truncated ? 1 : 0, heldFrom, frames.length, JSON.stringify(frames)],
         );
-      for (const n of e.nodes) insert(n.node, null, n.truncated, n.heldFromMs, n.frames);
-      for (const m of e.missing) insert(m.node, m.why, false, null, []);
+      for (const n of e.nodes) await insert(n.node, null, n.truncated, n.heldFromMs, n.frames);
+      for (const m of e.missing) await insert(m.node, m.why, false, null, []);
     });
   }
 
   /** summary says what is stored for `incidentId` without reading the frames: per node, how many or why none. */
-  summary(incidentId: number): EvidenceSummary | null {
-    const rows = this.db.all<{
+  async summary(incidentId: number): Promise<EvidenceSummary | null> {
+    const rows = await this.db.all<{
       node: string;
       collected_at: number;
       from_ms: number;
@@ -76,8 +76,8 @@ export class EvidenceRepo {
   }
 
   /** get returns what is stored for `incidentId`, null when nothing is. */
-  get(incidentId: number): StoredEvidence | null {
-    const rows = this.db.all<Row>(
+  async get(incidentId: number): Promise<StoredEvidence | null> {
+    const rows = await this.db.all<Row>(
       "SELECT node, collected_at, from_ms, to_ms, missing, truncated, held_from, frames FROM incident_evidence WHERE incident_id = ? ORDER BY node",
       [incidentId],
     );

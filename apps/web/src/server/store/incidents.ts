@@ -120,8 +120,8 @@ export const holdingFindings = (i: Incident): OpenFinding[] =>
  * summarize writes an incident's summary from its facets: named after the worst it ever held; the MACs and text of
  * those holding (of all, once none does); the times and counts of all. The store and its migration share it.
  */
-export function summarize(db: Db, id: number): void {
-  const facets = db.all<FacetRow>("SELECT * FROM incident_facets WHERE incident_id = ? ORDER BY first_seen", [id]).map(toFacet);
+export async function summarize(db: Db, id: number): Promise<void> {
+  const facets = (await db.all<FacetRow>("SELECT * FROM incident_facets WHERE incident_id = ? ORDER BY first_seen", [id])).map(toFacet);
   if (facets.length === 0) return;
   const holding = facets.filter((f) => f.resolvedAt === null);
   const shown = holding.length > 0 ? holding : facets;
@@ -132,7 +132,7 @@ export function summarize(db: Db, id: number): void {
   const worst = worstOf(facets);
   const text = worstOf(shown);
   const samples = [...new Set(facets.flatMap((f) => f.samples))].sort((a, b) => a - b).slice(-MAX_EVIDENCE_TIMES);
-  db.run("UPDATE incidents SET type = ?, macs = ?, detail = ?, first_seen = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [
+  await db.run("UPDATE incidents SET type = ?, macs = ?, detail = ?, first_seen = ?, last_seen = ?, count = ?, samples = ? WHERE id = ?", [
     worst?.type ?? "multi-responder",
     JSON.stringify([...new Set(shown.flatMap((f) => f.macs))].sort()),
     text?.detail ?? "",
@@ -151,20 +151,22 @@ export function summarize(db: Db, id: number): void {
 export class IncidentsRepo {
   constructor(readonly db: Db) {}
 
-  #event(id: number, t: number, kind: IncidentEvent["kind"], detail: string): void {
-    this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, t, kind, detail]);
+  static async #event(db: Db, id: number, t: number, kind: IncidentEvent["kind"], detail: string): Promise<void> {
+    await db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [id, t, kind, detail]);
   }
 
   /**
    * open adds a finding that opened as a facet of its subject's open incident, or opens an incident for it (with
    * `evidence`, what it records of the subject when it opens).
    */
-  open(f: OpenFinding, evidence: unknown): Opened {
-    return this.db.tx(() => {
-      const open = this.db.get<{ id: number }>("SELECT id FROM incidents WHERE ip = ? AND resolved_at IS NULL ORDER BY id LIMIT 1", [f.ip]);
+  open(f: OpenFinding, evidence: unknown): Promise<Opened> {
+    return this.db.tx(async (db) => {
+      const open = await db.get<{ id: number }>("SELECT id FROM incidents WHERE ip = ? AND resolved_at IS NULL ORDER BY id LIMIT 1", [
+        f.ip,
+      ]);
       let id = open?.id;
       if (id === undefined) {
-        const row = this.db.get<{ id: number }>(
+        const row = await db.get<{ id: number }>(
           `INSERT INTO incidents (ip, type, macs, detail, evidence, first_seen, last_seen, count, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
           [
             f.ip,
@@ -179,68 +181,71 @@ export class IncidentsRepo {
           ],
         );
         id = row?.id ?? 0;
-        this.#event(id, f.firstSeen, "opened", `${f.type}: ${f.detail}`);
+        await IncidentsRepo.#event(db, id, f.firstSeen, "opened", `${f.type}: ${f.detail}`);
       } else {
         // Something new is wrong: an acknowledgement was for what the incident held then.
-        this.db.run("UPDATE incidents SET acknowledged_by = NULL, acknowledged_at = NULL WHERE id = ?", [id]);
+        await db.run("UPDATE incidents SET acknowledged_by = NULL, acknowledged_at = NULL WHERE id = ?", [id]);
         // Dated when it joined, not before the incident opened: a finding's evidence may predate the one that opened
         // it (it is dated by the request it is about, and judged a moment later).
-        const opened = this.db.get<{ t: number }>("SELECT MIN(t) AS t FROM incident_events WHERE incident_id = ? AND kind = 'opened'", [
+        const opened = await db.get<{ t: number }>("SELECT MIN(t) AS t FROM incident_events WHERE incident_id = ? AND kind = 'opened'", [
           id,
         ]);
-        this.#event(id, Math.max(f.firstSeen, opened?.t ?? 0), "updated", `${f.type} too: ${f.detail}`);
+        await IncidentsRepo.#event(db, id, Math.max(f.firstSeen, opened?.t ?? 0), "updated", `${f.type} too: ${f.detail}`);
       }
       // A finding that clears and comes back inside one incident is a new facet: each life keeps its own times.
-      this.db.run(
-        "INSERT OR REPLACE INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+      await db.run(
+        `INSERT INTO incident_facets (incident_id, type, macs, detail, first_seen, last_seen, count, samples, resolved_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)
+         ON CONFLICT (incident_id, type, first_seen) DO UPDATE SET macs = excluded.macs, detail = excluded.detail,
+           last_seen = excluded.last_seen, count = excluded.count, samples = excluded.samples, resolved_at = NULL`,
         [id, f.type, JSON.stringify(f.macs), f.detail, f.firstSeen, f.lastSeen, f.count, JSON.stringify(f.samples)],
       );
-      summarize(this.db, id);
+      await summarize(db, id);
       return { id, incidentOpened: open === undefined };
     });
   }
 
   /** touch updates the facet of `f` in incident `id` with its latest evidence; `event` also records a timeline entry. */
-  touch(id: number, f: OpenFinding, event: string | null): void {
-    this.db.tx(() => {
-      this.db.run(
+  async touch(id: number, f: OpenFinding, event: string | null): Promise<void> {
+    await this.db.tx(async (db) => {
+      await db.run(
         "UPDATE incident_facets SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
         [JSON.stringify(f.macs), f.detail, f.lastSeen, f.count, JSON.stringify(f.samples), id, f.type],
       );
-      summarize(this.db, id);
-      if (event !== null) this.#event(id, f.lastSeen, "updated", `${f.type}: ${event}`);
+      await summarize(db, id);
+      if (event !== null) await IncidentsRepo.#event(db, id, f.lastSeen, "updated", `${f.type}: ${event}`);
     });
   }
 
   /** resolve clears the facet of `f` at `at`; the incident resolves with its last facet. Returns whether it did. */
-  resolve(id: number, f: OpenFinding, at: number): boolean {
-    return this.db.tx(() => {
-      this.db.run(
+  resolve(id: number, f: OpenFinding, at: number): Promise<boolean> {
+    return this.db.tx(async (db) => {
+      await db.run(
         "UPDATE incident_facets SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
         [f.lastSeen, f.count, JSON.stringify(f.samples), at, id, f.type],
       );
       const why = `cleared after ${Math.round((at - f.lastSeen) / 1000)} s without evidence`;
-      const holding = this.db.get<{ n: number }>(
+      const holding = await db.get<{ n: number }>(
         "SELECT COUNT(*) AS n FROM incident_facets WHERE incident_id = ? AND resolved_at IS NULL",
         [id],
       );
-      summarize(this.db, id);
+      await summarize(db, id);
       if ((holding?.n ?? 0) > 0) {
-        this.#event(id, at, "updated", `${f.type} ${why}`);
+        await IncidentsRepo.#event(db, id, at, "updated", `${f.type} ${why}`);
         return false;
       }
-      this.db.run("UPDATE incidents SET resolved_at = ? WHERE id = ?", [at, id]);
-      this.#event(id, at, "resolved", `${f.type} ${why}, the last of its findings`);
+      await db.run("UPDATE incidents SET resolved_at = ? WHERE id = ?", [at, id]);
+      await IncidentsRepo.#event(db, id, at, "resolved", `${f.type} ${why}, the last of its findings`);
       return true;
     });
   }
 
   /** acknowledge marks an incident seen by `actor`; false when there is no such incident. */
-  acknowledge(id: number, actor: string, at: number): boolean {
-    return this.db.tx(() => {
-      const { changes } = this.db.run("UPDATE incidents SET acknowledged_by = ?, acknowledged_at = ? WHERE id = ?", [actor, at, id]);
+  acknowledge(id: number, actor: string, at: number): Promise<boolean> {
+    return this.db.tx(async (db) => {
+      const { changes } = await db.run("UPDATE incidents SET acknowledged_by = ?, acknowledged_at = ? WHERE id = ?", [actor, at, id]);
       if (changes > 0)
-        this.db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [
+        await db.run("INSERT INTO incident_events (incident_id, t, kind, detail) VALUES (?, ?, ?, ?)", [
           id,
           at,
           "acknowledged",
@@ -251,12 +256,12 @@ export class IncidentsRepo {
   }
 
   /** #withFacets reads the facets of `rows` in one query. */
-  #withFacets(rows: readonly IncidentRow[]): Incident[] {
+  async #withFacets(rows: readonly IncidentRow[]): Promise<Incident[]> {
     if (rows.length === 0) return [];
     const byId = new Map<number, Facet[]>(rows.map((r) => [r.id, []]));
     for (let i = 0; i < rows.length; i += 500) {
       const ids = rows.slice(i, i + 500).map((r) => r.id);
-      const facets = this.db.all<FacetRow>(
+      const facets = await this.db.all<FacetRow>(
         `SELECT * FROM incident_facets WHERE incident_id IN (${ids.map(() => "?").join(",")}) ORDER BY first_seen, type`,
         ids,
       );
@@ -266,23 +271,20 @@ export class IncidentsRepo {
   }
 
   /** openAll lists every open incident (a restarting hub holds them all open again). */
-  openAll(): Incident[] {
-    return this.#withFacets(this.db.all<IncidentRow>("SELECT * FROM incidents WHERE resolved_at IS NULL ORDER BY id"));
+  async openAll(): Promise<Incident[]> {
+    return this.#withFacets(await this.db.all<IncidentRow>("SELECT * FROM incidents WHERE resolved_at IS NULL ORDER BY id"));
   }
 
   /** openByType counts, per finding type, the open incidents in which a finding of that type holds now. */
-  openByType(): Map<string, number> {
-    return new Map(
-      this.db
-        .all<{ type: string; n: number }>(
-          "SELECT type, COUNT(DISTINCT incident_id) AS n FROM incident_facets WHERE resolved_at IS NULL GROUP BY type",
-        )
-        .map((r) => [r.type, r.n]),
+  async openByType(): Promise<Map<string, number>> {
+    const rows = await this.db.all<{ type: string; n: number }>(
+      "SELECT type, COUNT(DISTINCT incident_id) AS n FROM incident_facets WHERE resolved_at IS NULL GROUP BY type",
     );
+    return new Map(rows.map((r) => [r.type, r.n]));
   }
 
   /** incidents lists incidents, newest first, at most MAX_LIST (1..5000) of them; `open` filters by state, `ip` by address. */
-  list(q: { open?: boolean; ip?: string; limit?: number } = {}): Incident[] {
+  async list(q: { open?: boolean; ip?: string; limit?: number } = {}): Promise<Incident[]> {
     const where: string[] = [];
     const params: Param[] = [];
     if (q.open === true) where.push("resolved_at IS NULL");
@@ -293,22 +295,26 @@ export class IncidentsRepo {
     }
     params.push(Math.max(1, Math.min(Math.trunc(q.limit ?? 500) || 500, MAX_LIST)));
     const sql = `SELECT * FROM incidents ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY first_seen DESC, id DESC LIMIT ?`;
-    return this.#withFacets(this.db.all<IncidentRow>(sql, params));
+    return this.#withFacets(await this.db.all<IncidentRow>(sql, params));
   }
 
-  get(id: number): (Incident & { readonly events: readonly IncidentEvent[] }) | null {
-    const r = this.db.get<IncidentRow>("SELECT * FROM incidents WHERE id = ?", [id]);
+  async get(id: number): Promise<(Incident & { readonly events: readonly IncidentEvent[] }) | null> {
+    const r = await this.db.get<IncidentRow>("SELECT * FROM incidents WHERE id = ?", [id]);
     if (r === undefined) return null;
-    const events = this.db.all<IncidentEvent>("SELECT t, kind, detail FROM incident_events WHERE incident_id = ? ORDER BY t, id", [id]);
-    const [incident] = this.#withFacets([r]);
+    const events = await this.db.all<IncidentEvent>("SELECT t, kind, detail FROM incident_events WHERE incident_id = ? ORDER BY t, id", [
+      id,
+    ]);
+    const [incident] = await this.#withFacets([r]);
     return incident === undefined ? null : { ...incident, events };
   }
 
   /** prune deletes at most `limit` incidents resolved before `cut`; returns how many. */
-  prune(cut: number, limit: number): number {
-    return this.db.run(
-      "DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)",
-      [cut, limit],
+  async prune(cut: number, limit: number): Promise<number> {
+    return (
+      await this.db.run(
+        "DELETE FROM incidents WHERE id IN (SELECT id FROM incidents WHERE resolved_at IS NOT NULL AND resolved_at < ? LIMIT ?)",
+        [cut, limit],
+      )
     ).changes;
   }
 }

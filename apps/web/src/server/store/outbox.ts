@@ -38,8 +38,8 @@ export interface OutboxRow {
   readonly deliveredAt: number | null;
 }
 
-const COLUMNS =
-  "id, receiver, group_key AS groupKey, kind, created_at AS createdAt, not_before AS notBefore, attempts, status, body, last_status AS lastStatus, last_error AS lastError, delivered_at AS deliveredAt";
+const COLUMNS = `id, receiver, group_key AS "groupKey", kind, created_at AS "createdAt", not_before AS "notBefore", attempts, status, body,
+  last_status AS "lastStatus", last_error AS "lastError", delivered_at AS "deliveredAt"`;
 
 /** OUTBOX_RETENTION_MS: delivered and given-up notifications are kept this long for the Settings page. */
 export const OUTBOX_RETENTION_MS = 7 * 86_400_000;
@@ -54,59 +54,61 @@ export class Outbox {
 
   constructor(readonly db: Db) {}
 
-  add(r: { id: string; receiver: string; groupKey: string; kind: OutboxKind; createdAt: number; notBefore: number }): void {
-    this.db.run("INSERT INTO outbox (id, receiver, group_key, kind, created_at, not_before, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')", [
-      r.id,
-      r.receiver,
-      r.groupKey,
-      r.kind,
-      r.createdAt,
-      r.notBefore,
-    ]);
+  async add(r: { id: string; receiver: string; groupKey: string; kind: OutboxKind; createdAt: number; notBefore: number }): Promise<void> {
+    await this.db.run(
+      "INSERT INTO outbox (id, receiver, group_key, kind, created_at, not_before, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')",
+      [r.id, r.receiver, r.groupKey, r.kind, r.createdAt, r.notBefore],
+    );
   }
 
   /** waiting is a pending notification of the group that has not been sent once yet (new findings join it). */
-  waiting(receiver: string, groupKey: string): OutboxRow | null {
+  async waiting(receiver: string, groupKey: string): Promise<OutboxRow | null> {
     return (
-      this.db.get<OutboxRow>(
+      (await this.db.get<OutboxRow>(
         `SELECT ${COLUMNS} FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'pending' AND body IS NULL LIMIT 1`,
         [receiver, groupKey],
-      ) ?? null
+      )) ?? null
     );
   }
 
   /** sentSince counts the group's notifications to a receiver since `t` (the per-IP hourly cap). */
-  sentSince(receiver: string, groupKey: string, t: number): number {
+  async sentSince(receiver: string, groupKey: string, t: number): Promise<number> {
     return (
-      this.db.get<{ n: number }>(
-        "SELECT COUNT(*) AS n FROM outbox WHERE receiver = ? AND group_key = ? AND created_at >= ? AND status != 'cancelled'",
-        [receiver, groupKey, t],
+      (
+        await this.db.get<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM outbox WHERE receiver = ? AND group_key = ? AND created_at >= ? AND status != 'cancelled'",
+          [receiver, groupKey, t],
+        )
       )?.n ?? 0
     );
   }
 
   /** lastCreated is when the group's newest notification to a receiver was decided (repeat_interval), null if never. */
-  lastCreated(receiver: string, groupKey: string): number | null {
+  async lastCreated(receiver: string, groupKey: string): Promise<number | null> {
     return (
-      this.db.get<{ t: number | null }>(
-        "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status != 'cancelled'",
-        [receiver, groupKey],
+      (
+        await this.db.get<{ t: number | null }>(
+          "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status != 'cancelled'",
+          [receiver, groupKey],
+        )
       )?.t ?? null
     );
   }
 
   /** previousDelivered is when the group's last delivered notification before `before` was decided, null if none. */
-  previousDelivered(receiver: string, groupKey: string, before: number): number | null {
+  async previousDelivered(receiver: string, groupKey: string, before: number): Promise<number | null> {
     return (
-      this.db.get<{ t: number | null }>(
-        "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'delivered' AND created_at < ?",
-        [receiver, groupKey, before],
+      (
+        await this.db.get<{ t: number | null }>(
+          "SELECT MAX(created_at) AS t FROM outbox WHERE receiver = ? AND group_key = ? AND status = 'delivered' AND created_at < ?",
+          [receiver, groupKey, before],
+        )
       )?.t ?? null
     );
   }
 
   /** due returns pending notifications whose time has come, oldest first. */
-  due(now: number, limit: number): OutboxRow[] {
+  due(now: number, limit: number): Promise<OutboxRow[]> {
     return this.db.all<OutboxRow>(
       `SELECT ${COLUMNS} FROM outbox WHERE status = 'pending' AND not_before <= ? ORDER BY not_before, id LIMIT ?`,
       [now, limit],
@@ -114,58 +116,61 @@ export class Outbox {
   }
 
   /** freeze fixes the body at the first attempt: every retry sends these bytes under the same id. */
-  freeze(id: string, body: string): void {
-    this.db.run("UPDATE outbox SET body = ? WHERE id = ? AND body IS NULL", [body, id]);
+  async freeze(id: string, body: string): Promise<void> {
+    await this.db.run("UPDATE outbox SET body = ? WHERE id = ? AND body IS NULL", [body, id]);
   }
 
-  attempted(
+  async attempted(
     id: string,
     r: { status: OutboxStatus; notBefore: number; lastStatus: number | null; lastError: string | null; deliveredAt: number | null },
-  ): void {
-    this.db.run(
+  ): Promise<void> {
+    await this.db.run(
       "UPDATE outbox SET attempts = attempts + 1, status = ?, not_before = ?, last_status = ?, last_error = ?, delivered_at = ? WHERE id = ?",
       [r.status, r.notBefore, r.lastStatus, r.lastError, r.deliveredAt, id],
     );
   }
 
   /** cancel stops every pending notification to a receiver (it answered 410 Gone, or was deleted). */
-  cancel(receiver: string, why: string): number {
-    return this.db.run("UPDATE outbox SET status = 'cancelled', last_error = ? WHERE receiver = ? AND status = 'pending'", [why, receiver])
-      .changes;
+  async cancel(receiver: string, why: string): Promise<number> {
+    return (
+      await this.db.run("UPDATE outbox SET status = 'cancelled', last_error = ? WHERE receiver = ? AND status = 'pending'", [why, receiver])
+    ).changes;
   }
 
-  recent(limit: number): OutboxRow[] {
+  recent(limit: number): Promise<OutboxRow[]> {
     return this.db.all<OutboxRow>(`SELECT ${COLUMNS} FROM outbox ORDER BY created_at DESC, id DESC LIMIT ?`, [limit]);
   }
 
-  get(id: string): OutboxRow | null {
-    return this.db.get<OutboxRow>(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`, [id]) ?? null;
+  async get(id: string): Promise<OutboxRow | null> {
+    return (await this.db.get<OutboxRow>(`SELECT ${COLUMNS} FROM outbox WHERE id = ?`, [id])) ?? null;
   }
 
-  prune(now: number, limit: number): number {
-    return this.db.run("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?)", [
-      now - OUTBOX_RETENTION_MS,
-      limit,
-    ]).changes;
+  async prune(now: number, limit: number): Promise<number> {
+    return (
+      await this.db.run("DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE status != 'pending' AND created_at < ? LIMIT ?)", [
+        now - OUTBOX_RETENTION_MS,
+        limit,
+      ])
+    ).changes;
   }
 
-  receivers(): readonly StoredReceiver[] {
-    return (this.#receivers ??= this.db.all<StoredReceiver>(
-      "SELECT name, url, format, secret, created_by AS createdBy, created_at AS createdAt, updated_at AS updatedAt FROM receivers ORDER BY name",
+  async receivers(): Promise<readonly StoredReceiver[]> {
+    return (this.#receivers ??= await this.db.all<StoredReceiver>(
+      `SELECT name, url, format, secret, created_by AS "createdBy", created_at AS "createdAt", updated_at AS "updatedAt" FROM receivers ORDER BY name`,
     ));
   }
 
   /** saveReceiver adds or replaces a receiver added in Settings. */
-  saveReceiver(r: Omit<StoredReceiver, "createdAt" | "updatedAt">, now: number): void {
+  async saveReceiver(r: Omit<StoredReceiver, "createdAt" | "updatedAt">, now: number): Promise<void> {
     this.#receivers = null;
-    this.db.run(
+    await this.db.run(
       "INSERT INTO receivers (name, url, format, secret, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET url = excluded.url, format = excluded.format, secret = excluded.secret, updated_at = excluded.updated_at",
       [r.name, r.url, r.format, r.secret, r.createdBy, now, now],
     );
   }
 
-  deleteReceiver(name: string): boolean {
+  async deleteReceiver(name: string): Promise<boolean> {
     this.#receivers = null;
-    return this.db.run("DELETE FROM receivers WHERE name = ?", [name]).changes > 0;
+    return (await this.db.run("DELETE FROM receivers WHERE name = ?", [name])).changes > 0;
   }
 }

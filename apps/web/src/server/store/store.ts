@@ -28,11 +28,8 @@ export class Store {
   readonly outbox: Outbox;
   readonly evidence: EvidenceRepo;
 
-  constructor(
-    readonly db: Db,
-    now: number,
-  ) {
-    migrate(db, now);
+  /** Given a migrated database: `Store.open` migrates. */
+  private constructor(readonly db: Db) {
     this.traffic = new TrafficRepo(db);
     this.incidents = new IncidentsRepo(db);
     this.agents = new AgentsRepo(db);
@@ -43,13 +40,33 @@ export class Store {
     this.evidence = new EvidenceRepo(db);
   }
 
+  /** open migrates `db` to this build's schema (refusing a newer one) and returns the store on it. */
+  static async open(db: Db, now: number): Promise<Store> {
+    await migrate(db, now);
+    return new Store(db);
+  }
+
   /**
    * flush writes, in one transaction, the agents that changed and the traffic rows that grew (at most `maxRows` of
-   * them, all when `force`d at shutdown). Returns the rows written.
+   * them, all when `force`d at shutdown). Returns the rows written. When the write fails, what it held waits for the
+   * next flush, and the error is thrown for the caller to tell.
    */
-  flush(now = Date.now(), force = false, maxRows = MAX_ROWS_PER_FLUSH): number {
+  async flush(now = Date.now(), force = false, maxRows = MAX_ROWS_PER_FLUSH): Promise<number> {
     if (this.traffic.pendingRows === 0 && !this.agents.pending) return 0;
-    return this.db.tx(() => this.traffic.writeRows(now, force, maxRows) + this.agents.writeDirty());
+    const rows = this.traffic.takeRows(force, maxRows);
+    const agents = this.agents.takeDirty();
+    try {
+      await this.db.tx(async (t) => {
+        await this.traffic.writeRows(t, rows);
+        await this.agents.writeDirty(t, agents);
+      });
+    } catch (e) {
+      this.traffic.settle(rows, false, now);
+      this.agents.unwritten(agents);
+      throw e;
+    }
+    this.traffic.settle(rows, true, now);
+    return rows.length + agents.length;
   }
 
   /**
@@ -57,18 +74,22 @@ export class Store {
    * expired sessions, old notifications, audit entries past their own retention) and returns how many; call it again
    * while it returns a full batch, yielding between calls so ingest goes on.
    */
-  pruneStep(now: number, retentionMs: number): number {
+  async pruneStep(now: number, retentionMs: number): Promise<number> {
     const cut = now - retentionMs;
-    let n = this.traffic.prune(cut, PRUNE_BATCH);
-    if (n < PRUNE_BATCH) n += this.incidents.prune(cut, PRUNE_BATCH - n);
-    if (n < PRUNE_BATCH) n += this.access.prune(now, PRUNE_BATCH - n);
-    if (n < PRUNE_BATCH) n += this.outbox.prune(now, PRUNE_BATCH - n);
-    if (n < PRUNE_BATCH) n += this.audit.prune(now, PRUNE_BATCH - n);
+    let n = await this.traffic.prune(cut, PRUNE_BATCH);
+    if (n < PRUNE_BATCH) n += await this.incidents.prune(cut, PRUNE_BATCH - n);
+    if (n < PRUNE_BATCH) n += await this.access.prune(now, PRUNE_BATCH - n);
+    if (n < PRUNE_BATCH) n += await this.outbox.prune(now, PRUNE_BATCH - n);
+    if (n < PRUNE_BATCH) n += await this.audit.prune(now, PRUNE_BATCH - n);
     return n;
   }
 
-  close(): void {
-    this.flush(Date.now(), true);
-    this.db.close();
+  /** close writes what waits and closes the database. */
+  async close(): Promise<void> {
+    try {
+      await this.flush(Date.now(), true);
+    } finally {
+      await this.db.close();
+    }
   }
 }

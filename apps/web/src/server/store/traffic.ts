@@ -1,5 +1,5 @@
 import type { ObservationAggregate, ObservationKind } from "@whohas/core";
-import type { Db } from "./db.js";
+import { batches, type Db, type Param } from "./db.js";
 
 const MINUTE_MS = 60_000;
 /**
@@ -40,6 +40,14 @@ interface Bucket {
   /** First and last frame, in ms from the minute's start (the first may be before it). */
   first: number;
   last: number;
+}
+
+/** A GrownRow is a bucket taken to be written, with its count and times when taken. */
+export interface GrownRow {
+  readonly b: Bucket;
+  readonly count: number;
+  readonly first: number;
+  readonly last: number;
 }
 
 /** CROWDED: past this many buckets an IP's are also indexed by key (a flood of MACs for one IP stays cheap). */
@@ -115,49 +123,67 @@ export class TrafficRepo {
   }
 
   /**
-   * writeRows writes the rows that grew since they were last written (at most `maxRows`, all when forced at
-   * shutdown), inside the caller's transaction: each row's growth is added to the stored count, so a minute continued
-   * after a restart keeps what was stored before. Returns the rows written.
+   * takeRows takes the rows that grew since they were last written (at most `maxRows`, all when forced at shutdown),
+   * as they are now: what `writeRows` writes and `settle` marks written once the transaction holds.
    */
-  writeRows(now: number, force: boolean, maxRows: number): number {
-    const rows: Bucket[] = [];
+  takeRows(force: boolean, maxRows: number): GrownRow[] {
+    const rows: GrownRow[] = [];
     for (const b of this.#dirty) {
       if (!force && rows.length >= maxRows) break;
-      rows.push(b);
+      this.#dirty.delete(b);
+      if (b.count > b.written) rows.push({ b, count: b.count, first: b.first, last: b.last });
     }
-    for (const b of rows) this.#dirty.delete(b);
-    for (const b of rows) {
-      const delta = b.count - b.written;
-      if (delta <= 0) continue;
-      this.db.run(
-        `INSERT INTO minute_stats (minute, ip, mac, kind, count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (minute, ip, mac, kind) DO UPDATE SET count = minute_stats.count + excluded.count,
-           first_seen = MIN(minute_stats.first_seen, excluded.first_seen), last_seen = MAX(minute_stats.last_seen, excluded.last_seen)`,
-        [b.minuteNo * MINUTE_MS, b.ip, b.mac, b.kind, delta, b.minuteNo * MINUTE_MS + b.first, b.minuteNo * MINUTE_MS + b.last],
-      );
-      b.written = b.count;
-    }
-    // Minutes that are over leave memory once written; a late batch for one starts a fresh bucket whose counts are
-    // added to the stored row.
-    if (now - this.#evicted >= EVICT_EVERY_MS) {
-      this.#evicted = now;
-      const current = Math.floor(now / MINUTE_MS);
-      const over = (b: Bucket) => b.minuteNo < current && !this.#dirty.has(b);
-      for (const [ip, list] of this.#buckets) {
-        if (!list.some(over)) continue;
-        const kept = list.filter((b) => !over(b));
-        if (kept.length === 0) this.#buckets.delete(ip);
-        else this.#buckets.set(ip, kept);
-        this.#crowded.delete(ip);
-        if (kept.length > CROWDED) this.#crowded.set(ip, new Map(kept.map((x) => [bucketKey(x.minuteNo, x.mac, x.kind), x])));
+    return rows;
+  }
+
+  /**
+   * writeRows writes taken rows through `db`, the caller's transaction, hundreds to a statement: each row's growth is
+   * added to the stored count, so a minute continued after a restart keeps what was stored before.
+   */
+  async writeRows(db: Db, rows: readonly GrownRow[]): Promise<void> {
+    // Each bucket is one (minute, ip, mac, kind): no statement names a row twice, as PostgreSQL's upsert requires.
+    for (const { rows: part, values } of batches(rows, 7)) {
+      const params: Param[] = [];
+      for (const { b, count, first, last } of part) {
+        const start = b.minuteNo * MINUTE_MS;
+        params.push(start, b.ip, b.mac, b.kind, count - b.written, start + first, start + last);
       }
+      await db.run(
+        `INSERT INTO minute_stats (minute, ip, mac, kind, count, first_seen, last_seen) VALUES ${values}
+         ON CONFLICT (minute, ip, mac, kind) DO UPDATE SET count = minute_stats.count + excluded.count,
+           first_seen = CASE WHEN excluded.first_seen < minute_stats.first_seen THEN excluded.first_seen ELSE minute_stats.first_seen END,
+           last_seen = CASE WHEN excluded.last_seen > minute_stats.last_seen THEN excluded.last_seen ELSE minute_stats.last_seen END`,
+        params,
+      );
     }
-    return rows.length;
+  }
+
+  /**
+   * settle ends a write of taken rows: once stored they count as written; when the transaction failed they wait for
+   * the next flush again, nothing lost. Then minutes that are over and written leave memory (a late batch for one
+   * starts a fresh bucket whose counts are added to the stored row).
+   */
+  settle(rows: readonly GrownRow[], stored: boolean, now: number): void {
+    for (const r of rows)
+      if (stored) r.b.written = r.count;
+      else this.#dirty.add(r.b);
+    if (!stored || now - this.#evicted < EVICT_EVERY_MS) return;
+    this.#evicted = now;
+    const current = Math.floor(now / MINUTE_MS);
+    const over = (b: Bucket) => b.minuteNo < current && !this.#dirty.has(b);
+    for (const [ip, list] of this.#buckets) {
+      if (!list.some(over)) continue;
+      const kept = list.filter((b) => !over(b));
+      if (kept.length === 0) this.#buckets.delete(ip);
+      else this.#buckets.set(ip, kept);
+      this.#crowded.delete(ip);
+      if (kept.length > CROWDED) this.#crowded.set(ip, new Map(kept.map((x) => [bucketKey(x.minuteNo, x.mac, x.kind), x])));
+    }
   }
 
   /** aggregates sums the stored traffic since `since` per (ip, mac, kind): the history the live view restores. */
-  aggregates(since: number): ObservationAggregate[] {
-    const rows = this.db.all<{ ip: string; mac: string; kind: ObservationKind; count: number; first: number; last: number }>(
+  async aggregates(since: number): Promise<ObservationAggregate[]> {
+    const rows = await this.db.all<{ ip: string; mac: string; kind: ObservationKind; count: number; first: number; last: number }>(
       `SELECT ip, mac, kind, SUM(count) AS count, MIN(first_seen) AS first, MAX(last_seen) AS last
        FROM minute_stats WHERE minute >= ? GROUP BY ip, mac, kind`,
       [since - (since % MINUTE_MS)],
@@ -177,9 +203,9 @@ export class TrafficRepo {
   }
 
   /** timeline returns one IP's minutes in [from, to] per MAC and kind, the part not yet written included. */
-  timeline(ip: string, from: number, to: number): TimelinePoint[] {
+  async timeline(ip: string, from: number, to: number): Promise<TimelinePoint[]> {
     const start = from - (from % MINUTE_MS);
-    const rows = this.db.all<TimelinePoint>(
+    const rows = await this.db.all<TimelinePoint>(
       "SELECT minute, mac, kind, count FROM minute_stats WHERE ip = ? AND minute >= ? AND minute <= ?",
       [ip, start, to],
     );
@@ -196,10 +222,12 @@ export class TrafficRepo {
   }
 
   /** prune deletes at most `limit` minutes older than `cut`; returns how many. */
-  prune(cut: number, limit: number): number {
-    return this.db.run(
-      "DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)",
-      [cut, limit],
+  async prune(cut: number, limit: number): Promise<number> {
+    return (
+      await this.db.run(
+        "DELETE FROM minute_stats WHERE (minute, ip, mac, kind) IN (SELECT minute, ip, mac, kind FROM minute_stats WHERE minute < ? ORDER BY minute LIMIT ?)",
+        [cut, limit],
+      )
     ).changes;
   }
 }

@@ -107,7 +107,7 @@ describe("agents are bound to one node", () => {
   });
 
   it("refuses a hello for a node Kubernetes does not list", async () => {
-    const hub = new Hub();
+    const hub = await Hub.open();
     hub.setCluster({
       snapshot: () => ({
         services: [],
@@ -198,7 +198,7 @@ describe("what one agent can make the hub believe and hold", () => {
 
   it("keeps a MAC with the live node that reported it first: another agent cannot pass its answers off as its own", async () => {
     const conflicts: unknown[] = [];
-    const hub = new Hub({ onMacConflict: (c) => conflicts.push(c) });
+    const hub = await Hub.open({ onMacConflict: (c) => conflicts.push(c) });
     const { agentUrl } = await startHub({ hub, extra: { agentFactsEveryMs: 0 } });
     const a = await raw(agentUrl, helloWith("node-a", [10]));
     const evil = await raw(agentUrl, helloWith("node-evil", [10, 66]));
@@ -259,7 +259,7 @@ describe("what one agent can make the hub believe and hold", () => {
 
   it("makes room for a new node by forgetting the agent down the longest, never a live one", async () => {
     let now = Date.now();
-    const hub = new Hub({ clock: () => now });
+    const hub = await Hub.open({ clock: () => now });
     const { agentUrl } = await startHub({ hub, extra: { agentLimits: { maxAgents: 2 } } });
     const a = await raw(agentUrl, helloWith("node-a", [10]));
     const b = await raw(agentUrl, helloWith("node-b", [11]));

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bootstrapAdmin } from "../../auth/bootstrap.js";
-import { openSqlite } from "../../store/db.js";
+import { openSqlite } from "../../store/sqlite.js";
 import { Store } from "../../store/store.js";
 import { Hub } from "../../hub/hub.js";
 
@@ -19,37 +19,37 @@ const tmp = () => {
 const mode = (p: string) => (statSync(p).mode & 0o777).toString(8);
 
 describe("secrets at rest", () => {
-  it("creates the database's directory 0700 and the database, its WAL and shared memory 0600", () => {
+  it("creates the database's directory 0700 and the database, its WAL and shared memory 0600", async () => {
     const path = join(tmp(), "var", "whohas", "whohas.db");
     const db = openSqlite(path);
-    const store = new Store(db, Date.now());
-    store.settings.set("probe", "written", Date.now());
+    const store = await Store.open(db, Date.now());
+    await store.settings.set("probe", "written", Date.now());
     expect(mode(join(path, ".."))).toBe("700");
     expect([mode(path), mode(`${path}-wal`), mode(`${path}-shm`)]).toEqual(["600", "600", "600"]);
-    db.close();
+    await db.close();
   });
 
-  it("takes back a database file left readable by others", () => {
+  it("takes back a database file left readable by others", async () => {
     const path = join(tmp(), "whohas.db");
     writeFileSync(path, "");
     chmodSync(path, 0o644);
-    openSqlite(path).close();
+    await openSqlite(path).close();
     expect(mode(path)).toBe("600");
   });
 
   it("writes the first admin's password 0600", async () => {
     const path = join(tmp(), "state", "whohas.db");
-    const store = new Store(openSqlite(path), Date.now());
+    const store = await Store.open(openSqlite(path), Date.now());
     const b = await bootstrapAdmin(store.settings, path, Date.now());
     expect(mode(b.file)).toBe("600");
   });
 });
 
 describe("a database an older hub (or an attacker's agents) filled", () => {
-  it("starts on it: agents past the wire's bounds come back without what broke them, junk names not at all", () => {
+  it("starts on it: agents past the wire's bounds come back without what broke them, junk names not at all", async () => {
     const path = join(tmp(), "whohas.db");
     const db = openSqlite(path);
-    new Store(db, Date.now()); // the schema
+    await Store.open(db, Date.now()); // the schema
     const iface = (i: number) => ({
       name: `e${i}`,
       mac: `02:00:5e:00:${(i >> 8).toString(16).padStart(2, "0")}:${(i & 255).toString(16).padStart(2, "0")}`,
@@ -77,16 +77,16 @@ describe("a database an older hub (or an attacker's agents) filled", () => {
         JSON.stringify(interfaces),
         facts === null ? null : JSON.stringify(facts),
       ]);
-    row("node-a", [iface(1)], huge);
-    row(
+    await row("node-a", [iface(1)], huge);
+    await row(
       "node-b",
       Array.from({ length: 4096 }, (_, i) => iface(i)),
       null,
     );
-    row("!0-rogue", [iface(2)], null);
-    db.run("UPDATE agents SET facts = '{not json' WHERE node = 'node-b'");
-    db.close();
-    const again = new Hub({ store: new Store(openSqlite(path), Date.now()) });
+    await row("!0-rogue", [iface(2)], null);
+    await db.run("UPDATE agents SET facts = '{not json' WHERE node = 'node-b'");
+    await db.close();
+    const again = await Hub.open({ store: await Store.open(openSqlite(path), Date.now()) });
     expect(again.agents.list().map((a) => [a.node, a.interfaces.length, a.facts])).toEqual([
       ["node-a", 1, null],
       ["node-b", 0, null],

@@ -63,9 +63,9 @@ export interface StartOptions {
 
 /** startHub serves a real hub (auth, gateway, tRPC, read API) on loopback with Next.js stubbed by echoPages. */
 export async function startHub(o: StartOptions = {}): Promise<TestHub> {
-  const hub = o.hub ?? new Hub();
+  const hub = o.hub ?? (await Hub.open());
   const u = users();
-  const auth = new Auth(
+  const auth = await Auth.open(
     { users: u, proxy: null, sessionTtlMs: 3_600_000, trustedProxies: o.trustedProxies ?? [], viewerToken: VIEWER_TOKEN },
     hub.store.access,
     hub.store.settings,

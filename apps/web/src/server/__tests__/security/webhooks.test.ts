@@ -35,13 +35,13 @@ async function receiver(answer: (res: ServerResponse) => void = (res) => res.wri
   return { port: (s.address() as AddressInfo).port, state };
 }
 
-function alerter(receivers: Receiver[], policy: Partial<AlertPolicy> = {}): { hub: Hub; a: Alerter } {
-  const hub = new Hub();
+async function alerter(receivers: Receiver[], policy: Partial<AlertPolicy> = {}): Promise<{ hub: Hub; a: Alerter }> {
+  const hub = await Hub.open();
   const a = new Alerter({
     hub,
     outbox: hub.store.outbox,
     settings: hub.store.settings,
-    receivers: () => receivers,
+    receivers: () => Promise.resolve(receivers),
     policy: { ...DEFAULT_POLICY, ...policy },
     logger: silentLogger,
   });
@@ -63,7 +63,7 @@ describe("receivers cannot reach the hub's own network", () => {
     { case: "the unspecified address", host: "0.0.0.0", why: /^0\.0\.0\.0 is an unspecified address: refused/ },
   ])("refuses $case at send time, and nothing reaches it", async ({ host, why }) => {
     const r = await receiver();
-    const { a } = alerter([]);
+    const { a } = await alerter([]);
     const res = await a.test(hook(`http://${host}:${r.port}/hook`));
     expect(res.status).toBeNull();
     expect(res.error).toMatch(why);
@@ -94,7 +94,7 @@ describe("receivers cannot reach the hub's own network", () => {
 
   it("delivers to a loopback receiver named in allowHosts", async () => {
     const r = await receiver();
-    const { a } = alerter([], { allowHosts: ["127.0.0.1"] });
+    const { a } = await alerter([], { allowHosts: ["127.0.0.1"] });
     expect((await a.test(hook(`http://127.0.0.1:${r.port}/hook`))).status).toBe(200);
     expect(r.state.hits).toBe(1);
   });
@@ -102,7 +102,7 @@ describe("receivers cannot reach the hub's own network", () => {
   it("does not follow a redirect, not even to an allowed host", async () => {
     const target = await receiver();
     const r = await receiver((res) => res.writeHead(302, { location: `http://127.0.0.1:${target.port}/elsewhere` }).end());
-    const { a } = alerter([], { allowHosts: ["127.0.0.1"] });
+    const { a } = await alerter([], { allowHosts: ["127.0.0.1"] });
     const res = await a.test(hook(`http://127.0.0.1:${r.port}/hook`));
     expect(res.status).toBe(302);
     // The reason says what happened, never where the receiver points (an admin sees a status and a short reason).
@@ -127,7 +127,7 @@ describe("receivers cannot reach the hub's own network", () => {
       };
       pump();
     });
-    const { a } = alerter([], { allowHosts: ["127.0.0.1"] });
+    const { a } = await alerter([], { allowHosts: ["127.0.0.1"] });
     const res = await a.test(hook(`http://127.0.0.1:${r.port}/hook`));
     expect(res.status).toBe(200);
     expect(res.body.length).toBe(MAX_ANSWER_BYTES);
@@ -137,7 +137,7 @@ describe("receivers cannot reach the hub's own network", () => {
 
   it("shows an admin only the status and a short reason of a test send, never the answer's body", async () => {
     const r = await receiver((res) => res.writeHead(200).end("secret-from-the-internal-service"));
-    const { hub, a } = alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"] });
+    const { hub, a } = await alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"] });
     const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
     const out = await caller.alerts.testReceiver({ name: "ops" });
     expect(out).toEqual({ ok: true, status: 200, ms: expect.any(Number) as number, error: null });
@@ -146,9 +146,9 @@ describe("receivers cannot reach the hub's own network", () => {
 
   it("keeps the status of a failed delivery, never the answer's body, and waits at most an hour for Retry-After", async () => {
     const r = await receiver((res) => res.writeHead(503, { "retry-after": "99999999999" }).end("secret-from-the-internal-service"));
-    const { hub, a } = alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"], groupWaitMs: 0 });
+    const { hub, a } = await alerter([hook(`http://127.0.0.1:${r.port}/hook`)], { allowHosts: ["127.0.0.1"], groupWaitMs: 0 });
     const now = Date.now();
-    hub.store.incidents.open(
+    await hub.store.incidents.open(
       {
         ip: "198.51.100.7",
         type: "multi-responder",
@@ -161,9 +161,9 @@ describe("receivers cannot reach the hub's own network", () => {
       },
       {},
     );
-    a.enqueue("198.51.100.7", "firing");
+    await a.enqueue("198.51.100.7", "firing");
     await a.deliverDue();
-    const [row] = hub.store.outbox.recent(10);
+    const [row] = await hub.store.outbox.recent(10);
     expect(row).toMatchObject({ status: "pending", lastStatus: 503, lastError: "HTTP 503" });
     expect((row?.notBefore ?? 0) - Date.now()).toBeLessThanOrEqual(3_600_000);
     const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
@@ -171,12 +171,12 @@ describe("receivers cannot reach the hub's own network", () => {
   });
 
   it("refuses to save a receiver on loopback in Settings", async () => {
-    const { hub, a } = alerter([]);
+    const { hub, a } = await alerter([]);
     const caller = createCallerFactory(appRouter)({ ...callerContext(hub, "admin"), alerts: new AlertAdmin(a, hub.store.audit) });
     await expect(caller.alerts.saveReceiver({ name: "x", url: "http://127.0.0.1:9093/", format: "generic", secret: null })).rejects.toThrow(
       /loopback address: refused/,
     );
-    expect(hub.store.audit.list()[0]).toMatchObject({ action: "receiver.save", outcome: "refused" });
+    expect((await hub.store.audit.list())[0]).toMatchObject({ action: "receiver.save", outcome: "refused" });
   });
 });
 

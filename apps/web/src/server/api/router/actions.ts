@@ -55,9 +55,9 @@ export const actionsRouter = {
    * whole and per IP); returns the batch, which announceGroupLatest follows.
    */
   reannounceGroup: operatorProcedure.input(group).mutation(({ ctx, input }) =>
-    refusal(() => {
+    refusal(async () => {
       const { what, ips } = groupIps(ctx, input);
-      return structuredClone(announcementsOf(ctx).start(what, ips, ctx.principal.user));
+      return structuredClone(await announcementsOf(ctx).start(what, ips, ctx.principal.user));
     }),
   ),
 
@@ -75,7 +75,7 @@ export const actionsRouter = {
   /** probe starts (or joins) a probe of the IP from two nodes and returns its id (audited). */
   probe: operatorProcedure
     .input(z.object({ ip }))
-    .mutation(({ ctx, input }) => refusal(() => ({ id: actionsOf(ctx).probe(input.ip, ctx.principal.user) }))),
+    .mutation(({ ctx, input }) => refusal(async () => ({ id: await actionsOf(ctx).probe(input.ip, ctx.principal.user) }))),
 
   /** durations: how long Probe and Force re-announce run (the buttons say it). */
   durations: viewerProcedure.query(({ ctx }) => actionsOf(ctx).durations),

@@ -43,16 +43,16 @@ export const alertsRouter = {
       }),
     )
     .mutation(({ ctx, input }) =>
-      refused(() => {
-        alertsOf(ctx).saveReceiver(input, ctx.principal.user);
+      refused(async () => {
+        await alertsOf(ctx).saveReceiver(input, ctx.principal.user);
         return { ok: true };
       }),
     ),
 
   /** deleteReceiver removes a receiver of Settings and cancels what it had pending; audited. */
   deleteReceiver: adminProcedure.input(z.object({ name })).mutation(({ ctx, input }) =>
-    refused(() => {
-      alertsOf(ctx).deleteReceiver(input.name, ctx.principal.user);
+    refused(async () => {
+      await alertsOf(ctx).deleteReceiver(input.name, ctx.principal.user);
       return { ok: true };
     }),
   ),

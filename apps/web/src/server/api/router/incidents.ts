@@ -27,19 +27,19 @@ export const incidentsRouter = {
    * byId: one incident with its timeline (opened, updated, acknowledged, resolved), what is stored of its frames (null
    * until its snapshot is taken) and the node and vendor of each MAC its findings name; null when unknown.
    */
-  byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
-    const i = ctx.hub.judging.incident(input.id);
+  byId: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(async ({ ctx, input }) => {
+    const i = await ctx.hub.judging.incident(input.id);
     if (i === null) return null;
     const named = namesOf([...i.macs, ...i.facets.flatMap((f) => f.macs)], (m) => ctx.hub.nodeOfMac(m));
-    return { ...i, capture: ctx.hub.incidentCapture(input.id), named };
+    return { ...i, capture: await ctx.hub.incidentCapture(input.id), named };
   }),
 
   /**
    * story: what happened to the incident's subject in time order (its events, the IP's handovers, the actions taken on
    * it and by whom) and what whohas knows of the subject now; null when unknown.
    */
-  story: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(({ ctx, input }) => {
-    const s = storyOf(ctx.hub, input.id);
+  story: viewerProcedure.input(z.object({ id: z.number().int().positive() })).query(async ({ ctx, input }) => {
+    const s = await storyOf(ctx.hub, input.id);
     if (s === null || allows(ctx.principal.role, "operator")) return s;
     // The audit log is the admins': a viewer sees that an action was taken and by whom (as the IP page shows a probe),
     // not attempts refused or what the audit recorded of them.
@@ -50,8 +50,8 @@ export const incidentsRouter = {
   }),
 
   /** acknowledge marks an incident seen (it stays open until its finding clears); audited. */
-  acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) => {
-    if (!ctx.hub.judging.acknowledge(input.id, ctx.principal.user))
+  acknowledge: operatorProcedure.input(z.object({ id: z.number().int().positive() })).mutation(async ({ ctx, input }) => {
+    if (!(await ctx.hub.judging.acknowledge(input.id, ctx.principal.user)))
       throw new TRPCError({ code: "NOT_FOUND", message: `no incident ${input.id}` });
     return ctx.hub.judging.incident(input.id);
   }),

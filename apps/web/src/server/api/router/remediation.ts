@@ -23,7 +23,14 @@ async function guarded<T>(
   try {
     return await fn();
   } catch (e) {
-    ctx.audit.append({ t: ctx.hub.clock(), actor: ctx.principal.user, action, input, outcome: "refused", detail: (e as Error).message });
+    await ctx.audit.append({
+      t: ctx.hub.clock(),
+      actor: ctx.principal.user,
+      action,
+      input,
+      outcome: "refused",
+      detail: (e as Error).message,
+    });
     if (e instanceof RemediationRefused) throw new TRPCError({ code: e.code, message: e.message });
     if (e instanceof TRPCError) throw e;
     throw new TRPCError({ code: "INTERNAL_SERVER_ERROR", message: (e as Error).message });
@@ -44,11 +51,11 @@ export const remediationRouter = {
     ),
 
   /** rollback restores a backup's text byte for byte and restarts kube-proxy. */
-  rollback: operatorProcedure
-    .input(z.object({ backup: z.string().min(1).max(253) }))
-    .mutation(({ ctx, input }) =>
-      guarded(ctx, "remediation.rollback", input, () => ({ id: remediationOf(ctx).rollback(input.backup, ctx.principal.user).id })),
-    ),
+  rollback: operatorProcedure.input(z.object({ backup: z.string().min(1).max(253) })).mutation(({ ctx, input }) =>
+    guarded(ctx, "remediation.rollback", input, async () => ({
+      id: (await remediationOf(ctx).rollback(input.backup, ctx.principal.user)).id,
+    })),
+  ),
 
   /** live pushes the running (or last) run's steps as they change. */
   live: viewerProcedure.input(z.object({ lastEventId: z.string().nullish() }).optional()).subscription(async function* ({ ctx, signal }) {

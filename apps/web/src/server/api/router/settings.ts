@@ -10,9 +10,9 @@ function settingsOf(ctx: Context): Settings {
 }
 
 /** refused turns a change Settings refused into its tRPC code, with the reason. */
-function refused<T>(fn: () => T): T {
+async function refused<T>(fn: () => T | Promise<T>): Promise<T> {
   try {
-    return fn();
+    return await fn();
   } catch (e) {
     if (e instanceof SettingsRefused) throw new TRPCError({ code: e.code, message: e.message });
     throw e;
@@ -24,14 +24,14 @@ export const settingsRouter = {
   me: viewerProcedure.query(({ ctx }) => ({ user: ctx.principal.user, role: ctx.principal.role, via: ctx.principal.via })),
 
   /** get: everything the Settings page shows. */
-  get: adminProcedure.query(({ ctx }) => {
+  get: adminProcedure.query(async ({ ctx }) => {
     const s = settingsOf(ctx);
     return {
-      retention: s.retention(),
+      retention: await s.retention(),
       fileRetentionMs: s.fileRetentionMs,
       users: s.users.map((u) => ({ name: u.name, role: u.role })),
       methods: s.methods,
-      tokens: s.tokens(),
+      tokens: await s.tokens(),
     };
   }),
 
@@ -54,8 +54,8 @@ export const settingsRouter = {
 
   /** revokeToken deletes a read-API token at once; audited. */
   revokeToken: adminProcedure.input(z.object({ id: z.number().int().positive() })).mutation(({ ctx, input }) =>
-    refused(() => {
-      settingsOf(ctx).revokeToken(input.id, ctx.principal.user);
+    refused(async () => {
+      await settingsOf(ctx).revokeToken(input.id, ctx.principal.user);
       return { ok: true };
     }),
   ),

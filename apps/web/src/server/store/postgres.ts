@@ -1,0 +1,97 @@
+import pg from "pg";
+import type { Db, Param } from "./db.js";
+
+/**
+ * numbered rewrites `?` placeholders to PostgreSQL's `$1, $2, …`, leaving quoted text, identifiers and `--` comments alone: the store
+ * writes one SQL for both engines.
+ */
+export function numbered(sql: string): string {
+  let out = "";
+  let n = 0;
+  let quote: string | null = null;
+  for (const c of sql) {
+    if (quote !== null) {
+      if (c === quote) quote = null;
+    } else if (c === "'" || c === '"') quote = c;
+    else if (c === "-" && out.endsWith("-")) quote = "\n";
+    else if (c === "?") {
+      out += `$${++n}`;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+/** A Logger for what happens to PostgreSQL connections out of any query (a server restart, a network cut). */
+type Warn = (event: string, fields: Record<string, unknown>) => void;
+
+/** What the store reads as numbers: int8 (times in ms, COUNT) and numeric (SUM) come as text from `pg` by default. */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format) as (v: string) => unknown;
+  }) as typeof pg.types.getTypeParser,
+};
+
+/** where names the server for messages, without the password a URL may hold. */
+export function where(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || "localhost"}${u.port === "" ? "" : `:${u.port}`}${u.pathname}`;
+  } catch {
+    return "(an invalid URL)";
+  }
+}
+
+/**
+ * openPostgres connects a pool to the PostgreSQL server at `url` (postgres://user:password@host:port/database; the
+ * `pg` driver's parameters, such as sslmode, go in its query) and checks it answers. Each transaction takes one
+ * connection of the pool for itself; other queries go on beside it.
+ */
+export async function openPostgres(url: string, o: { max?: number; warn?: Warn } = {}): Promise<Db> {
+  const pool = new pg.Pool({ connectionString: url, max: o.max ?? 8, types: TYPES, connectionTimeoutMillis: 10_000 });
+  // An idle connection the server drops (a restart, a failover) is an event on the pool, not a query's error: told,
+  // and the pool opens a new one for the next query.
+  pool.on("error", (e) => o.warn?.("store.postgres_connection_lost", { server: where(url), error: e.message }));
+  try {
+    await pool.query("SELECT 1");
+  } catch (e) {
+    await pool.end().catch(() => undefined);
+    throw new Error(`cannot reach PostgreSQL at ${where(url)}: ${(e as Error).message}`);
+  }
+  const text = new Map<string, string>();
+  const sqlOf = (sql: string) => {
+    let t = text.get(sql);
+    if (t === undefined) text.set(sql, (t = numbered(sql)));
+    return t;
+  };
+  const over = (q: pg.Pool | pg.PoolClient, tx: Db["tx"] | null): Db => {
+    const db: Db = {
+      dialect: "postgres",
+      exec: async (sql) => void (await q.query(sql)),
+      run: async (sql, params: readonly Param[] = []) => ({ changes: (await q.query(sqlOf(sql), params as Param[])).rowCount ?? 0 }),
+      get: async <T>(sql: string, params: readonly Param[] = []) => (await q.query(sqlOf(sql), params as Param[])).rows[0] as T | undefined,
+      all: async <T>(sql: string, params: readonly Param[] = []) => (await q.query(sqlOf(sql), params as Param[])).rows as T[],
+      tx: tx ?? ((fn) => fn(db)),
+      close: () => Promise.reject(new Error("the database cannot be closed inside a transaction")),
+    };
+    return db;
+  };
+  const root = over(pool, async (fn) => {
+    const client = await pool.connect();
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      const value = await fn(over(client, null));
+      await client.query("COMMIT");
+      return value;
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => (broken = true));
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  });
+  return { ...root, close: () => pool.end() };
+}
