@@ -4,8 +4,9 @@
 // the request reports read too late to judge their request in order), and the latency
 // from an agent's send to the state change a subscriber sees (tRPC over SSE). The reference in the same run is a
 // bare `ws` server that only parses the same messages: the floor of receiving them in Node. Asserts nothing.
-// `node hub-bench.js [AGENTS] [OBSERVATIONS_PER_SECOND] [SECONDS] [IPS_PER_AGENT] [NODES_PER_SEGMENT]` (default
-// 200 50000 60 300 1; the 5,000-agent target is 5000 100000 60 60). NODES_PER_SEGMENT nodes see the same IPs and
+// `node hub-bench.js [AGENTS] [OBSERVATIONS_PER_SECOND] [SECONDS] [IPS_PER_AGENT] [NODES_PER_SEGMENT] [--postgres]`
+// (default 200 50000 60 300 1; the 5,000-agent target is 5000 100000 60 60). With --postgres the hub stores on a
+// throwaway PostgreSQL server started for the run (the lab's), and that server's CPU is counted beside the hub's. NODES_PER_SEGMENT nodes see the same IPs and
 // every request for them, and one answers each (SimAgent): 1 gives every node IPs of its own, the most IPs to hold;
 // 50 is a cluster of racks of 50 nodes, each rack one L2 segment, where every request is reported by 50 agents.
 import { spawn } from "node:child_process";
@@ -14,7 +15,7 @@ import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocketServer } from "ws";
-import { freePort } from "@whohas/lab";
+import { freePort, startPostgres, type TestPostgres } from "@whohas/lab";
 import { MAX_IPS, SimAgent, TICKS, VIEWER, cpuTicks, rssMb, sleep, startHub } from "./sim.js";
 import { target, targets } from "./report.js";
 
@@ -193,17 +194,20 @@ function referenceServer(port: number): void {
 }
 
 async function main(): Promise<void> {
+  const args = process.argv.slice(2).filter((a) => a !== "--postgres");
   const load: Load = {
-    agents: Number(process.argv[2] ?? 200),
-    ipsPerAgent: Number(process.argv[5] ?? 300),
-    perSecond: Number(process.argv[3] ?? 50_000),
-    seconds: Number(process.argv[4] ?? 60),
-    segmentSize: Math.max(1, Number(process.argv[6] ?? 1)),
+    agents: Number(args[0] ?? 200),
+    ipsPerAgent: Number(args[3] ?? 300),
+    perSecond: Number(args[1] ?? 50_000),
+    seconds: Number(args[2] ?? 60),
+    segmentSize: Math.max(1, Number(args[4] ?? 1)),
   };
   const dir = mkdtempSync(join(tmpdir(), "whohas-hub-bench-"));
   let hub: Awaited<ReturnType<typeof startHub>> | null = null;
+  let pg: TestPostgres | null = null;
   try {
-    hub = await startHub(dir);
+    if (process.argv.includes("--postgres")) pg = await startPostgres();
+    hub = await startHub(dir, pg?.url ?? null);
     const { base, port, pid, wrapper, metrics } = hub;
     const agents = await connectAll(`ws://127.0.0.1:${port}/agent`, load);
     // Warm up: the hub learns every IP once before the clock starts.
@@ -212,6 +216,7 @@ async function main(): Promise<void> {
     const sent0 = agents.reduce((n, a) => n + a.sent, 0);
     const entries0 = agents.reduce((n, a) => n + a.entries, 0);
     const c0 = cpuTicks(pid);
+    const pg0 = pg?.cpuTicks() ?? 0;
     const latencies: number[] = [];
     let markers = 0;
     let probing = false;
@@ -243,6 +248,7 @@ async function main(): Promise<void> {
         .finally(() => (probing = false));
     });
     const cpu = (cpuTicks(pid) - c0) / TICKS / seconds;
+    const pgCpu = pg === null ? null : (pg.cpuTicks() - pg0) / TICKS / seconds;
     // The peak over warm-up and load, before the queries below build their own large answers.
     const peak = rssMb(pid, "VmHWM");
     const wrapperRss = wrapper === pid ? 0 : rssMb(wrapper, "VmHWM");
@@ -303,7 +309,10 @@ async function main(): Promise<void> {
       `each agent sends every ${sentEvery} ms (the hub set it ${pace} ms: limits.agentMessagesPerSecond 10,000), and the reference's agents as often; the load ran at most ${maxLagMs} ms behind its schedule`,
       "",
       `${"".padEnd(28)} ${"CPU (1 core)".padStart(12)} ${"peak RSS".padStart(10)}`,
-      `${"whohas-hub (SQLite, WAL)".padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,
+      `${(pgCpu === null ? "whohas-hub (SQLite, WAL)" : "whohas-hub (PostgreSQL)").padEnd(28)} ${`${(cpu * 100).toFixed(1)} %`.padStart(12)} ${`${peak.toFixed(0)} MB`.padStart(10)}`,
+      ...(pgCpu === null
+        ? []
+        : [`${"PostgreSQL server".padEnd(28)} ${`${(pgCpu * 100).toFixed(1)} %`.padStart(12)}   (its processes, beside the hub's)`]),
       `${"bare ws + JSON.parse (ref)".padEnd(28)} ${`${(ref.cpu * 100).toFixed(1)} %`.padStart(12)} ${`${ref.rss.toFixed(0)} MB`.padStart(10)}   (${ref.entries}/${ref.sent} entries parsed)`,
       `ratio hub / reference CPU: ${(cpu / ref.cpu).toFixed(2)}x; the hub's CPU per message: ${((cpu * seconds * 1e6) / Math.max(1, accepted)).toFixed(0)} µs (wire-bench.js --hub-us N: what reading it costs)`,
       "",
@@ -326,6 +335,7 @@ async function main(): Promise<void> {
     process.stdout.write(rows.join("\n") + "\n");
   } finally {
     await hub?.stop();
+    await pg?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

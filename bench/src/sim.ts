@@ -132,15 +132,15 @@ export interface RunningHub {
   stop(): Promise<void>;
 }
 
-/** startHub writes a traffic-only config into `dir` and starts the production hub on a free port. */
-export async function startHub(dir: string): Promise<RunningHub> {
+/** startHub writes a traffic-only config into `dir` and starts the production hub on a free port (on PostgreSQL at `storageUrl` when given). */
+export async function startHub(dir: string, storageUrl: string | null = null): Promise<RunningHub> {
   const port = await freePort();
   const metricsPort = await freePort();
   writeFileSync(join(dir, "agent-token"), TOKEN);
   writeFileSync(join(dir, "viewer-token"), VIEWER);
   writeFileSync(
     join(dir, "hub.yaml"),
-    `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n` +
+    `listen: "127.0.0.1:${port}"\nmetrics: { listen: "127.0.0.1:${metricsPort}" }\nstorage: { path: ${dir}/whohas.db, ${storageUrl === null ? "" : `url: "${storageUrl}", `}retention: 1d }\nagents: { tokenFile: ${dir}/agent-token }\napi: { viewerTokenFile: ${dir}/viewer-token }\nkubernetes: { enabled: false }\nlog: { level: warn }\n` +
       // The benchmark brings its whole table (60,000 IPs) in the warm-up's first seconds, as no real network does:
       // the budget for new IPs is opened for it, so that it measures steady traffic. Its agents all connect from
       // 127.0.0.1, where a cluster's come from a Pod address each; and 5,000 agents of 60 IPs each are 300,000 IPs.

@@ -8,4 +8,5 @@ export { labNames, labIdOfNs, unixWsUrl, LAB_PREFIX } from "./naming.js";
 export { inNs, run } from "./sh.js";
 export { CHROMIUM, CHROMIUM_ARGS } from "./chromium.js";
 export { listening, startTcpdump, type Tcpdump } from "./tcpdump.js";
+export { startPostgres, postgresAvailable, type TestPostgres } from "./postgres.js";
 export { startTestApiServer, type TestApiServer, type TestApiServerOptions, type ForbiddenRule, type PendingWrite } from "./kube/server.js";

@@ -12,7 +12,8 @@ import { AUDIT_RETENTION_MS } from "../store/audit.js";
 import { Hub } from "../hub/hub.js";
 import { CLEAR_AFTER_MS, SILENCE_MS } from "@whohas/core";
 import { aggregate, answered, hello } from "./helpers.js";
-import { startPostgres, type TestPostgres } from "./postgres.js";
+// The lab runs the hub, so the hub cannot depend on the lab's package: its throwaway PostgreSQL is imported by path.
+import { startPostgres, type TestPostgres } from "../../../../../packages/lab/src/postgres.js";
 
 const VIP = "192.0.2.200";
 const MIN = 60_000;

@@ -1,7 +1,8 @@
-// A real, throwaway PostgreSQL server for the storage tests: PostgreSQL is the second engine the hub runs on, and
-// only a real server shows how it behaves. scripts/setup.sh installs Debian's `postgresql` package, so a test file
-// that needs a server should FAIL when the binaries are missing, not skip: a skipped engine looks like a passing one.
-// Use postgresAvailable() only to say so in a clear message.
+// A real, throwaway PostgreSQL server, for the hub's storage tests and the hub benchmark on PostgreSQL: the second
+// engine the hub runs on, and only a real server shows how it behaves. scripts/setup.sh installs Debian's
+// `postgresql` package, so a test that needs a server should FAIL when the binaries are missing, not skip: a skipped
+// engine looks like a passing one. Use postgresAvailable() only to say so in a clear message. The hub's own tests
+// import this file by its path: the lab runs the hub, so the hub cannot depend on the lab's package.
 import { execFile, execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -12,6 +13,8 @@ import { promisify } from "node:util";
 export interface TestPostgres {
   /** The connection string of the database `whohas`, as user `whohas` with no password. */
   readonly url: string;
+  /** The CPU the server used so far, in clock ticks: its processes alive now and those ended (benchmarks). */
+  cpuTicks(): number;
   /** Stops the server and removes its files; safe to call more than once. */
   stop(): Promise<void>;
 }
@@ -42,6 +45,19 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** ticksOf reads a process's CPU from /proc: its own (utime, stime), and with `ended` its reaped children's too. */
+function ticksOf(pid: number, ended: boolean): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return Number(f[11]) + Number(f[12]) + (ended ? Number(f[13]) + Number(f[14]) : 0);
+}
+
+/** serverTicks is the CPU of the server whose data directory is `data`: the postmaster, its live and ended children. */
+function serverTicks(data: string): number {
+  const pid = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(" ").filter(Boolean).map(Number);
+  return ticksOf(pid, true) + children.reduce((n, c) => n + (existsSync(`/proc/${c}`) ? ticksOf(c, false) : 0), 0);
 }
 
 /** startPostgres makes a new cluster in a temporary directory, starts it on a free port and creates the database `whohas`. */
@@ -87,7 +103,7 @@ export async function startPostgres(): Promise<TestPostgres> {
     const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
     await server("pg_ctl", ["-D", data, "-o", options, "-w", "-l", log, "start"]);
     await server("createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", "whohas", "whohas"]);
-    return { url: `postgres://whohas@127.0.0.1:${port}/whohas`, stop };
+    return { url: `postgres://whohas@127.0.0.1:${port}/whohas`, cpuTicks: () => serverTicks(data), stop };
   } catch (e) {
     // Do not leave a half-started server or its files behind; the first error is the one worth telling.
     if (existsSync(join(data, "postmaster.pid"))) await stop().catch(() => undefined);
