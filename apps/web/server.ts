@@ -26,6 +26,7 @@ import { Settings } from "./src/server/settings.js";
 import { openDb } from "./src/server/store/open.js";
 import { Store } from "./src/server/store/store.js";
 import { jsonLogger, type Logger } from "@whohas/core";
+import { LogThrottle } from "./src/server/log-throttle.js";
 
 const HELP = `whohas-hub: the whohas hub and dashboard
 
@@ -128,10 +129,12 @@ async function compose(
   logger: Logger,
 ): Promise<{ hub: Hub; server: HubServer; settings: Settings; basePath: string; storageHint: string }> {
   const opened = await openDb(config.storage, (event, fields) => logger.warn(event, fields));
+  // While the database is out of reach every incident change fails: one line a minute says so, with the count.
+  const storeErrors = new LogThrottle(logger);
   const store = await Store.open(opened.db, Date.now());
   const hub = await Hub.open({
     store,
-    onStoreError: (what, e) => logger.error("store.write_failed", { what, message: e.message }),
+    onStoreError: (what, e) => storeErrors.error("store.write_failed", "incidents", { what, message: e.message }),
     restoreMs: config.storage.retentionMs,
     limits: config.limits,
     onLimit: (s) =>

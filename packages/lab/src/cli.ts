@@ -62,6 +62,9 @@ async function demo(argv: string[]): Promise<void> {
   process.on("SIGINT", () => void stop("Ctrl-C"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
   const { lab } = stack;
+  // The hub takes WHOHAS_STORAGE_URL from the environment it inherits: the demo can run on PostgreSQL too.
+  // eslint-disable-next-line no-restricted-properties
+  const storage = process.env.WHOHAS_STORAGE_URL === undefined ? `SQLite ${stack.dbPath}` : "PostgreSQL at WHOHAS_STORAGE_URL";
   process.stdout.write(
     [
       "",
@@ -79,7 +82,7 @@ async function demo(argv: string[]): Promise<void> {
       "  kube-proxy in IPVS mode with strictARP false, and MetalLB's L2Advertisement; the hub watches it.",
       "  Each node also runs a MetalLB-like speaker (answering for the IPs MetalLB's election gives it) and a kube-proxy",
       "  stand-in that applies strictARP's sysctls when its DaemonSet restarts: fix it and one node answers per IP.",
-      `  Hub: whohas-hub --config ${stack.hubConfig} (SQLite ${stack.dbPath}).`,
+      `  Hub: whohas-hub --config ${stack.hubConfig} (${storage}).`,
       `  Read API: curl -H 'Authorization: Bearer ${stack.viewerToken}' ${stack.url}/api/v1/ips`,
       "",
       "Press Ctrl-C to stop and remove the lab.",

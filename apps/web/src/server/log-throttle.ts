@@ -19,6 +19,15 @@ export class LogThrottle {
   ) {}
 
   warn(event: string, key: string, fields: Record<string, unknown>): void {
+    this.#write("warn", event, key, fields);
+  }
+
+  /** error writes an error that repeats while its cause lasts (a database out of reach) in the same way. */
+  error(event: string, key: string, fields: Record<string, unknown>): void {
+    this.#write("error", event, key, fields);
+  }
+
+  #write(level: "warn" | "error", event: string, key: string, fields: Record<string, unknown>): void {
     const id = `${event}\0${key}`;
     const now = this.clock();
     const s = this.#seen.get(id);
@@ -26,7 +35,7 @@ export class LogThrottle {
       s.repeated++;
       return;
     }
-    this.logger.warn(event, s === undefined || s.repeated === 0 ? fields : { ...fields, repeated: s.repeated });
+    this.logger[level](event, s === undefined || s.repeated === 0 ? fields : { ...fields, repeated: s.repeated });
     this.#seen.delete(id);
     if (this.#seen.size >= MAX_KEYS) this.#seen.delete(this.#seen.keys().next().value ?? "");
     this.#seen.set(id, { at: now, repeated: 0 });

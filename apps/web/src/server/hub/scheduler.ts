@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { Logger } from "@whohas/core";
 import { MAX_ROWS_PER_FLUSH } from "../store/store.js";
+import { LogThrottle } from "../log-throttle.js";
 import type { Hub } from "./hub.js";
 
 /** ROUND_MS: how often the IPs that may change with time alone (and the nodes) are judged. */
@@ -37,6 +38,9 @@ export class Scheduler {
   readonly #timers: NodeJS.Timeout[] = [];
   #judging = false;
   #writing = false;
+  /** Since when writes fail (null while they go through), and the throttle of their error line. */
+  #failingSince: number | null = null;
+  #noisy: LogThrottle | null = null;
   /** Stopped: a pass between two slices stops there (the database may be closed next). */
   #stopped = false;
   #elu = performance.eventLoopUtilization();
@@ -112,10 +116,17 @@ export class Scheduler {
         if (n < WRITE_SLICE) break;
         await turn();
       }
+      if (this.#failingSince !== null) {
+        this.o.logger.info("store.write_recovered", { failedForMs: Date.now() - this.#failingSince });
+        this.#failingSince = null;
+      }
     } catch (e) {
       // A full disk, a locked database or a lost PostgreSQL must not stop ingest: the live view goes on, what was not
-      // written waits for the next pass, and the error says what to fix.
-      this.o.logger.error("store.write_failed", { message: (e as Error).message, hint: this.o.storageHint });
+      // written waits for the next pass, and the error says what to fix (once a minute while it lasts, with how many
+      // passes failed since; store.write_recovered says when it ended).
+      this.#failingSince ??= Date.now();
+      this.#noisy ??= new LogThrottle(this.o.logger);
+      this.#noisy.error("store.write_failed", "", { message: (e as Error).message, hint: this.o.storageHint });
     }
     end?.();
     this.#writing = false;
