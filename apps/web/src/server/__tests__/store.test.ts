@@ -10,7 +10,7 @@ import { MIGRATIONS, migrate } from "../store/migrations.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "../store/store.js";
 import { AUDIT_RETENTION_MS } from "../store/audit.js";
 import { Hub } from "../hub/hub.js";
-import { CLEAR_AFTER_MS, SILENCE_MS } from "@whohas/core";
+import { CLEAR_AFTER_MS, SILENCE_MS, type EvidenceFrame } from "@whohas/core";
 import { aggregate, answered, hello } from "./helpers.js";
 // The lab runs the hub, so the hub cannot depend on the lab's package: its throwaway PostgreSQL is imported by path.
 import { startPostgres, type TestPostgres } from "../../../../../packages/lab/src/postgres.js";
@@ -240,6 +240,130 @@ describe.each(ENGINES)("Store on $name", (e) => {
     await s.settings.set("retention", { days: 7 }, 1);
     expect(await s.settings.get("retention")).toEqual({ days: 7 });
     expect(await s.settings.get("nothing")).toBeNull();
+  });
+});
+
+describe.each(ENGINES)("outbox, sign-ins, tokens and evidence on $name", (e) => {
+  it("keeps each notification from its decision to its delivery, and the receivers of Settings", async () => {
+    const s = await freshStore(e);
+    const DAY = 86_400_000;
+    await s.outbox.add({ id: "msg_1", receiver: "ops", groupKey: VIP, kind: "firing", createdAt: 10 * DAY, notBefore: 10 * DAY + 5 });
+    await s.outbox.add({
+      id: "msg_2",
+      receiver: "ops",
+      groupKey: "192.0.2.201",
+      kind: "firing",
+      createdAt: 10 * DAY,
+      notBefore: 10 * DAY + 50,
+    });
+    expect((await s.outbox.waiting("ops", VIP))?.id).toBe("msg_1");
+    expect(await s.outbox.waiting("ops", "192.0.2.9")).toBeNull();
+    expect((await s.outbox.due(10 * DAY + 10, 100)).map((r) => r.id)).toEqual(["msg_1"]);
+    await s.outbox.freeze("msg_1", '{"a":1}');
+    await s.outbox.freeze("msg_1", '{"a":2}'); // the body is fixed at the first attempt
+    await s.outbox.attempted("msg_1", {
+      status: "delivered",
+      notBefore: 10 * DAY + 5,
+      lastStatus: 204,
+      lastError: null,
+      deliveredAt: 10 * DAY + 20,
+    });
+    expect(await s.outbox.get("msg_1")).toEqual({
+      id: "msg_1",
+      receiver: "ops",
+      groupKey: VIP,
+      kind: "firing",
+      createdAt: 10 * DAY,
+      notBefore: 10 * DAY + 5,
+      attempts: 1,
+      status: "delivered",
+      body: '{"a":1}',
+      lastStatus: 204,
+      lastError: null,
+      deliveredAt: 10 * DAY + 20,
+    });
+    expect(await s.outbox.waiting("ops", VIP)).toBeNull();
+    expect(await s.outbox.sentSince("ops", VIP, 0)).toBe(1);
+    expect(await s.outbox.lastCreated("ops", VIP)).toBe(10 * DAY);
+    expect(await s.outbox.lastCreated("ops", "192.0.2.9")).toBeNull();
+    expect(await s.outbox.previousDelivered("ops", VIP, 11 * DAY)).toBe(10 * DAY);
+    expect(await s.outbox.cancel("ops", "the receiver answered 410 Gone")).toBe(1);
+    expect((await s.outbox.recent(10)).map((r) => [r.id, r.status])).toEqual([
+      ["msg_2", "cancelled"],
+      ["msg_1", "delivered"],
+    ]);
+    // Kept a week after they end, then pruned.
+    expect(await s.outbox.prune(20 * DAY, 100)).toBe(2);
+    await s.outbox.saveReceiver({ name: "ops", url: "https://hooks.example/a", format: "slack", secret: null, createdBy: "alice" }, 5);
+    await s.outbox.saveReceiver({ name: "ops", url: "https://hooks.example/b", format: "generic", secret: "s", createdBy: "alice" }, 6);
+    expect(await s.outbox.receivers()).toEqual([
+      { name: "ops", url: "https://hooks.example/b", format: "generic", secret: "s", createdBy: "alice", createdAt: 5, updatedAt: 6 },
+    ]);
+    expect(await s.outbox.deleteReceiver("ops")).toBe(true);
+    expect(await s.outbox.deleteReceiver("ops")).toBe(false);
+    expect(await s.outbox.receivers()).toEqual([]);
+  });
+
+  it("keeps sign-ins until they expire, tokens by their hash, and a value kept first by hubs that start together", async () => {
+    const s = await freshStore(e);
+    await s.access.createSession({ idHash: "h1", user: "alice", createdAt: 1, expiresAt: 100, peer: "192.0.2.1" });
+    expect(await s.access.session("h1", 50)).toEqual({ idHash: "h1", user: "alice", createdAt: 1, expiresAt: 100, peer: "192.0.2.1" });
+    expect(await s.access.session("h1", 100)).toBeNull();
+    expect(await s.access.prune(101, 10)).toBe(1);
+    const t = await s.access.createApiToken({ name: "grafana", hash: "th", prefix: "whv_ab", createdBy: "alice", createdAt: 7 });
+    expect(t.id).toBeGreaterThan(0);
+    expect(await s.access.apiTokenByHash("th", 9)).toEqual({
+      id: t.id,
+      name: "grafana",
+      prefix: "whv_ab",
+      createdBy: "alice",
+      createdAt: 7,
+      lastUsed: null,
+    });
+    expect((await s.access.apiTokens())[0]?.lastUsed).toBe(9);
+    expect(await s.access.apiTokenByHash("other", 9)).toBeNull();
+    expect(await s.access.deleteApiToken(t.id)).toBe(true);
+    expect(await s.access.apiTokens()).toEqual([]);
+    const kept = await Promise.all([s.settings.keep("auth.secret", "first", 1), s.settings.keep("auth.secret", "second", 2)]);
+    expect(kept).toEqual(["first", "first"]);
+  });
+
+  it("keeps an incident's frames per node, and why a node's are missing", async () => {
+    const s = await freshStore(e);
+    const { id } = await s.incidents.open(
+      { ip: VIP, type: "multi-responder", macs: [A, B], detail: "d", firstSeen: 1, lastSeen: 1, count: 1, samples: [1] },
+      null,
+    );
+    const frame: EvidenceFrame = {
+      tNs: "5000000",
+      iface: "eth0",
+      vlan: null,
+      data: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7",
+    };
+    await s.evidence.put(id, {
+      collectedAt: 9,
+      fromMs: 0,
+      toMs: 10,
+      nodes: [{ node: "node-a", frames: [frame], truncated: true, heldFromMs: 3 }],
+      missing: [{ node: "node-b", why: "its agent is down" }],
+    });
+    expect(await s.evidence.summary(id)).toEqual({
+      collectedAt: 9,
+      fromMs: 0,
+      toMs: 10,
+      nodes: [
+        { node: "node-a", frames: 1, missing: null },
+        { node: "node-b", frames: 0, missing: "its agent is down" },
+      ],
+    });
+    expect(await s.evidence.get(id)).toEqual({
+      collectedAt: 9,
+      fromMs: 0,
+      toMs: 10,
+      nodes: [{ node: "node-a", frames: [frame], truncated: true, heldFromMs: 3 }],
+      missing: [{ node: "node-b", why: "its agent is down" }],
+    });
+    expect(await s.evidence.get(id + 1)).toBeNull();
   });
 });
 
