@@ -154,7 +154,13 @@ export function createHubServer(opts: HubServerOptions): HubServer {
   const { auth } = opts;
   const metrics = new HubMetrics(opts.hub);
   const serveMetrics = (res: ServerResponse) =>
-    void metrics.text().then((body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body));
+    void metrics.text().then(
+      (body) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(body),
+      (e: unknown) => {
+        opts.logger.error("metrics.failed", { message: (e as Error).message });
+        res.writeHead(500, { "content-type": "text/plain" }).end("metrics failed: see the hub's log (metrics.failed)\n");
+      },
+    );
   // The metrics port (metrics.listen): Prometheus and the probes only.
   const metricsListener: RequestListener = (req, res) => {
     apiHeaders(res);

@@ -150,9 +150,11 @@ export class HubMetrics {
       labelNames: ["type"],
       registers: [this.registry],
       collect: async () => {
-        // As every incident change judged so far left it, like the incident lists.
+        // As every incident change judged so far left it, like the incident lists. A store out of reach keeps the
+        // last values (whohas_hub_store_* and the log say why) rather than failing the whole scrape.
         await hub.judging.settled();
-        const open = await hub.store.incidents.openByType();
+        const open = await hub.store.incidents.openByType().catch(() => null);
+        if (open === null) return;
         incidents.reset();
         for (const [type, n] of open) incidents.set({ type }, n);
       },

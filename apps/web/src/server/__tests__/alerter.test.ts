@@ -628,3 +628,47 @@ describe("receiver URLs", () => {
     expect(checkUrl("nope", open)).toMatch(/not a URL/);
   });
 });
+
+describe("delivery limits", () => {
+  it("keeps at most two first attempts in flight to one receiver, however many are due at once", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const r = await receiver((_n, res) => {
+      inFlight++;
+      most = Math.max(most, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        res.writeHead(204).end();
+      }, 50);
+    });
+    const hub = await Hub.open();
+    const alerter = new Alerter({
+      hub,
+      outbox: hub.store.outbox,
+      settings: hub.store.settings,
+      receivers: () => Promise.resolve([{ name: "ops", url: r.url, format: "generic", secret: null, source: "config" }]),
+      policy: { ...DEFAULT_POLICY, groupWaitMs: 0, maxPerMinute: 1000, allowHosts: ["127.0.0.1"] },
+      logger: silentLogger,
+    });
+    alerters.push(alerter);
+    const now = Date.now();
+    for (let i = 1; i <= 10; i++) {
+      const ip = `192.0.2.${i}`;
+      const f = {
+        ip,
+        type: "multi-responder" as const,
+        macs: ["02:00:5e:00:00:0a", "02:00:5e:00:00:0b"],
+        detail: "d",
+        firstSeen: now,
+        lastSeen: now,
+        count: 1,
+        samples: [now],
+      };
+      await hub.store.incidents.open(f, {});
+      await hub.store.outbox.add({ id: `msg_${i}`, receiver: "ops", groupKey: ip, kind: "firing", createdAt: now, notBefore: now });
+    }
+    await alerter.deliverDue();
+    expect(r.got).toHaveLength(2);
+    expect(most).toBe(2);
+  });
+});

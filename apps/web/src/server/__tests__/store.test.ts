@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import type { Db } from "../store/db.js";
+import type { Db, Param } from "../store/db.js";
 import { openPostgres } from "../store/postgres.js";
 import { openSqlite } from "../store/sqlite.js";
 import { MIGRATIONS, migrate } from "../store/migrations.js";
@@ -102,6 +102,31 @@ describe("SQLite", () => {
     const db = openSqlite(tmpDb());
     opened.push(db);
     expect((await db.get<{ journal_mode: string }>("PRAGMA journal_mode"))?.journal_mode).toBe("wal");
+  });
+
+  it("runs transactions begun in the same moment one after the other: one that fails rolls back only itself", async () => {
+    const db = openSqlite(":memory:");
+    opened.push(db);
+    await db.exec("CREATE TABLE t (x INTEGER)");
+    const failing = db.tx(async (t) => {
+      await t.run("INSERT INTO t VALUES (1)");
+      await t.run("INSERT INTO t VALUES (2)");
+      throw new Error("rolled back");
+    });
+    const next = db.tx(async (t) => {
+      await t.run("INSERT INTO t VALUES (10)");
+      await new Promise((r) => setTimeout(r, 10));
+      await t.run("INSERT INTO t VALUES (11)");
+    });
+    // Queued behind both, in order: it lands in neither.
+    const plain = db.run("INSERT INTO t VALUES (99)");
+    const last = db.tx(async (t) => {
+      await t.run("INSERT INTO t VALUES (20)");
+      throw new Error("rolled back too");
+    });
+    const outcomes = await Promise.allSettled([failing, next, plain, last]);
+    expect(outcomes.map((o) => o.status)).toEqual(["rejected", "fulfilled", "fulfilled", "rejected"]);
+    expect((await db.all<{ x: number }>("SELECT x FROM t ORDER BY rowid")).map((r) => r.x)).toEqual([10, 11, 99]);
   });
 
   it("keeps other queries out of a transaction while it waits between its statements", async () => {
@@ -244,6 +269,29 @@ describe.each(ENGINES)("Store on $name", (e) => {
 });
 
 describe.each(ENGINES)("outbox, sign-ins, tokens and evidence on $name", (e) => {
+  it("refuses a fraction where the store keeps integers (PostgreSQL would, SQLite would keep it)", async () => {
+    const db = await fresh(e);
+    await db.exec("CREATE TABLE t (x BIGINT)");
+    await expect(db.run("INSERT INTO t VALUES (?)", [1731.25])).rejects.toThrow("the store keeps integers: parameter 1 is 1731.25");
+  });
+
+  it.runIf(e.name === "PostgreSQL")(
+    "loses its connection in a transaction: that transaction fails, nothing is thrown past it, the next goes on",
+    async () => {
+      const db = await fresh(e);
+      await db.exec("CREATE TABLE t (x BIGINT)");
+      const tx = db.tx(async (t) => {
+        const me = await t.get<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        // From another connection of the pool, as a server restart or a failover would.
+        await db.get("SELECT pg_terminate_backend(?)", [me?.pid ?? 0]);
+        await t.run("INSERT INTO t VALUES (1)");
+      });
+      await expect(tx).rejects.toThrow();
+      await db.run("INSERT INTO t VALUES (2)");
+      expect(await db.all<{ x: number }>("SELECT x FROM t")).toEqual([{ x: 2 }]);
+    },
+  );
+
   it("keeps each notification from its decision to its delivery, and the receivers of Settings", async () => {
     const s = await freshStore(e);
     const DAY = 86_400_000;
@@ -524,6 +572,47 @@ describe.each(ENGINES)("Hub with a store on $name", (e) => {
     again.tick();
     expect(await again.incidents({ open: false })).toEqual([expect.objectContaining({ id: 1, resolvedAt: now })]);
     await again.store.close();
+  });
+});
+
+/** slow is a Db that answers 20 ms late, as a PostgreSQL across a network does. */
+function slow(db: Db): Db {
+  const late = () => new Promise((r) => setTimeout(r, 20));
+  const wrap = (d: Db): Db => ({
+    dialect: d.dialect,
+    exec: async (sql) => (await late(), d.exec(sql)),
+    run: async (sql, p) => (await late(), d.run(sql, p)),
+    get: async <T>(sql: string, p?: readonly Param[]) => (await late(), d.get<T>(sql, p)),
+    all: async <T>(sql: string, p?: readonly Param[]) => (await late(), d.all<T>(sql, p)),
+    tx: (fn) => d.tx((t) => fn(wrap(t))),
+    close: () => d.close(),
+  });
+  return wrap(db);
+}
+
+describe("Hub on a store that answers late", () => {
+  it("records the evidence of an incident that opens again before the last one's end is written", async () => {
+    let now = 100 * MIN;
+    const hub = await Hub.open({ clock: () => now, store: await Store.open(slow(openSqlite(":memory:")), now) });
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.tick();
+    hub.observe("node-a", answered(VIP, now - 50, A));
+    hub.observe("node-b", answered(VIP, now - 49, B));
+    await nextTurn();
+    const [first] = await hub.incidents({ open: true });
+    expect(first?.evidence).not.toBeNull();
+    // Quiet long enough to clear: the round resolves it (written later), and both answer again at once.
+    now += CLEAR_AFTER_MS + 10_000;
+    hub.heartbeat("node-a");
+    hub.heartbeat("node-b");
+    hub.tick();
+    hub.observe("node-a", answered(VIP, now - 50, A));
+    hub.observe("node-b", answered(VIP, now - 49, B));
+    await nextTurn();
+    const again = (await hub.incidents({})).find((i) => i.id !== first?.id);
+    expect(again?.resolvedAt).toBeNull();
+    expect(again?.evidence).toMatchObject({ services: [] });
   });
 });
 

@@ -84,6 +84,7 @@ export class Alerter {
   #sweeper: NodeJS.Timeout | null = null;
   #passing = false;
   #decisions: Promise<void> = Promise.resolve();
+  #goneChanges: Promise<void> = Promise.resolve();
   #stopFeed: AbortController | null = null;
   readonly #random: () => number;
   /** Where receivers may be reached (public addresses unless allowed), checked at every send. */
@@ -125,10 +126,22 @@ export class Alerter {
     return new Set((await this.o.settings.get<string[]>(GONE_KEY)) ?? []);
   }
 
+  /**
+   * #changeGone reads, changes and writes the set of receivers that answered 410, one change after another: two
+   * receivers gone in one pass must not each write the set without the other.
+   */
+  #changeGone(change: (gone: Set<string>) => boolean): Promise<void> {
+    const next = this.#goneChanges.then(async () => {
+      const gone = await this.#gone();
+      if (change(gone)) await this.o.settings.set(GONE_KEY, [...gone], this.#now);
+    });
+    this.#goneChanges = next.catch(() => undefined);
+    return next;
+  }
+
   /** revive lets a receiver that answered 410 receive again (it was edited). */
-  async revive(name: string): Promise<void> {
-    const gone = await this.#gone();
-    if (gone.delete(name)) await this.o.settings.set(GONE_KEY, [...gone], this.#now);
+  revive(name: string): Promise<void> {
+    return this.#changeGone((gone) => gone.delete(name));
   }
 
   /** status says, per receiver, whether it answered 410 and how its notifications fared. */
@@ -288,7 +301,9 @@ export class Alerter {
         if ((this.#inflight.get(r.name) ?? 0) >= CONCURRENCY) continue;
         if (r.format === "slack" && (this.#slackNext.get(r.name) ?? 0) > this.#now) continue;
         if (r.format === "slack") this.#slackNext.set(r.name, this.#now + SLACK_GAP_MS);
-        sends.push(this.#send(r, row));
+        // The slot is taken here, before the send reads the store: the next row of the loop sees it taken.
+        this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
+        sends.push(this.#send(r, row).finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1)));
       }
       await Promise.all(sends);
     } catch (e) {
@@ -298,6 +313,7 @@ export class Alerter {
     }
   }
 
+  /** #send makes (or reads) the body, posts it and settles the row; the caller holds the receiver's slot meanwhile. */
   async #send(r: Receiver, row: OutboxRow): Promise<void> {
     let body = row.body;
     if (body === null) {
@@ -315,10 +331,7 @@ export class Alerter {
       body = render(r.format, n);
       await this.o.outbox.freeze(row.id, body);
     }
-    this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 0) + 1);
-    const a = await this.egress
-      .post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now)
-      .finally(() => this.#inflight.set(r.name, (this.#inflight.get(r.name) ?? 1) - 1));
+    const a = await this.egress.post(r.url, body, headers(row.id, r.secret, body, this.#now), () => this.#now);
     await this.#settle(r, row, a);
     // Another due row may have waited for this slot.
     if (a.status !== null && a.status < 300) setImmediate(() => void this.deliverDue());
@@ -345,9 +358,11 @@ export class Alerter {
         lastError: `410 Gone: ${r.name} stopped (edit it in Settings to resume)`,
       });
       const cancelled = await this.o.outbox.cancel(r.name, "the receiver answered 410 Gone");
-      const gone = await this.#gone();
-      gone.add(r.name);
-      await this.o.settings.set(GONE_KEY, [...gone], now);
+      await this.#changeGone((gone) => {
+        if (gone.has(r.name)) return false;
+        gone.add(r.name);
+        return true;
+      });
       this.o.onOutcome?.(r.name, "gone");
       this.o.logger.error("alert.receiver_gone", {
         receiver: r.name,
@@ -374,7 +389,8 @@ export class Alerter {
       0,
       Math.min(Math.max(backoff, Math.min(a.retryAfterMs ?? 0, RETRY_AFTER_MAX_MS)), row.createdAt + GIVE_UP_MS - now),
     );
-    await this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + wait, lastError: why });
+    // Whole milliseconds: the store keeps times as integers.
+    await this.o.outbox.attempted(row.id, { ...base, status: "pending", notBefore: now + Math.ceil(wait), lastError: why });
     this.o.onOutcome?.(r.name, "retry");
     this.o.logger.warn("alert.retry", { receiver: r.name, id: row.id, status: a.status, why, attempts, retryInMs: Math.round(wait) });
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { SettingsRepo } from "../store/settings.js";
 import type { LocalUser } from "./auth.js";
@@ -24,8 +24,13 @@ export async function bootstrapAdmin(
   const password = randomBytes(18).toString("base64url");
   const passwordHash = await hashPassword(password);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  writeFileSync(file, `${password}\n`, { mode: 0o600 });
-  // Another hub of the same database may have made one meanwhile: the first kept holds, and its file is theirs.
+  // Written aside first, and in place only once this hub's hash is the one kept: another hub of the same database
+  // may have made one meanwhile (the first kept holds, and the file is the winner's), and a crash between the two
+  // leaves the password in the file aside, not lost.
+  const aside = `${file}.${process.pid}`;
+  writeFileSync(aside, `${password}\n`, { mode: 0o600 });
   const kept = await settings.keep("auth.bootstrapAdminHash", passwordHash, now);
+  if (kept === passwordHash) renameSync(aside, file);
+  else rmSync(aside, { force: true });
   return { user: { name: "admin", passwordHash: kept, role: "admin" }, file, created: kept === passwordHash };
 }

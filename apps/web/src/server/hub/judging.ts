@@ -286,8 +286,9 @@ export class Judging {
   #record(t: Transition, subject: string, nodeEvidence?: unknown): void {
     const f = t.finding;
     const repo = this.o.incidents;
-    // The subject's evidence is taken now, as the judge saw it: the write may run a moment later.
-    const evidence = t.kind === "opened" && !this.#ids.has(subject) ? (nodeEvidence ?? this.o.evidence(subject)) : null;
+    // The subject's evidence is taken now, as the judge saw it: the write may run a moment later, and whether the
+    // finding opens an incident or joins one is known only then (a resolve written before it may close the last).
+    const evidence = t.kind === "opened" ? (nodeEvidence ?? this.o.evidence(subject)) : null;
     this.#write(`incident of ${subject}`, async () => {
       let id = this.#ids.get(subject) ?? 0;
       let opened = false;

@@ -195,16 +195,20 @@ export class Remediation {
     run.message = message;
     run.endedAt = this.o.hub.clock();
     for (const s of run.steps) if (s.state === "pending") s.state = "skipped";
-    await this.o.hub.store.audit.append({
-      t: run.endedAt,
-      actor: run.by,
-      action: `remediation.${run.kind}`,
-      input,
-      outcome: result === "failed" ? "failed" : "ok",
-      detail: message,
-    });
-    this.o.logger.info(`remediation.${run.kind}`, { by: run.by, result, message });
-    this.#emit();
+    try {
+      await this.o.hub.store.audit.append({
+        t: run.endedAt,
+        actor: run.by,
+        action: `remediation.${run.kind}`,
+        input,
+        outcome: result === "failed" ? "failed" : "ok",
+        detail: message,
+      });
+      this.o.logger.info(`remediation.${run.kind}`, { by: run.by, result, message });
+    } finally {
+      // The dashboard learns that the run ended even when its audit entry could not be written (thrown on).
+      this.#emit();
+    }
   }
 
   /**
@@ -214,7 +218,9 @@ export class Remediation {
   apply(resourceVersion: string, by: string, dryRun: boolean): Run {
     const steps = dryRun ? ["backup", "patch"] : ["backup", "patch", "restart", "rollout", "sysctls", "probe", "announce"];
     const run = this.#start("apply", by, dryRun, steps);
-    void this.#apply(run, resourceVersion).catch(() => undefined);
+    void this.#apply(run, resourceVersion).catch((e: unknown) =>
+      this.o.logger.error("remediation.audit_failed", { by: run.by, message: (e as Error).message }),
+    );
     return run;
   }
 

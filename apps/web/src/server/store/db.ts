@@ -30,6 +30,18 @@ export interface Db {
   close(): Promise<void>;
 }
 
+/**
+ * integers checks what a query binds: every number the store keeps is an integer (times in milliseconds, counts,
+ * ids); a fraction is a bug upstream that PostgreSQL would refuse where SQLite keeps it, so both engines refuse it.
+ */
+export function integers(params: readonly Param[]): readonly Param[] {
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    if (typeof p === "number" && !Number.isSafeInteger(p)) throw new Error(`the store keeps integers: parameter ${i + 1} is ${p}`);
+  }
+  return params;
+}
+
 /** MAX_PARAMS bounds the parameters of one statement (SQLite takes 32,766, PostgreSQL 65,535). */
 export const MAX_PARAMS = 32_000;
 

@@ -1,5 +1,5 @@
 import pg from "pg";
-import type { Db, Param } from "./db.js";
+import { integers, type Db, type Param } from "./db.js";
 
 /**
  * numbered rewrites `?` placeholders to PostgreSQL's `$1, $2, …`, leaving quoted text, identifiers and `--` comments alone: the store
@@ -70,9 +70,12 @@ export async function openPostgres(url: string, o: { max?: number; warn?: Warn }
     const db: Db = {
       dialect: "postgres",
       exec: async (sql) => void (await q.query(sql)),
-      run: async (sql, params: readonly Param[] = []) => ({ changes: (await q.query(sqlOf(sql), params as Param[])).rowCount ?? 0 }),
-      get: async <T>(sql: string, params: readonly Param[] = []) => (await q.query(sqlOf(sql), params as Param[])).rows[0] as T | undefined,
-      all: async <T>(sql: string, params: readonly Param[] = []) => (await q.query(sqlOf(sql), params as Param[])).rows as T[],
+      run: async (sql, params: readonly Param[] = []) => ({
+        changes: (await q.query(sqlOf(sql), integers(params) as Param[])).rowCount ?? 0,
+      }),
+      get: async <T>(sql: string, params: readonly Param[] = []) =>
+        (await q.query(sqlOf(sql), integers(params) as Param[])).rows[0] as T | undefined,
+      all: async <T>(sql: string, params: readonly Param[] = []) => (await q.query(sqlOf(sql), integers(params) as Param[])).rows as T[],
       tx: tx ?? ((fn) => fn(db)),
       close: () => Promise.reject(new Error("the database cannot be closed inside a transaction")),
     };
@@ -80,6 +83,10 @@ export async function openPostgres(url: string, o: { max?: number; warn?: Warn }
   };
   const root = over(pool, async (fn) => {
     const client = await pool.connect();
+    // A client taken out of the pool has no listener of its own: the server going away mid-transaction would be an
+    // uncaught error. The query in flight fails with it; this tells it once.
+    const lost = (e: Error) => o.warn?.("store.postgres_connection_lost", { server: where(url), error: e.message });
+    client.on("error", lost);
     let broken = false;
     try {
       await client.query("BEGIN");
@@ -90,6 +97,7 @@ export async function openPostgres(url: string, o: { max?: number; warn?: Warn }
       await client.query("ROLLBACK").catch(() => (broken = true));
       throw e;
     } finally {
+      client.off("error", lost);
       client.release(broken);
     }
   });

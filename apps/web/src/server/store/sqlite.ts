@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
-import type { Db, Param } from "./db.js";
+import { integers, type Db, type Param } from "./db.js";
 
 /**
  * privateFile makes the database readable by the hub's user only: it holds webhook secrets and the key that signs
@@ -39,59 +39,56 @@ export function openSqlite(path: string): Db {
     }
     return s;
   };
-  /** The transaction in progress, settled when it ends; null when none is. */
-  let held: Promise<void> | null = null;
-  const free = async () => {
-    while (held !== null) await held;
+  /**
+   * The queue: while a transaction runs (or waits its turn), every other query and transaction takes its turn after
+   * it, first come first served; with nothing queued a query runs at once. A turn is taken in the same step as the
+   * check, so two callers in one moment cannot both find the connection free.
+   */
+  let queued = 0;
+  let tail: Promise<unknown> = Promise.resolve();
+  const inTurn = <T>(body: () => T | Promise<T>): Promise<T> => {
+    queued++;
+    const turn = tail.then(body).finally(() => queued--);
+    tail = turn.catch(() => undefined);
+    return turn;
+  };
+  const now = <T>(body: () => T): Promise<T> => {
+    if (queued > 0) return inTurn(body);
+    try {
+      return Promise.resolve(body());
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
   };
 
+  const check = (params: readonly Param[]) => integers(params);
   const inTx: Db = {
     dialect: "sqlite",
     exec: (sql) => Promise.resolve(void raw.exec(sql)),
-    run: (sql, params: readonly Param[] = []) => Promise.resolve({ changes: stmt(sql).run(...params).changes }),
-    get: <T>(sql: string, params: readonly Param[] = []) => Promise.resolve(stmt(sql).get(...params) as T | undefined),
-    all: <T>(sql: string, params: readonly Param[] = []) => Promise.resolve(stmt(sql).all(...params) as T[]),
+    run: (sql, params: readonly Param[] = []) => Promise.resolve({ changes: stmt(sql).run(...check(params)).changes }),
+    get: <T>(sql: string, params: readonly Param[] = []) => Promise.resolve(stmt(sql).get(...check(params)) as T | undefined),
+    all: <T>(sql: string, params: readonly Param[] = []) => Promise.resolve(stmt(sql).all(...check(params)) as T[]),
     tx: (fn) => fn(inTx),
     close: () => Promise.reject(new Error("the database cannot be closed inside a transaction")),
   };
   return {
     dialect: "sqlite",
-    exec: async (sql) => {
-      if (held !== null) await free();
-      raw.exec(sql);
-    },
-    run: async (sql, params = []) => {
-      if (held !== null) await free();
-      return { changes: stmt(sql).run(...params).changes };
-    },
-    get: async <T>(sql: string, params: readonly Param[] = []) => {
-      if (held !== null) await free();
-      return stmt(sql).get(...params) as T | undefined;
-    },
-    all: async <T>(sql: string, params: readonly Param[] = []) => {
-      if (held !== null) await free();
-      return stmt(sql).all(...params) as T[];
-    },
-    tx: async <T>(fn: (db: Db) => Promise<T>): Promise<T> => {
-      await free();
-      let release: () => void = () => undefined;
-      held = new Promise<void>((r) => (release = r));
-      try {
+    exec: (sql) => now(() => void raw.exec(sql)),
+    run: (sql, params = []) => now(() => ({ changes: stmt(sql).run(...check(params)).changes })),
+    get: <T>(sql: string, params: readonly Param[] = []) => now(() => stmt(sql).get(...check(params)) as T | undefined),
+    all: <T>(sql: string, params: readonly Param[] = []) => now(() => stmt(sql).all(...check(params)) as T[]),
+    tx: <T>(fn: (db: Db) => Promise<T>): Promise<T> =>
+      inTurn(async () => {
         raw.exec("BEGIN IMMEDIATE");
-        const value = await fn(inTx);
-        raw.exec("COMMIT");
-        return value;
-      } catch (e) {
-        if (raw.inTransaction) raw.exec("ROLLBACK");
-        throw e;
-      } finally {
-        held = null;
-        release();
-      }
-    },
-    close: async () => {
-      await free();
-      raw.close();
-    },
+        try {
+          const value = await fn(inTx);
+          raw.exec("COMMIT");
+          return value;
+        } catch (e) {
+          if (raw.inTransaction) raw.exec("ROLLBACK");
+          throw e;
+        }
+      }),
+    close: () => inTurn(() => void raw.close()),
   };
 }
