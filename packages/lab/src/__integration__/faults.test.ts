@@ -1,11 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import WebSocket from "ws";
 import { SILENCE_MS } from "@whohas/core";
 import { REPO_ROOT, REQUESTER, startStack, type Stack } from "../stack.js";
 import { vipAt } from "../lab.js";
+import { startPostgres, type TestPostgres } from "../postgres.js";
 import { resourceNamed } from "../kube/resources.js";
 import { api as readApi, eventually, findingsIn, passed, signIn, type IncidentView as Incident } from "./hub-client.js";
 import { record } from "./reliability.js";
@@ -46,6 +50,100 @@ interface Audit {
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const n = (x: number) => x.toLocaleString("en-US");
 const count = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ? one : many}`;
+
+/**
+ * killedHubComesBack kills the stack's hub with SIGKILL while an incident is open and acknowledged and notifications
+ * wait in the outbox (its receiver answers 503, each sending noted in `received`), restarts it, and checks that the
+ * history, incidents, audit log and outbox come back, with a retry of the first pending delivery under its id.
+ */
+async function killedHubComesBack(stack: Stack, received: readonly { id: string; at: number }[], engine: string): Promise<void> {
+  const api = <T>(path: string) => readApi<T>(stack.url, stack.viewerToken, path);
+  const ip = (addr: string) => api<ApiIp>(`ips/${addr}`);
+  const vip = stack.lab.vips[0] ?? "";
+  const op = await signIn(stack, "operator");
+  const admin = await signIn(stack, "admin");
+  const open = await eventually(
+    () => api<Incident[]>(`incidents?state=open&ip=${vip}`),
+    (i) => i.length > 0,
+    30_000,
+  );
+  const ack = await op.mutate("incidents.acknowledge", { id: open[0]?.id });
+  expect(ack.status).toBe(200);
+  const acked = (await api<Incident[]>(`incidents?state=open&ip=${vip}`)).find((x) => x.id === open[0]?.id);
+  expect(acked?.acknowledgedBy).toBe(stack.users.operator.name);
+  await eventually(
+    () => admin.query<Delivery[]>("alerts.deliveries"),
+    (d) => d.some((x) => x.status === "pending" && x.attempts >= 1),
+    30_000,
+  );
+  const before = {
+    ip: await ip(vip),
+    open: await api<Incident[]>("incidents?state=open"),
+    audit: await admin.query<Audit[]>("settings.audit"),
+    outbox: await admin.query<Delivery[]>("alerts.deliveries"),
+  };
+  // Incidents, audit and outbox are written as they happen, traffic on the next write pass: what the hub showed
+  // before that pass must all be there after the crash.
+  await passed(stack, "write");
+  await stack.killHub();
+  const restarted = Date.now();
+  await stack.startHub();
+  const adminAfter = await signIn(stack, "admin");
+  const after = {
+    ip: await ip(vip),
+    open: await api<Incident[]>("incidents?state=open"),
+    audit: await adminAfter.query<Audit[]>("settings.audit"),
+    outbox: await adminAfter.query<Delivery[]>("alerts.deliveries"),
+  };
+  const key = (p: { minute: number; mac: string; kind: string }) => `${p.minute}|${p.mac}|${p.kind}`;
+  const later = new Map((after.ip.timeline ?? []).map((p) => [key(p), p.count]));
+  const lostRows = (before.ip.timeline ?? []).filter((p) => (later.get(key(p)) ?? 0) < p.count);
+  expect(before.ip.timeline?.length ?? 0).toBeGreaterThan(0);
+  expect(lostRows).toEqual([]);
+  // Each subject's incident goes on, with the findings it held.
+  for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip)?.id).toBe(i.id);
+  for (const f of findingsIn(before.open).filter((f) => f.resolvedAt === null))
+    expect(findingsIn(after.open).find((x) => x.incidentId === f.incidentId && x.type === f.type)?.firstSeen).toBe(f.firstSeen);
+  // The acknowledgement comes back, unless something new went wrong since: a finding that joined the incident after
+  // it (three nodes answering may well add a flip-flop) rightly asks for a fresh look.
+  const now = after.open.find((x) => x.id === open[0]?.id);
+  const joined = (now?.facets ?? []).filter((f) => !(acked?.facets ?? []).some((a) => a.type === f.type && a.firstSeen === f.firstSeen));
+  if (joined.length > 0) console.log(`joined the incident after its acknowledgement: ${joined.map((f) => f.type).join(", ")}`);
+  expect(now?.acknowledgedBy).toBe(joined.length === 0 ? stack.users.operator.name : null);
+  const auditKey = (a: Audit) => `${a.t}|${a.actor}|${a.action}|${a.outcome}`;
+  expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
+  expect(before.audit.some((a) => a.action === "incident.acknowledge")).toBe(true);
+  for (const d of before.outbox) expect(after.outbox.find((x) => x.id === d.id)?.attempts).toBeGreaterThanOrEqual(d.attempts);
+  // Deliveries pending at the kill are kept with their attempts, and the new process retries them when due: the
+  // one due first reaches the receiver again, with the same id, after the restart. When it is due is read from the
+  // new process: the old one may have tried it again between the snapshot and the kill, which backs it off further.
+  const pending = before.outbox.filter((d) => d.status === "pending");
+  for (const d of pending) expect(after.outbox.find((x) => x.id === d.id)?.status).toMatch(/^(pending|failed|delivered)$/);
+  const stillPending = after.outbox.filter((d) => d.status === "pending" && pending.some((p) => p.id === d.id));
+  const first = [...stillPending].sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))[0];
+  if (first === undefined) throw new Error("no delivery pending at the kill was still pending after the restart");
+  await eventually(
+    async () => received.filter((r) => r.id === first.id && r.at >= restarted),
+    (sent) => sent.length > 0,
+    Math.max(0, (first.nextAttemptAt ?? 0) - Date.now()) + 20_000,
+  );
+  const retried = await eventually(
+    async () => (await adminAfter.query<Delivery[]>("alerts.deliveries")).find((x) => x.id === first.id),
+    (d) => (d?.attempts ?? 0) > first.attempts,
+    10_000,
+  );
+  expect(retried?.status).toBe("pending"); // the receiver still answers 503
+  record({
+    fault: engine === "SQLite" ? "Hub killed with SIGKILL" : `Hub on ${engine} killed with SIGKILL`,
+    checked:
+      "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
+    result:
+      `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ` +
+      `${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ` +
+      `${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (the ${count(pending.length, "pending one")} kept, ` +
+      "with their attempts; the first due sent again by the new process)",
+  });
+}
 
 // Faults in the lab, each asserting that nothing is lost: the hub stopped and killed, an agent killed, the API server
 // down, floods of malformed frames and messages. Each passing test records its row for docs/reliability.md.
@@ -130,92 +228,11 @@ describe("faults: nothing is lost", () => {
     });
   }, 300_000);
 
-  it("hub killed with SIGKILL: history, incidents, audit log and outbox come back", async () => {
-    const vip = stack.lab.vips[0] ?? "";
-    const op = await signIn(stack, "operator");
-    const admin = await signIn(stack, "admin");
-    const open = await eventually(
-      () => api<Incident[]>(`incidents?state=open&ip=${vip}`),
-      (i) => i.length > 0,
-      30_000,
-    );
-    const ack = await op.mutate("incidents.acknowledge", { id: open[0]?.id });
-    expect(ack.status).toBe(200);
-    const acked = (await api<Incident[]>(`incidents?state=open&ip=${vip}`)).find((x) => x.id === open[0]?.id);
-    expect(acked?.acknowledgedBy).toBe(stack.users.operator.name);
-    await eventually(
-      () => admin.query<Delivery[]>("alerts.deliveries"),
-      (d) => d.some((x) => x.status === "pending" && x.attempts >= 1),
-      30_000,
-    );
-    const before = {
-      ip: await ip(vip),
-      open: await api<Incident[]>("incidents?state=open"),
-      audit: await admin.query<Audit[]>("settings.audit"),
-      outbox: await admin.query<Delivery[]>("alerts.deliveries"),
-    };
-    // Incidents, audit and outbox are written as they happen, traffic on the next write pass: what the hub showed
-    // before that pass must all be there after the crash.
-    await passed(stack, "write");
-    await stack.killHub();
-    const restarted = Date.now();
-    await stack.startHub();
-    const adminAfter = await signIn(stack, "admin");
-    const after = {
-      ip: await ip(vip),
-      open: await api<Incident[]>("incidents?state=open"),
-      audit: await adminAfter.query<Audit[]>("settings.audit"),
-      outbox: await adminAfter.query<Delivery[]>("alerts.deliveries"),
-    };
-    const key = (p: { minute: number; mac: string; kind: string }) => `${p.minute}|${p.mac}|${p.kind}`;
-    const later = new Map((after.ip.timeline ?? []).map((p) => [key(p), p.count]));
-    const lostRows = (before.ip.timeline ?? []).filter((p) => (later.get(key(p)) ?? 0) < p.count);
-    expect(before.ip.timeline?.length ?? 0).toBeGreaterThan(0);
-    expect(lostRows).toEqual([]);
-    // Each subject's incident goes on, with the findings it held.
-    for (const i of before.open) expect(after.open.find((x) => x.ip === i.ip)?.id).toBe(i.id);
-    for (const f of findingsIn(before.open).filter((f) => f.resolvedAt === null))
-      expect(findingsIn(after.open).find((x) => x.incidentId === f.incidentId && x.type === f.type)?.firstSeen).toBe(f.firstSeen);
-    // The acknowledgement comes back, unless something new went wrong since: a finding that joined the incident after
-    // it (three nodes answering may well add a flip-flop) rightly asks for a fresh look.
-    const now = after.open.find((x) => x.id === open[0]?.id);
-    const joined = (now?.facets ?? []).filter((f) => !(acked?.facets ?? []).some((a) => a.type === f.type && a.firstSeen === f.firstSeen));
-    if (joined.length > 0) console.log(`joined the incident after its acknowledgement: ${joined.map((f) => f.type).join(", ")}`);
-    expect(now?.acknowledgedBy).toBe(joined.length === 0 ? stack.users.operator.name : null);
-    const auditKey = (a: Audit) => `${a.t}|${a.actor}|${a.action}|${a.outcome}`;
-    expect(after.audit.map(auditKey)).toEqual(expect.arrayContaining(before.audit.map(auditKey)));
-    expect(before.audit.some((a) => a.action === "incident.acknowledge")).toBe(true);
-    for (const d of before.outbox) expect(after.outbox.find((x) => x.id === d.id)?.attempts).toBeGreaterThanOrEqual(d.attempts);
-    // Deliveries pending at the kill are kept with their attempts, and the new process retries them when due: the
-    // one due first reaches the receiver again, with the same id, after the restart. When it is due is read from the
-    // new process: the old one may have tried it again between the snapshot and the kill, which backs it off further.
-    const pending = before.outbox.filter((d) => d.status === "pending");
-    for (const d of pending) expect(after.outbox.find((x) => x.id === d.id)?.status).toMatch(/^(pending|failed|delivered)$/);
-    const stillPending = after.outbox.filter((d) => d.status === "pending" && pending.some((p) => p.id === d.id));
-    const first = [...stillPending].sort((a, b) => (a.nextAttemptAt ?? 0) - (b.nextAttemptAt ?? 0))[0];
-    if (first === undefined) throw new Error("no delivery pending at the kill was still pending after the restart");
-    await eventually(
-      async () => received.filter((r) => r.id === first.id && r.at >= restarted),
-      (sent) => sent.length > 0,
-      Math.max(0, (first.nextAttemptAt ?? 0) - Date.now()) + 20_000,
-    );
-    const retried = await eventually(
-      async () => (await adminAfter.query<Delivery[]>("alerts.deliveries")).find((x) => x.id === first.id),
-      (d) => (d?.attempts ?? 0) > first.attempts,
-      10_000,
-    );
-    expect(retried?.status).toBe("pending"); // the receiver still answers 503
-    record({
-      fault: "Hub killed with SIGKILL",
-      checked:
-        "per-minute history of a VIP, open incidents (with an acknowledgement), audit log and webhook outbox read through the API before the kill and after the restart",
-      result:
-        `all there: ${count(before.ip.timeline?.length ?? 0, "history row")} (none lower), ` +
-        `${count(before.open.length, "open incident")} with the same ids, ${count(before.audit.length, "audit entry", "audit entries")}, ` +
-        `${count(before.outbox.length, "outbox delivery", "outbox deliveries")} (the ${count(pending.length, "pending one")} kept, ` +
-        "with their attempts; the first due sent again by the new process)",
-    });
-  }, 360_000);
+  it(
+    "hub killed with SIGKILL: history, incidents, audit log and outbox come back",
+    () => killedHubComesBack(stack, received, "SQLite"),
+    360_000,
+  );
 
   it("agent killed: down within 30 s, and the restarted agent resumes", async () => {
     await eventually(allUp, (ok) => ok, 30_000);
@@ -468,4 +485,50 @@ describe("faults: nothing is lost", () => {
       result: `counted ${n(counted)}; each dropped with the connection kept; the hub and the 3 real agents carried on, the VIPs' requests kept counting`,
     });
   });
+});
+
+// The same crash with the hub's store on PostgreSQL: what a process keeps in memory and writes later must be the
+// same on either engine.
+describe("faults on PostgreSQL: nothing is lost", () => {
+  let stack: Stack;
+  let receiver: WebhookReceiver;
+  let pg: TestPostgres;
+  let dir: string;
+  const received: { id: string; at: number }[] = [];
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    dir = await mkdtemp(join(tmpdir(), "whohas-faults-"));
+    receiver = await webhookReceiver((_body, headers) => {
+      received.push({ id: String(headers["webhook-id"]), at: Date.now() });
+      return 503;
+    });
+    stack = await startStack({
+      nodes: 3,
+      vips: 2,
+      kube: true,
+      requestIntervalMs: 500,
+      hubConfig: { ...notifying(receiver, "down"), storage: { path: join(dir, "whohas.db"), url: pg.url, retention: "1d" } },
+    });
+    const nodes = () => readApi<NodeRow[]>(stack.url, stack.viewerToken, "nodes");
+    await eventually(
+      async () => (await nodes()).filter((n) => n.agent.up).length === stack.lab.nodes.length,
+      (ok) => ok,
+      20_000,
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await stack.stop();
+    receiver.close();
+    await pg.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("hub killed with SIGKILL: history, incidents, audit log and outbox come back", async () => {
+    await killedHubComesBack(stack, received, "PostgreSQL");
+    // What came back came from PostgreSQL: psql, an independent client, finds the incidents and the outbox there.
+    const psql = async (sql: string) => Number((await exec("psql", [pg.url, "-tAc", sql])).stdout.trim());
+    expect(await psql("SELECT COUNT(*) FROM incidents")).toBeGreaterThan(0);
+    expect(await psql("SELECT COUNT(*) FROM outbox")).toBeGreaterThan(0);
+  }, 360_000);
 });
