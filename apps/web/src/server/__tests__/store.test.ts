@@ -11,7 +11,7 @@ import { MAX_ROWS_PER_FLUSH, Store } from "../store/store.js";
 import { AUDIT_RETENTION_MS } from "../store/audit.js";
 import { Hub } from "../hub/hub.js";
 import { CLEAR_AFTER_MS, SILENCE_MS, type EvidenceFrame } from "@whohas/core";
-import { aggregate, answered, hello } from "./helpers.js";
+import { aggregate, answered, hello, until } from "./helpers.js";
 // The lab runs the hub, so the hub cannot depend on the lab's package: its throwaway PostgreSQL is imported by path.
 import { startPostgres, type TestPostgres } from "../../../../../packages/lab/src/postgres.js";
 
@@ -614,6 +614,39 @@ describe("Hub on a store that answers late", () => {
     expect(again?.resolvedAt).toBeNull();
     expect(again?.evidence).toMatchObject({ services: [] });
   });
+});
+
+describe("Hub on a store out of reach for a moment", () => {
+  it("stores and tells an incident that opened meanwhile, once the store is back", async () => {
+    let down = false;
+    const db = openSqlite(":memory:");
+    opened.push(db);
+    const flaky: Db = { ...db, tx: (fn) => (down ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:5432")) : db.tx(fn)) };
+    const now = 100 * MIN;
+    const failures: string[] = [];
+    const hub = await Hub.open({ clock: () => now, store: await Store.open(flaky, now), onStoreError: (what) => failures.push(what) });
+    const told: number[] = [];
+    const ac = new AbortController();
+    void (async () => {
+      for await (const batch of hub.feed.changes(ac.signal)) for (const c of batch) if (c.kind === "incident" && c.opened) told.push(c.id);
+    })();
+    hub.connect(hello("node-a", A));
+    hub.connect(hello("node-b", B));
+    hub.tick();
+    down = true;
+    hub.observe("node-a", answered(VIP, now - 50, A));
+    hub.observe("node-b", answered(VIP, now - 49, B));
+    // The judge saw it at once; the store is out of reach: the write is told as failed and tried again.
+    await until(() => failures.length > 0, 5000);
+    expect(hub.ip(VIP)?.findings.map((f) => f.type)).toContain("multi-responder");
+    expect(told).toEqual([]);
+    down = false;
+    const open = await hub.incidents({ open: true });
+    expect(open.map((i) => i.type)).toEqual(["multi-responder"]);
+    await until(() => told.length > 0, 5000);
+    expect(told).toEqual([open[0]?.id]);
+    ac.abort();
+  }, 20_000);
 });
 
 describe("Hub", () => {

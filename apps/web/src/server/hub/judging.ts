@@ -17,6 +17,9 @@ import type { Feed } from "./feed.js";
 import { NodeJudging, STRICT_ARP_SEEN } from "./node-judging.js";
 import type { Traffic } from "./traffic.js";
 
+/** WRITE_RETRIES_MS: the waits before each new try of an incident write that failed (about a minute in all). */
+const WRITE_RETRIES_MS = [1000, 2000, 4000, 8000, 15_000, 15_000, 15_000];
+
 /** WRITE_EVERY_MS: how often open incidents' evidence (last seen, count) is written. */
 export const WRITE_EVERY_MS = 10_000;
 
@@ -113,11 +116,23 @@ export class Judging {
   }
 
   /**
-   * #write queues a write to the store behind those already decided. One that fails is told and the next goes on: the
-   * judge's state in memory is the truth while it runs; the store is what outlives it.
+   * #write queues a write to the store behind those already decided. One that fails is told and tried again, after
+   * 1, 2, 4, 8 and then 15 s, for about a minute (a PostgreSQL restarting, a failover): the writes behind it wait, in
+   * order, and an incident opened meanwhile is stored and notified once the store is back. Past that it is given up
+   * and the next goes on: the judge's state in memory is the truth while it runs; the store is what outlives it.
    */
   #write(what: string, fn: () => Promise<void>): void {
-    this.#writes = this.#writes.then(fn).catch((e: unknown) => this.o.onStoreError?.(what, e as Error));
+    this.#writes = this.#writes.then(async () => {
+      for (const wait of [...WRITE_RETRIES_MS, null]) {
+        try {
+          return await fn();
+        } catch (e) {
+          this.o.onStoreError?.(what, e as Error);
+          if (wait === null) return;
+          await new Promise((r) => setTimeout(r, wait).unref());
+        }
+      }
+    });
   }
 
   /** settled resolves once every write decided so far is in the store (reads of incidents wait for it). */
