@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import type { Db, Param } from "../store/db.js";
+import { transient, type Db, type Param } from "../store/db.js";
 import { openPostgres } from "../store/postgres.js";
 import { openSqlite } from "../store/sqlite.js";
 import { MIGRATIONS, migrate } from "../store/migrations.js";
@@ -94,6 +94,27 @@ describe.each(ENGINES)("migrations on $name", (e) => {
     const applied = await Promise.all(dbs.map((db) => migrate(db, 1)));
     expect(applied.flat().sort()).toEqual(MIGRATIONS.map((m) => m.version));
     expect((await dbs[0].get<{ n: number }>("SELECT COUNT(*) AS n FROM schema_migrations"))?.n).toBe(MIGRATIONS.length);
+  });
+});
+
+describe("transient", () => {
+  it("tells a store away for a moment from a query it refuses", () => {
+    const err = (code: string) => Object.assign(new Error(code), { code });
+    for (const code of [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "08006",
+      "57P01",
+      "57P03",
+      "53300",
+      "SQLITE_BUSY",
+      "SQLITE_IOERR_WRITE",
+      "SQLITE_FULL",
+    ])
+      expect(transient(err(code)), code).toBe(true);
+    expect(transient(new Error("Connection terminated unexpectedly"))).toBe(true);
+    for (const code of ["23505", "42P01", "22P02", "SQLITE_CONSTRAINT_PRIMARYKEY"]) expect(transient(err(code)), code).toBe(false);
+    expect(transient(new Error("the store keeps integers: parameter 6 is 1.5"))).toBe(false);
   });
 });
 
@@ -427,6 +448,19 @@ describe.each(ENGINES)("incidents on $name: one per subject, its findings as fac
     samples: [at],
   });
 
+  it("keeps a finding dated to a fraction of a millisecond (a reply's delay) in whole milliseconds", async () => {
+    const s = await freshStore(e);
+    const { id } = await s.incidents.open(
+      { ...finding("multi-responder", 0), firstSeen: 100.4, lastSeen: 200.6, samples: [100.4, 200.6] },
+      null,
+    );
+    await s.incidents.touch(id, { ...finding("multi-responder", 0), firstSeen: 100.4, lastSeen: 300.5, samples: [300.5] }, "later");
+    expect(
+      await s.incidents.resolve(id, { ...finding("multi-responder", 0), firstSeen: 100.4, lastSeen: 300.5, samples: [300.5] }, 900.7),
+    ).toBe(true);
+    expect(await s.incidents.get(id)).toMatchObject({ firstSeen: 100, lastSeen: 301, resolvedAt: 901, samples: [301] });
+  });
+
   it("adds a second finding to the IP's open incident, names it after the worst, and resolves it with its last facet", async () => {
     const s = await freshStore(e);
     const first = await s.incidents.open(finding("wrong-owner", 100), { evidence: "at the start" });
@@ -621,7 +655,8 @@ describe("Hub on a store out of reach for a moment", () => {
     let down = false;
     const db = openSqlite(":memory:");
     opened.push(db);
-    const flaky: Db = { ...db, tx: (fn) => (down ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:5432")) : db.tx(fn)) };
+    const refused = () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+    const flaky: Db = { ...db, tx: (fn) => (down ? Promise.reject(refused()) : db.tx(fn)) };
     const now = 100 * MIN;
     const failures: string[] = [];
     const hub = await Hub.open({ clock: () => now, store: await Store.open(flaky, now), onStoreError: (what) => failures.push(what) });

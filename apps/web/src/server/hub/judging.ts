@@ -10,6 +10,7 @@ import {
   type VerdictKey,
 } from "@whohas/core";
 import type { AuditLog } from "../store/audit.js";
+import { transient } from "../store/db.js";
 import { holdingFindings, type Incident, type IncidentEvent, type IncidentsRepo } from "../store/incidents.js";
 import type { AgentRegistry } from "./agents.js";
 import type { ClusterState } from "./cluster.js";
@@ -116,7 +117,7 @@ export class Judging {
   }
 
   /**
-   * #write queues a write to the store behind those already decided. One that fails is told and tried again, after
+   * #write queues a write to the store behind those already decided. One that fails because the store is away is told and tried again, after
    * 1, 2, 4, 8 and then 15 s, for about a minute (a PostgreSQL restarting, a failover): the writes behind it wait, in
    * order, and an incident opened meanwhile is stored and notified once the store is back. Past that it is given up
    * and the next goes on: the judge's state in memory is the truth while it runs; the store is what outlives it.
@@ -128,7 +129,8 @@ export class Judging {
           return await fn();
         } catch (e) {
           this.o.onStoreError?.(what, e as Error);
-          if (wait === null) return;
+          // A write the store refuses would be refused again: only a store away for a moment is waited for.
+          if (wait === null || !transient(e)) return;
           await new Promise((r) => setTimeout(r, wait).unref());
         }
       }

@@ -42,6 +42,22 @@ export function integers(params: readonly Param[]): readonly Param[] {
   return params;
 }
 
+/** The errors of a store out of reach for a while: the server restarting or unreachable, the file busy or full. */
+const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "53300"]);
+
+/**
+ * transient tells an error worth trying again later (the store away for a moment) from one that would fail again
+ * (a query the store refuses): PostgreSQL's connection errors (class 08, 57P01-57P03 shut down or starting, 53300 too
+ * many connections), the network's, and SQLite's busy, locked, I/O and full disk.
+ */
+export function transient(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === "string")
+    return TRANSIENT_CODES.has(code) || code.startsWith("08") || /^57P0[123]$/.test(code) || /^SQLITE_(BUSY|LOCKED|IOERR|FULL)/.test(code);
+  // The driver's own words when the server closed the connection under a query.
+  return e instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(e.message);
+}
+
 /** MAX_PARAMS bounds the parameters of one statement (SQLite takes 32,766, PostgreSQL 65,535). */
 export const MAX_PARAMS = 32_000;
 

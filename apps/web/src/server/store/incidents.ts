@@ -101,6 +101,17 @@ export interface Opened {
   readonly incidentOpened: boolean;
 }
 
+/**
+ * whole gives a finding's times in whole milliseconds, as the store keeps them: a finding dated by a reply is dated to
+ * a fraction of a millisecond (the request's time and the reply's delay).
+ */
+const whole = (f: OpenFinding): OpenFinding => ({
+  ...f,
+  firstSeen: Math.round(f.firstSeen),
+  lastSeen: Math.round(f.lastSeen),
+  samples: f.samples.map((t) => Math.round(t)),
+});
+
 /** holdingFindings are an incident's facets still open: the findings a tracker holds open again after a restart. */
 export const holdingFindings = (i: Incident): OpenFinding[] =>
   i.facets
@@ -159,7 +170,8 @@ export class IncidentsRepo {
    * open adds a finding that opened as a facet of its subject's open incident, or opens an incident for it (with
    * `evidence`, what it records of the subject when it opens).
    */
-  open(f: OpenFinding, evidence: unknown): Promise<Opened> {
+  open(finding: OpenFinding, evidence: unknown): Promise<Opened> {
+    const f = whole(finding);
     return this.db.tx(async (db) => {
       const open = await db.get<{ id: number }>("SELECT id FROM incidents WHERE ip = ? AND resolved_at IS NULL ORDER BY id LIMIT 1", [
         f.ip,
@@ -206,7 +218,8 @@ export class IncidentsRepo {
   }
 
   /** touch updates the facet of `f` in incident `id` with its latest evidence; `event` also records a timeline entry. */
-  async touch(id: number, f: OpenFinding, event: string | null): Promise<void> {
+  async touch(id: number, finding: OpenFinding, event: string | null): Promise<void> {
+    const f = whole(finding);
     await this.db.tx(async (db) => {
       await db.run(
         "UPDATE incident_facets SET macs = ?, detail = ?, last_seen = ?, count = ?, samples = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
@@ -218,7 +231,9 @@ export class IncidentsRepo {
   }
 
   /** resolve clears the facet of `f` at `at`; the incident resolves with its last facet. Returns whether it did. */
-  resolve(id: number, f: OpenFinding, at: number): Promise<boolean> {
+  resolve(id: number, finding: OpenFinding, resolvedAt: number): Promise<boolean> {
+    const f = whole(finding);
+    const at = Math.round(resolvedAt);
     return this.db.tx(async (db) => {
       await db.run(
         "UPDATE incident_facets SET last_seen = ?, count = ?, samples = ?, resolved_at = ? WHERE incident_id = ? AND type = ? AND resolved_at IS NULL",
