@@ -344,6 +344,34 @@ describe("snapshots taken by themselves", () => {
       evidence.stop();
     }
   });
+
+  it("asks a while after the window ends, for a window that ends that while before the asking", async () => {
+    const h = await start();
+    const asks: { at: number; toMs: number }[] = [];
+    const answer = (r: { toMs: number }) => {
+      asks.push({ at: Date.now(), toMs: r.toMs });
+      return { frames: [], truncated: false, heldFromMs: null };
+    };
+    await h.connect("node-a", [], { answer });
+    await h.connect("node-b", [], { answer });
+    const evidence = new Evidence({ hub: h.hub, asker: h.hs.gateway, logger: silentLogger, windowAfterMs: 500, reconnectGraceMs: 0 });
+    evidence.start();
+    try {
+      const t = Date.now();
+      h.hub.tick();
+      h.hub.observe("node-a", answered(VIP, t, MAC["node-a"] ?? ""));
+      h.hub.observe("node-b", answered(VIP, t, MAC["node-b"] ?? ""));
+      await untilAsync(async () => asks.length >= 2, 8000);
+      const [inc] = await h.hub.incidents({ ip: VIP });
+      // A loaded node's libpcap may still hold the window's last frames when it ends: the hub waits for them.
+      for (const a of asks) {
+        expect(a.at - (inc?.firstSeen ?? 0)).toBeGreaterThanOrEqual(2500);
+        expect(a.toMs).toBeLessThanOrEqual(a.at - 2000);
+      }
+    } finally {
+      evidence.stop();
+    }
+  });
 });
 
 describe("an incident's capture", () => {

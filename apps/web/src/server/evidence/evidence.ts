@@ -28,6 +28,11 @@ const MAX_DOWNLOADS = 4;
 const MAX_DOWNLOADS_PER_USER = 2;
 /** FRESH_MS: an open incident's frames collected this recently are served as stored, not asked for again. */
 const FRESH_MS = 10_000;
+/**
+ * SETTLE_MS: a loaded node's libpcap may hand a frame over a while after the kernel dated it, so a snapshot is
+ * asked this long after its window ends: every agent then holds the window's last frames, not only the quick ones.
+ */
+const SETTLE_MS = 2_000;
 const MIME = "application/vnd.tcpdump.pcap";
 
 /**
@@ -125,7 +130,7 @@ export class Evidence {
         for (const inc of await this.o.hub.incidents({ open: true, limit: MAX_RESUMED }))
           if (isIpKey(inc.ip) && inc.firstSeen >= now - RING_AGE_MS && (await this.o.hub.store.evidence.summary(inc.id)) === null) {
             resumed.add(inc.id);
-            queue.add(inc.id, Math.max(inc.firstSeen + this.#after, grace));
+            queue.add(inc.id, Math.max(inc.firstSeen + this.#after + SETTLE_MS, grace));
           }
       } catch (e) {
         this.o.logger.error("evidence.resume_failed", { message: e instanceof Error ? e.message : String(e) });
@@ -137,7 +142,7 @@ export class Evidence {
               this.#failed(c.id, c.subject, e);
               return null;
             });
-            if (inc !== null) this.#queue?.add(c.id, inc.firstSeen + this.#after);
+            if (inc !== null) this.#queue?.add(c.id, inc.firstSeen + this.#after + SETTLE_MS);
           }
     })();
   }
@@ -175,12 +180,12 @@ export class Evidence {
   /**
    * #gather asks the agents for an incident's frames and merges them with what was stored before (a node's agent
    * that is down now keeps the frames it sent then). The window: WINDOW_BEFORE_MS before the first evidence to
-   * WINDOW_AFTER_MS after it; for an incident still open, to now.
+   * WINDOW_AFTER_MS after it; for an incident still open, to SETTLE_MS before now.
    */
   async #gather(inc: Incident) {
     const now = this.o.hub.clock();
     const fromMs = inc.firstSeen - WINDOW_BEFORE_MS;
-    const toMs = inc.resolvedAt === null ? Math.max(now, inc.firstSeen + this.#after) : inc.firstSeen + this.#after;
+    const toMs = inc.resolvedAt === null ? Math.max(now - SETTLE_MS, inc.firstSeen + this.#after) : inc.firstSeen + this.#after;
     // An incident open for hours: the agents hold only their last minutes anyway.
     const askFrom = Math.max(fromMs, toMs - MAX_WINDOW_MS);
     const got = await this.#collect(inc.ip, askFrom, toMs);
