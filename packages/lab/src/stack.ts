@@ -248,6 +248,23 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
         ]),
       );
     };
+    /** capturing resolves once an agent says it captures (its capture.started line), and rejects if it exits first. */
+    const capturing = (name: string, child: ChildProcess | undefined) =>
+      new Promise<void>((resolve, reject) => {
+        if (child === undefined) return resolve();
+        let seen = "";
+        const look = (chunk: Buffer) => {
+          seen = (seen + chunk.toString()).slice(-4096);
+          if (seen.includes("capture.started")) {
+            child.stdout?.off("data", look);
+            child.stderr?.off("data", look);
+            resolve();
+          }
+        };
+        child.stdout?.on("data", look);
+        child.stderr?.on("data", look);
+        child.once("exit", (code) => reject(new Error(`the agent on ${name} exited (${code}); see ${logDir}/agent-${name}.log`)));
+      });
     const stopAgent = async (name: string) => {
       const child = agents.get(name);
       if (child?.exitCode !== null || child.signalCode !== null) return;
@@ -261,6 +278,9 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     const freezeAgent = (name: string) => void agents.get(name)?.kill("SIGSTOP");
     const thawAgent = (name: string) => void agents.get(name)?.kill("SIGCONT");
     for (const n of lab.nodes) startAgent(n.name);
+    // Every agent captures before the client asks: on a loaded machine one agent's Node can take a second longer
+    // to start, and a test that counts each node's copies of the client's requests would find that node short.
+    await Promise.all(lab.nodes.map((n) => capturing(n.name, agents.get(n.name))));
     const speakers = new Map<string, ChildProcess>();
     if (opts.cluster === true) {
       for (const n of lab.nodes) {
