@@ -7,7 +7,8 @@ import { parseDuration } from "./commands.js";
 
 /** AgentConfig is everything `whohas agent` runs on, parsed once from flags and environment. */
 export interface AgentConfig {
-  readonly hub: string;
+  /** The hub's agent endpoints: one, or each replica's (every reconnect tries the next). */
+  readonly hubs: readonly string[];
   readonly node: string;
   readonly interfaces: RegExp;
   readonly excludeInterfaces: RegExp | null;
@@ -32,7 +33,9 @@ up to 512 at once on one capture, one request per IP a second, spread over the s
 Needs root, or CAP_NET_RAW and CAP_NET_ADMIN.
 
 Options:
-  --hub URL                 hub agent endpoint: ws://HOST:PORT/agent, wss://..., or ws+unix:///PATH.sock:/agent
+  --hub URL[,URL...]        hub agent endpoint: ws://HOST:PORT/agent, wss://..., or ws+unix:///PATH.sock:/agent;
+                            with hub replicas, one Service's address or each replica's, comma-separated (on a
+                            lost or refused connection the next is tried: a standby refuses, the leader takes)
   --token-file FILE         file holding the bearer token: the hub's shared agent token, or a projected
                             ServiceAccount token with audience whohas (read again on each connection)
   --ca-file FILE            CA certificate (PEM) the hub's wss:// certificate must chain to (default: system CAs);
@@ -73,7 +76,12 @@ export function parseSize(s: string): number {
 }
 
 const Schema = z.object({
-  hub: z.string().regex(/^(wss?|ws\+unix):\/\//, "--hub must start with ws://, wss:// or ws+unix://"),
+  hub: z
+    .string()
+    .refine(
+      (v) => v.split(",").every((u) => /^(wss?|ws\+unix):\/\//.test(u.trim())),
+      "--hub must start with ws://, wss:// or ws+unix:// (several addresses: comma-separated, each so)",
+    ),
   "token-file": z.string().min(1, "--token-file is required"),
   "ca-file": z.string().min(1).optional(),
   node: z.string().optional(),
@@ -135,7 +143,10 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
   if (!isNodeName(node))
     throw new Error(`--node ${JSON.stringify(node)}: not a node name (lowercase letters, digits, '-' and '.', as Kubernetes names Nodes)`);
   return {
-    hub: f.hub,
+    hubs: f.hub
+      .split(",")
+      .map((u) => u.trim())
+      .filter((u) => u !== ""),
     node,
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),

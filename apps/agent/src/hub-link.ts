@@ -17,8 +17,11 @@ export function backoffDelay(attempt: number, random: () => number = Math.random
 }
 
 export interface HubLinkOptions {
-  /** ws://, wss:// or ws+unix:///path/to.sock:/agent */
-  readonly url: string;
+  /**
+   * ws://, wss:// or ws+unix:///path/to.sock:/agent; or several (each hub replica's): a connection lost or refused is
+   * followed by one to the next address at once, and the backoff grows only when a whole round failed.
+   */
+  readonly url: string | readonly string[];
   /** The bearer token, or a function read on every connection (a projected ServiceAccount token is rotated). */
   readonly token: string | (() => string);
   /** PEM CA for a wss:// hub whose certificate the system does not trust; verification is never turned off. */
@@ -33,6 +36,11 @@ export interface HubLinkOptions {
 export class HubLink {
   #ws: WebSocket | null = null;
   #attempt = 0;
+  /** #at: the address tried now; #failedInRound: the failures since the last open connection. */
+  #at = 0;
+  #failedInRound = 0;
+  /** A hub replica on standby said when to come back (503 with Retry-After), in ms; null otherwise. */
+  #retryAfterMs: number | null = null;
   #closed = false;
   #retryTimer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
@@ -82,8 +90,13 @@ export class HubLink {
     });
   }
 
+  get #urls(): readonly string[] {
+    return typeof this.opts.url === "string" ? [this.opts.url] : this.opts.url;
+  }
+
   #connect(): void {
-    const { url, logger } = this.opts;
+    const { logger } = this.opts;
+    const url = this.#urls[this.#at % this.#urls.length] ?? "";
     let token: string;
     try {
       token = typeof this.opts.token === "string" ? this.opts.token : this.opts.token();
@@ -102,6 +115,7 @@ export class HubLink {
     this.#ws = ws;
     ws.on("open", () => {
       this.#attempt = 0;
+      this.#failedInRound = 0;
       logger.info("hub.connected", { url });
       ws.send(JSON.stringify(this.opts.hello()));
       this.#lastHeard = Date.now();
@@ -132,9 +146,18 @@ export class HubLink {
       this.opts.onMessage?.(msg.value);
     });
     ws.on("unexpected-response", (_req, res) => {
-      logger.error("hub.refused", {
+      const after = Number(res.headers["retry-after"]);
+      this.#retryAfterMs = res.statusCode === 503 && after > 0 && after <= 30 ? after * 1000 : null;
+      // 503: a hub replica on standby; the next address (or the Service, again) reaches the leader.
+      logger[res.statusCode === 503 ? "warn" : "error"]("hub.refused", {
+        url,
         status: res.statusCode,
-        hint: res.statusCode === 401 ? "check --token-file: the hub refused the token" : undefined,
+        hint:
+          res.statusCode === 401
+            ? "check --token-file: the hub refused the token"
+            : res.statusCode === 503
+              ? "a hub replica on standby, or a hub starting: trying the next address"
+              : undefined,
       });
       ws.terminate();
     });
@@ -148,7 +171,20 @@ export class HubLink {
     ws.on("close", (code, reason) => {
       if (this.#heartbeat) clearInterval(this.#heartbeat);
       if (this.#closed) return;
-      const delay = backoffDelay(this.#attempt++);
+      // Another replica may lead: the next address at once, a longer wait only once every address failed.
+      const n = this.#urls.length;
+      this.#at = (this.#at + 1) % n;
+      this.#failedInRound++;
+      // A standby's 503 behind one Service address: back when it says (jittered), as the Service may pick the
+      // leader next time; the backoff does not grow for it.
+      const retryAfter = this.#retryAfterMs;
+      this.#retryAfterMs = null;
+      const delay =
+        n > 1 && this.#failedInRound % n !== 0
+          ? backoffDelay(0) / 5
+          : retryAfter !== null
+            ? Math.round(retryAfter * (0.5 + Math.random()))
+            : backoffDelay(this.#attempt++);
       // 4409: the hub already has a live agent for this node name (two agents claim it, or the old link is dead).
       if (code === 4409)
         logger.error("hub.node_conflict", {

@@ -125,7 +125,7 @@ export async function runAgent(argv: string[]): Promise<number> {
   // The agent is created below; the link needs it for hello and commands, so they are wired through `agent`.
   let agent: Agent | null = null;
   const link = new HubLink({
-    url: config.hub,
+    url: config.hubs,
     // Read again on every connection: a projected ServiceAccount token is rotated by the kubelet (hourly).
     token: () => readToken(config.tokenFile),
     ca: config.ca,
@@ -151,7 +151,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       ? null
       : await serveMetrics(config.metricsAddress, metrics, { live: () => true, ready: () => running.capturing.size > 0 });
   await running.start();
-  logger.info("agent.started", { node: config.node, hub: config.hub, version: AGENT_VERSION, metrics: config.metricsAddress });
+  logger.info("agent.started", { node: config.node, hub: config.hubs.join(","), version: AGENT_VERSION, metrics: config.metricsAddress });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info("agent.stopping", { signal });

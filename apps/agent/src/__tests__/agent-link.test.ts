@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { once } from "node:events";
+import { createServer } from "node:http";
+import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import type { AddressInfo } from "node:net";
 import { newArpReply, newArpRequest, parseAgentMessage, silentLogger, type AgentMessage } from "@whohas/core";
@@ -174,6 +176,41 @@ describe("Agent with HubLink", () => {
       dropped: 0,
     });
     expect(agent.counts).toMatchObject({ observed: 50, truncated: 1 });
+  });
+
+  it("with several hub addresses, passes a standby's 503 and a dead one for the leader, and moves when it goes", async () => {
+    // A replica on standby refuses every WebSocket with 503, as the hub's Standby does.
+    const standby = createServer((_q, res) => res.writeHead(503).end());
+    let refused = 0;
+    standby.on("upgrade", (_req, socket: Duplex) => {
+      refused++;
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    standby.listen(0, "127.0.0.1");
+    await once(standby, "listening");
+    cleanups.push(() => void standby.close());
+    const standbyUrl = `ws://127.0.0.1:${(standby.address() as AddressInfo).port}/agent`;
+    const first = await startHub();
+    const link = new HubLink({
+      url: [first.url, standbyUrl],
+      token: "t",
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
+    });
+    link.start();
+    cleanups.push(() => link.close());
+    await until(() => first.messages.length >= 1);
+    // The leader goes; the other replica stands by until it takes over (here: a new leader on the first address).
+    const port = Number(new URL(first.url).port);
+    await closeHub(first);
+    const gone = Date.now();
+    await until(() => refused >= 2, 5000);
+    const second = await startHub(port);
+    cleanups.push(() => closeHub(second));
+    await until(() => second.messages.length >= 1, 5000);
+    // A round of two addresses that both failed waits longer, but not past a couple of seconds.
+    expect(Date.now() - gone).toBeLessThan(5000);
+    expect(second.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
   });
 
   it("sums libpcap's counters over its captures and keeps those of a capture it closed", async () => {

@@ -79,7 +79,10 @@ describe("parseAgentConfig", () => {
   writeFileSync(tokenFile, "abc\n");
   it("reads the token and takes the node name from NODE_NAME", () => {
     const c = parseAgentConfig({ hub: "ws://h:3000/agent", "token-file": tokenFile }, { NODE_NAME: "worker-1" });
-    expect(c).toMatchObject({ token: "abc", node: "worker-1", hub: "ws://h:3000/agent" });
+    expect(c).toMatchObject({ token: "abc", node: "worker-1", hubs: ["ws://h:3000/agent"] });
+    const two = parseAgentConfig({ hub: "ws://a:3000/agent, ws://b:3000/agent", "token-file": tokenFile }, { NODE_NAME: "worker-1" });
+    expect(two.hubs).toEqual(["ws://a:3000/agent", "ws://b:3000/agent"]);
+    expect(() => parseAgentConfig({ hub: "ws://a/agent,http://b/agent", "token-file": tokenFile }, {})).toThrow(/--hub must start with/);
   });
   it("keeps 4 MiB of frames for evidence, 10 minutes at most, unless told otherwise", () => {
     const flags = { hub: "ws://h/agent", "token-file": tokenFile };
