@@ -1,7 +1,9 @@
 // The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js,
 // tRPC, the read API and the agent WebSocket. Started as `whohas-hub --config FILE`.
 import { readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
+import { createServer as createTlsServer } from "node:https";
+import pg from "pg";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
@@ -26,6 +28,10 @@ import { Settings } from "./src/server/settings.js";
 import { openDb } from "./src/server/store/open.js";
 import { Store } from "./src/server/store/store.js";
 import { jsonLogger, type Logger } from "@whohas/core";
+import { Leadership, leaderName } from "./src/server/ha/leadership.js";
+import { Standby } from "./src/server/ha/standby.js";
+import { trustReplicas } from "./src/server/client-address.js";
+import { randomBytes } from "node:crypto";
 import { LogThrottle } from "./src/server/log-throttle.js";
 
 const HELP = `whohas-hub: the whohas hub and dashboard
@@ -123,6 +129,12 @@ function builtBasePath(appDir: string): string {
   }
 }
 
+/** The Next app's directory (this file is bundled to dist/server.js, one level down). */
+const APP_DIR = fileURLToPath(new URL("..", import.meta.url));
+/** Settings keys of replicas: who leads and where (written by the leader), and the key standbys vouch with. */
+const LEADER_KEY = "ha.leader";
+const REPLICA_KEY = "ha.replicaKey";
+
 /** compose builds the hub's parts from the configuration and returns its server, not yet listening. */
 async function compose(
   config: HubConfig,
@@ -163,9 +175,8 @@ async function compose(
     agents: hub.agents.size,
     openIncidents: (await hub.incidents({ open: true })).length,
   });
-  const appDir = fileURLToPath(new URL("..", import.meta.url));
-  const basePath = builtBasePath(appDir);
-  const app = next({ dev: config.dev, dir: appDir, conf: nextConfig(basePath) });
+  const basePath = builtBasePath(APP_DIR);
+  const app = next({ dev: config.dev, dir: APP_DIR, conf: nextConfig(basePath) });
   await app.prepare();
   const handle = app.getRequestHandler();
   const nextUpgrade = app.getUpgradeHandler();
@@ -287,6 +298,87 @@ async function compose(
   return { hub, server, settings, basePath, storageHint };
 }
 
+/**
+ * standUntilLeading serves as a standby (alive, not ready) until this replica holds the leader's lock in PostgreSQL;
+ * without ha.enabled it leads at once. Returns the leadership and what ends the standby's listeners, called once the
+ * leader's own parts are built, just before they listen on the same addresses.
+ */
+async function standUntilLeading(
+  config: HubConfig,
+  logger: Logger,
+): Promise<{ leadership: Leadership | null; endStandby: () => Promise<void> }> {
+  const url = config.storage.url;
+  if (!config.ha || url === null) return { leadership: null, endStandby: () => Promise.resolve() };
+  const name = config.replicaName;
+  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 5000 });
+  pool.on("error", () => undefined);
+  const standby = new Standby({
+    name,
+    agentPaths: ["/agent", `${builtBasePath(APP_DIR)}/agent`],
+    certificate: config.tls?.cert,
+    lookup: async () => {
+      const [leading, row, key] = await Promise.all([
+        leaderName(pool),
+        pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [LEADER_KEY]),
+        pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [REPLICA_KEY]),
+      ]);
+      const said = row.rows[0] === undefined ? null : (JSON.parse(row.rows[0].value) as { name: string; url: string });
+      return {
+        // The address is the leader's only when the lock's holder wrote it: a row left by an earlier leader is not.
+        leader: leading === null ? null : { name: leading, url: said?.name === leading ? said.url : null },
+        key: key.rows[0] === undefined ? null : (JSON.parse(key.rows[0].value) as string),
+      };
+    },
+  });
+  const web = (l: RequestListener) =>
+    config.tls === null ? createServer(l) : createTlsServer({ cert: config.tls.cert, key: config.tls.key }, l);
+  const servers = [
+    await listen(web(standby.listener).on("upgrade", standby.upgrade), config.listen),
+    await listen(createServer(standby.listener), config.metricsListen),
+  ];
+  if (config.agentSocket !== null) {
+    rmSync(config.agentSocket, { force: true });
+    servers.push(await listen(createServer(standby.listener).on("upgrade", standby.upgrade), config.agentSocket));
+  }
+  logger.info("ha.standby", {
+    replica: name,
+    leader: await leaderName(pool).catch(() => null),
+    hint: "passes people's requests to the leader and takes over when the leader's session in PostgreSQL ends",
+  });
+  let leadership: Leadership | null = null;
+  while (leadership === null) {
+    try {
+      leadership = await Leadership.campaign({
+        url,
+        name,
+        logger,
+        // Another replica may lead from the next moment on: the duties stop with the process, unflushed, at once.
+        onLost: (reason) => {
+          logger.error("ha.leadership_lost", { replica: name, reason, hint: "this replica stops now; a standby takes over" });
+          process.exit(1);
+        },
+      });
+    } catch (e) {
+      logger.error("ha.campaign_failed", { replica: name, message: (e as Error).message, retryInMs: 2000 });
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+  logger.info("ha.leading", { replica: name });
+  const endStandby = async () => {
+    await Promise.all(
+      servers.map(
+        (s) =>
+          new Promise((r) => {
+            s.close(r);
+            s.closeAllConnections();
+          }),
+      ),
+    );
+    await pool.end().catch(() => undefined);
+  };
+  return { leadership, endStandby };
+}
+
 /** logIncidents writes every incident's life to the log, from the hub's feed. */
 async function logIncidents(hub: Hub, logger: Logger, signal: AbortSignal): Promise<void> {
   for await (const batch of hub.feed.changes(signal)) {
@@ -317,7 +409,16 @@ async function main(): Promise<void> {
 
   const config = loadConfig(args.values.config ?? null);
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
+  const { leadership, endStandby } = await standUntilLeading(config, logger);
   const { hub, server, settings, basePath, storageHint } = await compose(config, logger);
+  if (leadership !== null) {
+    // Standbys pass requests here, vouching for their clients with the shared key; they find this address here.
+    const key = await hub.store.settings.keep(REPLICA_KEY, randomBytes(32).toString("base64url"), Date.now());
+    trustReplicas(key);
+    await hub.store.settings.set(LEADER_KEY, { name: config.replicaName, url: config.replicaUrl }, Date.now());
+    logger.info("ha.leader", { replica: config.replicaName, url: config.replicaUrl });
+  }
+  await endStandby();
   const feedLog = new AbortController();
   void logIncidents(hub, logger, feedLog.signal);
   server.alerter?.start();
@@ -379,6 +480,8 @@ async function main(): Promise<void> {
     scheduler
       .stop()
       .then(() => hub.store.close())
+      // Only after the last write: a standby takes over the moment the lock is free.
+      .then(() => leadership?.release())
       .catch((e: unknown) => logger.error("store.close_failed", { message: (e as Error).message }))
       .finally(() => setTimeout(() => process.exit(0), 200).unref());
   };

@@ -1,9 +1,35 @@
 import type { IncomingMessage } from "node:http";
+import { timingSafeEqual } from "node:crypto";
 import { BlockList, isIPv4, isIPv6 } from "node:net";
 
-/** peerAddress is the socket's peer, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket). */
+/**
+ * A hub replica on standby passes requests to the leader with the replicas' shared key (REPLICA_HEADER, kept in the
+ * shared database) and the address its own peer had (REPLICA_PEER_HEADER): the leader then judges the request as if
+ * that peer had connected to it directly (its limits, trusted proxies, audit). Without the key the headers count for
+ * nothing.
+ */
+export const REPLICA_HEADER = "x-whohas-replica";
+export const REPLICA_PEER_HEADER = "x-whohas-replica-peer";
+let replicaKey: Buffer | null = null;
+
+/** trustReplicas sets the replicas' shared key this process accepts (null: none, a hub without replicas). */
+export function trustReplicas(key: string | null): void {
+  replicaKey = key === null ? null : Buffer.from(key);
+}
+
+/** fromReplica returns the client's address a replica vouches for, or null when the request carries no valid key. */
+function fromReplica(req: IncomingMessage): string | null {
+  const key = req.headers[REPLICA_HEADER];
+  const peer = req.headers[REPLICA_PEER_HEADER];
+  if (replicaKey === null || typeof key !== "string" || typeof peer !== "string") return null;
+  const given = Buffer.from(key);
+  if (given.length !== replicaKey.length || !timingSafeEqual(given, replicaKey)) return null;
+  return peer === "unix" || isIPv4(peer) || isIPv6(peer) ? peer : null;
+}
+
+/** peerAddress is the socket's peer, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket); through a replica, its peer. */
 export function peerAddress(req: IncomingMessage): string {
-  const a = req.socket.remoteAddress ?? "unix";
+  const a = fromReplica(req) ?? req.socket.remoteAddress ?? "unix";
   return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
 }
 

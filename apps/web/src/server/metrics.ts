@@ -99,6 +99,8 @@ export class HubMetrics {
     // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
     collectDefaultMetrics({ register: this.registry });
     hub.judging.onHandover((_ip, h) => this.handoverGaps.observe(h.gapMs / 1000));
+    // A replica on standby serves this gauge at 0 (ha/standby.ts): the sum over replicas is how many lead.
+    new Gauge({ name: "whohas_hub_leader", help: "1 on the replica that leads, 0 on a standby.", registers: [this.registry] }).set(1);
     new Gauge({
       name: "whohas_hub_store_pending_rows",
       help: "Per-minute rows waiting for the next write (growing means the disk is behind).",

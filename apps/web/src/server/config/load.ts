@@ -1,3 +1,4 @@
+import { hostname, networkInterfaces } from "node:os";
 import type { LocalUser, ProxyAuth } from "../auth/auth.js";
 import { trustList } from "../client-address.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
@@ -22,6 +23,15 @@ export interface HubConfig {
   readonly dev: boolean;
   /** SQLite at `path`, or PostgreSQL at `url` when given (`path`'s directory still holds the bootstrap password). */
   readonly storage: { readonly path: string; readonly url: string | null; readonly retentionMs: number };
+  /**
+   * One of several replicas on one PostgreSQL (ha.enabled): the replica holding the leader's lock serves everything,
+   * the others stand by, not ready, until it is gone.
+   */
+  readonly ha: boolean;
+  /** This replica's name in logs, on a standby's answers and in PostgreSQL's list of sessions: ha.name, or the host's. */
+  readonly replicaName: string;
+  /** Where the other replicas reach this one when it leads: ha.advertise, or this host's first IPv4 and the listen port. */
+  readonly replicaUrl: string;
   /** Incidents' frames: the largest capture file the hub stores or serves. */
   readonly evidence: { readonly maxFileBytes: number };
   /** The shared bearer token agents may present on /agent; null when they authenticate only with ServiceAccount tokens. */
@@ -77,6 +87,19 @@ export interface HubConfig {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * advertised is where other replicas reach this one when ha.advertise is not set: the listen address, or when it
+ * listens on every address, the host's first IPv4 that is not loopback (a Pod's IP).
+ */
+function advertised(at: { host: string; port: number }, tls: boolean): string {
+  const any = at.host === "0.0.0.0" || at.host === "::" || at.host === "";
+  const own = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a?.family === "IPv4" && !a.internal)?.address;
+  const host = any ? (own ?? "127.0.0.1") : at.host.includes(":") ? `[${at.host}]` : at.host;
+  return `${tls ? "https" : "http"}://${host}:${at.port}`;
+}
 type Doc = Record<string, unknown>;
 
 /** Where each key of the merged document came from: the environment variable that set it, for error messages. */
@@ -192,6 +215,12 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     );
   const metricsToken = c.metrics?.tokenFile === undefined ? null : readToken(key("metrics.tokenFile"), c.metrics.tokenFile);
   const retentionMs = durationMs(key("storage.retention"), c.storage?.retention ?? DEFAULTS.retention, 60_000);
+  const ha = c.ha?.enabled ?? false;
+  if (ha && c.storage?.url === undefined)
+    throw new ConfigError(
+      key("ha.enabled"),
+      "replicas share one PostgreSQL: set storage.url (WHOHAS_STORAGE_URL) too; with SQLite run one hub",
+    );
 
   const agentToken =
     c.agents?.token !== undefined
@@ -226,6 +255,9 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     metricsToken,
     dev: env.NODE_ENV === "development",
     storage: { path: c.storage?.path ?? DEFAULTS.storagePath, url: c.storage?.url ?? null, retentionMs },
+    ha,
+    replicaName: c.ha?.name ?? hostname(),
+    replicaUrl: (c.ha?.advertise ?? advertised(listenAt, c.tls?.certFile !== undefined)).replace(/\/$/, ""),
     evidence: { maxFileBytes: c.evidence?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES },
     agentToken,
     agentSocket: c.agents?.socket ?? null,

@@ -53,6 +53,20 @@ export const ConfigSchema = z.strictObject({
   listen: listen.optional(),
   metrics: z.strictObject({ listen: listen.optional(), tokenFile: path.optional() }).optional(),
   storage: z.strictObject({ path: path.optional(), url: postgresUrl.optional(), retention: duration.optional() }).optional(),
+  // Replicas on one PostgreSQL, one leading: true in the file, "true" or "false" from WHOHAS_HA.
+  ha: z
+    .strictObject({
+      enabled: z.preprocess((v) => (v === "true" ? true : v === "false" ? false : v), z.boolean({ error: "true or false" })).optional(),
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9._-]{1,63}$/, "letters, digits, . _ - (at most 63)")
+        .optional(),
+      advertise: z
+        .string()
+        .regex(/^https?:\/\/[^/?#]+\/?$/, "an address other replicas reach this one at: http(s)://HOST:PORT")
+        .optional(),
+    })
+    .optional(),
   evidence: z
     .strictObject({
       maxFileBytes: z
@@ -162,6 +176,9 @@ export const ENV_KEYS: Readonly<Record<string, EnvKey>> = {
   WHOHAS_STORAGE_PATH: { key: "storage.path", help: "storage.path" },
   WHOHAS_STORAGE_URL: { key: "storage.url", help: "storage.url (PostgreSQL instead of SQLite)" },
   WHOHAS_RETENTION: { key: "storage.retention", help: "storage.retention" },
+  WHOHAS_HA: { key: "ha.enabled", help: 'ha.enabled ("true": one of several replicas on storage.url; one leads)' },
+  WHOHAS_HA_NAME: { key: "ha.name", help: "ha.name (this replica's name; default: the host name, a Pod's name)" },
+  WHOHAS_HA_ADVERTISE: { key: "ha.advertise", help: "ha.advertise (where the other replicas reach this one)" },
   WHOHAS_AGENT_TOKEN: { key: "agents.token", help: "agents.tokenFile (the token itself)" },
   WHOHAS_AGENT_TOKEN_FILE: { key: "agents.tokenFile", help: "agents.tokenFile" },
   WHOHAS_AGENT_SOCKET: { key: "agents.socket", help: "agents.socket" },
