@@ -11,6 +11,7 @@ const BESIDE = [
   "src/__integration__/remediation.test.ts",
   "src/__integration__/kubectl-plugin.test.ts",
   "src/__integration__/cluster.test.ts",
+  "src/__integration__/replicas.test.ts",
 ];
 
 export default defineConfig({

@@ -70,6 +70,22 @@ export interface StackOptions {
    * can take one (Lab.addStranger) without changing who answers for the lab's VIPs. Only whohas's probes ask for it.
    */
   readonly spareVips?: readonly string[];
+  /**
+   * Hub replicas on one PostgreSQL (hubConfig must give storage.url): each with its own port, metrics port and
+   * agents' socket, ha.enabled, named hub-1, hub-2, ...; every agent is given each replica's address. hub-1 starts
+   * first and leads; the others stand by.
+   */
+  readonly replicas?: number;
+}
+
+/** A Replica is one hub process of a Stack started with replicas (hub-1 is the Stack's own hub). */
+export interface Replica {
+  readonly name: string;
+  readonly url: string;
+  readonly metricsUrl: string;
+  /** kill ends it with SIGKILL (a node lost, an OOM kill); start starts it again, on the same addresses. */
+  kill(): Promise<void>;
+  start(): Promise<void>;
 }
 
 /** A LabUser signs in to the lab's dashboard (names and random passwords made for each run). */
@@ -118,6 +134,8 @@ export interface Stack {
   /** killHub kills the hub with SIGKILL: nothing is flushed, as in a crash or an OOM kill. */
   killHub(): Promise<void>;
   startHub(): Promise<void>;
+  /** The hub's replicas, hub-1 first (one unless StackOptions.replicas). */
+  readonly replicas: readonly Replica[];
   /** stopAgent kills one node's agent (SIGKILL: the hub learns only from the silence); startAgent starts it again. */
   stopAgent(node: string): Promise<void>;
   startAgent(node: string): void;

@@ -21,7 +21,7 @@ import { AGENT_MAIN, FORWARD, HUB_BIN, REQUESTER, SPEAKER } from "./hub-process.
 import { bridgePorts } from "./forward.js";
 import type { Server } from "node:net";
 
-export type { LabUser, Stack, StackOptions } from "./stack-types.js";
+export type { LabUser, Replica, Stack, StackOptions } from "./stack-types.js";
 import type { Stack, StackOptions } from "./stack-types.js";
 
 /**
@@ -174,25 +174,50 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // The hub runs from a config file, as a deployment does (apps/web/config.example.yaml).
     const dbPath = `${lab.names.stateDir}/whohas.db`;
     const hubConfig = `${lab.names.stateDir}/hub.yaml`;
-    await writeFile(
-      hubConfig,
-      stringifyYaml({
-        listen: hubNs === null ? `127.0.0.1:${port}` : `0.0.0.0:${port}`,
-        metrics: { listen: `127.0.0.1:${metricsPort}` },
-        storage: { path: dbPath, retention: "1d" },
-        agents: {
-          tokenFile,
-          ...(hubNs === null ? { socket: lab.names.hubSocket } : {}),
-          ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }),
-        },
-        api: { viewerTokenFile },
-        kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
-        auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
-        actions: { probeDuration: opts.probeDuration ?? "60s" },
-        backgroundProbe: { interval: opts.backgroundProbe ?? "off" },
-        ...opts.hubConfig,
-      }),
-    );
+    const replicas = opts.replicas ?? 1;
+    const hubDoc: Record<string, unknown> = {
+      listen: hubNs === null ? `127.0.0.1:${port}` : `0.0.0.0:${port}`,
+      metrics: { listen: `127.0.0.1:${metricsPort}` },
+      storage: { path: dbPath, retention: "1d" },
+      agents: {
+        tokenFile,
+        ...(hubNs === null ? { socket: lab.names.hubSocket } : {}),
+        ...(saTokens === null ? {} : { serviceAccount: "whohas:whohas-agent" }),
+      },
+      api: { viewerTokenFile },
+      kubernetes: kubeconfig === null ? { enabled: false } : { kubeconfig },
+      auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
+      actions: { probeDuration: opts.probeDuration ?? "60s" },
+      backgroundProbe: { interval: opts.backgroundProbe ?? "off" },
+      ...opts.hubConfig,
+    };
+    if (replicas > 1) {
+      const storage = (opts.hubConfig?.storage ?? {}) as { url?: string };
+      if (storage.url === undefined || hubNs !== null)
+        throw new TypeError("replicas: hub replicas share one PostgreSQL (hubConfig.storage.url), and listen on this namespace");
+      hubDoc.ha = { enabled: true, name: "hub-1" };
+    }
+    await writeFile(hubConfig, stringifyYaml(hubDoc));
+    // The other replicas: the same file but for their own ports, agents' socket and name.
+    const others: { name: string; config: string; port: number; metricsPort: number; socket: string }[] = [];
+    const taken = [port, metricsPort];
+    for (let i = 2; i <= replicas; i++) {
+      const r = { name: `hub-${i}`, config: `${lab.names.stateDir}/hub-${i}.yaml`, port: 0, metricsPort: 0, socket: "" };
+      r.port = await freePort(taken);
+      r.metricsPort = await freePort([...taken, r.port]);
+      taken.push(r.port, r.metricsPort);
+      r.socket = lab.names.hubSocket.replace(/\.sock$/, `-${i}.sock`);
+      const agentsDoc = hubDoc.agents as Record<string, unknown>;
+      const doc = {
+        ...hubDoc,
+        listen: `127.0.0.1:${r.port}`,
+        metrics: { listen: `127.0.0.1:${r.metricsPort}` },
+        agents: { ...agentsDoc, socket: r.socket },
+        ha: { enabled: true, name: r.name },
+      };
+      await writeFile(r.config, stringifyYaml(doc));
+      others.push(r);
+    }
     const startHub = async () => {
       const hubArgs = [HUB_BIN, "--config", hubConfig];
       const [cmd, args] = hubNs === null ? [process.execPath, hubArgs] : ["ip", ["netns", "exec", hubNs, process.execPath, ...hubArgs]];
@@ -204,15 +229,27 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       return child;
     };
     let hub = await startHub();
+    // The other replicas start once the first leads: they stand by.
+    const replicaProcs = new Map<string, ChildProcess>();
+    const startReplica = async (r: (typeof others)[number]) => {
+      const child = spawnLogged(r.name, process.execPath, [HUB_BIN, "--config", r.config], {
+        NODE_ENV: "production",
+        NEXT_TELEMETRY_DISABLED: "1",
+      });
+      replicaProcs.set(r.name, child);
+      await waitHealthy(`http://127.0.0.1:${r.port}`, child, 30_000);
+    };
+    for (const r of others) await startReplica(r);
     const stopHub = () => stopChild(hub);
-    const killHub = async () => {
-      if (hub.exitCode !== null || hub.signalCode !== null) return;
-      const exited = new Promise((r) => hub.once("exit", r));
-      killed.add(hub);
-      // The launcher goes at once; the server it started sees its IPC channel close and kills itself (server.ts).
-      hub.kill("SIGKILL");
+    /** sigkill ends a hub as a crash would; the launcher goes at once, and the server it started kills itself (server.ts). */
+    const sigkill = async (child: ChildProcess | undefined) => {
+      if (child?.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      killed.add(child);
+      child.kill("SIGKILL");
       await exited;
     };
+    const killHub = () => sigkill(hub);
     const startHubAgain = async () => {
       hub = await startHub();
     };
@@ -220,7 +257,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       await stopHub();
       await startHubAgain();
     };
-    const hubUrl = lab.hub === null ? unixWsUrl(lab.names.hubSocket, "/agent") : `ws://${lab.hub.ip}:${port}/agent`;
+    // With replicas every agent knows each one's address, as it would each Pod's behind a headless Service.
+    const hubUrl =
+      lab.hub === null
+        ? [lab.names.hubSocket, ...others.map((r) => r.socket)].map((sock) => unixWsUrl(sock, "/agent")).join(",")
+        : `ws://${lab.hub.ip}:${port}/agent`;
     const agents = new Map<string, ChildProcess>();
     // With ServiceAccount agents, each agent's token file holds its own Pod's projected token (as kubelet mounts it).
     const agentTokenFile = (node: string) => `${lab.names.stateDir}/agent-sa-token-${node}`;
@@ -340,6 +381,16 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       stopHub,
       killHub,
       startHub: startHubAgain,
+      replicas: [
+        { name: "hub-1", url, metricsUrl, kill: killHub, start: startHubAgain },
+        ...others.map((r) => ({
+          name: r.name,
+          url: `http://127.0.0.1:${r.port}`,
+          metricsUrl: `http://127.0.0.1:${r.metricsPort}/metrics`,
+          kill: () => sigkill(replicaProcs.get(r.name)),
+          start: () => startReplica(r),
+        })),
+      ],
       kubeProxies,
       owners,
       own,

@@ -13,7 +13,7 @@ import { startTestApiServer, type TestApiServer } from "./server.js";
 type Obj = Record<string, any>;
 
 const dir = mkdtempSync(join(tmpdir(), "whohas-deploy-"));
-const OVERLAYS = ["base", "overlays/shared-token", "overlays/ingress", "overlays/monitoring"] as const;
+const OVERLAYS = ["base", "overlays/shared-token", "overlays/ingress", "overlays/monitoring", "overlays/ha"] as const;
 const ADMIN = "admin-token-0123456789";
 
 function run(cmd: string, args: string[], input = ""): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -36,6 +36,8 @@ beforeAll(async () => {
   // A copy of deploy/, with the token the shared-token overlay expects next to it (kept out of git).
   cpSync(join(REPO_ROOT, "deploy"), join(dir, "deploy"), { recursive: true });
   writeFileSync(join(dir, "deploy/overlays/shared-token/agent-token"), "0123456789abcdef0123456789abcdef\n");
+  writeFileSync(join(dir, "deploy/overlays/ha/storage-url"), "postgres://whohas:pw@postgres.db:5432/whohas?sslmode=require");
+  writeFileSync(join(dir, "deploy/overlays/ha/users.yaml"), "users: []\n");
   for (const o of OVERLAYS) {
     const r = await run("kubectl", ["kustomize", join(dir, "deploy", o)]);
     if (r.status !== 0) throw new Error(`kubectl kustomize deploy/${o}: ${r.stderr}`);
@@ -113,8 +115,10 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
   it("runs the hub as non-root on a read-only root, no capabilities, SQLite on a PersistentVolumeClaim, probed", () => {
     const d = find(objs(), "Deployment", "whohas-hub");
     const spec = d.spec.template.spec as Obj;
-    expect(d.spec.replicas).toBe(1);
-    expect(d.spec.strategy).toEqual({ type: "Recreate" });
+    // The replicas of ha keep no SQLite: their own test below.
+    const sqlite = overlay !== "overlays/ha";
+    expect(d.spec.replicas).toBe(sqlite ? 1 : 2);
+    if (sqlite) expect(d.spec.strategy).toEqual({ type: "Recreate" });
     expect(spec.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: expect.any(Number), fsGroup: expect.any(Number) });
     expect(spec.securityContext.runAsUser).toBeGreaterThan(0);
     expect(spec.hostNetwork ?? false).toBe(false);
@@ -129,8 +133,10 @@ describe.each(OVERLAYS)("deploy/%s", (overlay) => {
     expect(c?.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "http" });
     expect(c?.resources.limits.memory).toBeDefined();
     const data = (spec.volumes as Obj[]).find((v) => v.name === "data");
-    expect(data?.persistentVolumeClaim.claimName).toBe("whohas-data");
-    find(objs(), "PersistentVolumeClaim", "whohas-data");
+    if (sqlite) {
+      expect(data?.persistentVolumeClaim.claimName).toBe("whohas-data");
+      find(objs(), "PersistentVolumeClaim", "whohas-data");
+    }
     expect((c?.volumeMounts as Obj[]).find((m) => m.name === "data")?.mountPath).toBe("/var/lib/whohas");
   });
 
@@ -269,6 +275,25 @@ describe("the overlays", () => {
     expect((agent.volumes as Obj[])[0]).toEqual({ name: "hub-token", secret: { secretName: "whohas-agent-token", defaultMode: 0o400 } });
     const hub = find(objs, "Deployment", "whohas-hub").spec.template.spec as Obj;
     expect((hub.containers as Obj[])[0]?.env).toContainEqual({ name: "WHOHAS_AGENT_TOKEN_FILE", value: "/etc/whohas-agent-token/token" });
+  });
+
+  it("ha runs two hub replicas on PostgreSQL from a Secret, rolling one at a time, one kept through a drain", () => {
+    const objs = rendered.get("overlays/ha")?.objects ?? [];
+    const hub = find(objs, "Deployment", "whohas-hub");
+    expect(hub.spec.replicas).toBe(2);
+    expect(hub.spec.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } });
+    const env = (hub.spec.template.spec.containers[0]?.env ?? []) as Obj[];
+    expect(env).toContainEqual({ name: "WHOHAS_HA", value: "true" });
+    expect(env).toContainEqual({ name: "WHOHAS_STORAGE_URL", valueFrom: { secretKeyRef: { name: "whohas-hub-ha", key: "storage-url" } } });
+    expect(env).toContainEqual({ name: "WHOHAS_USERS_FILE", value: "/etc/whohas-users/users.yaml" });
+    expect(find(objs, "PodDisruptionBudget", "whohas-hub").spec).toMatchObject({ minAvailable: 1 });
+    // No SQLite volume to share: the data volume is scratch space, and no claim is made.
+    expect(objs.some((o) => o.kind === "PersistentVolumeClaim")).toBe(false);
+    expect((hub.spec.template.spec.volumes as Obj[]).find((v) => v.name === "data")).toEqual({
+      name: "data",
+      emptyDir: { sizeLimit: "64Mi" },
+    });
+    expect(Buffer.from(find(objs, "Secret", "whohas-hub-ha").data["storage-url"] as string, "base64").toString()).toMatch(/^postgres:\/\//);
   });
 
   it("monitoring scrapes the hub and every agent and carries the alert rules", () => {

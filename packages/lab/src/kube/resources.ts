@@ -54,6 +54,16 @@ export const RESOURCES: readonly ResourceType[] = [
   },
   { group: "discovery.k8s.io", version: "v1", resource: "endpointslices", kind: "EndpointSlice", namespaced: true },
   {
+    group: "policy",
+    version: "v1",
+    resource: "poddisruptionbudgets",
+    kind: "PodDisruptionBudget",
+    namespaced: true,
+    shortNames: ["pdb"],
+    generation: true,
+    subresources: ["status"],
+  },
+  {
     group: "networking.k8s.io",
     version: "v1",
     resource: "networkpolicies",
