@@ -213,6 +213,32 @@ describe("Agent with HubLink", () => {
     expect(second.messages[0]).toMatchObject({ type: "hello", node: "node-a" });
   });
 
+  it("behind one Service address, comes back when a standby's Retry-After says, without growing its backoff", async () => {
+    // Every try meets a standby first (as a Service may pick it); the backoff alone would wait 0.5, 1, 2, 4 s...
+    const times: number[] = [];
+    const standby = createServer((_q, res) => res.writeHead(503).end());
+    standby.on("upgrade", (_req, socket: Duplex) => {
+      times.push(Date.now());
+      socket.end("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    standby.listen(0, "127.0.0.1");
+    await once(standby, "listening");
+    cleanups.push(() => void standby.close());
+    const link = new HubLink({
+      url: `ws://127.0.0.1:${(standby.address() as AddressInfo).port}/agent`,
+      token: "t",
+      logger: quiet,
+      hello: () => ({ v: 2, type: "hello", node: "node-a", agentVersion: "t", interfaces: [] }),
+    });
+    link.start();
+    cleanups.push(() => link.close());
+    await until(() => times.length >= 5, 10_000);
+    const gaps = times.slice(1).map((t, i) => t - (times[i] ?? t));
+    // 1 s jittered by half either way, each time: not 0.25, 0.5, 1, 2 s growing.
+    for (const g of gaps) expect(g).toBeGreaterThanOrEqual(450);
+    for (const g of gaps) expect(g).toBeLessThanOrEqual(1600);
+  });
+
   it("sums libpcap's counters over its captures and keeps those of a capture it closed", async () => {
     const sources = new Map<string, FakeSource>();
     let names = ["eth0", "eth1"];
