@@ -7,16 +7,18 @@ import { parseArgs } from "node:util";
 import { startTestApiServer } from "./kube/server.js";
 import { collectGarbage, requireRoot } from "./lab.js";
 import { DEMO_VLAN_IPS, startDemo } from "./demo.js";
+import { startPostgres } from "./postgres.js";
 
 const USAGE = `Usage: whohas-lab <command> [options]
 
 Commands:
-  demo [--nodes N] [--vips N] [--port P]
+  demo [--nodes N] [--vips N] [--port P] [--replicas N]
         build a dual-stack lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP
         false leaves them, IPv6 VIPs answered by their MetalLB-like speaker, and one address on VLANs 30 and 40),
         start the hub on port P (default 3000), one agent per node, a client that asks for every address each
         second, and a test Kubernetes API server holding the matching Services, kube-proxy config and MetalLB
-        objects. Runs until Ctrl-C, then tears everything down.
+        objects. Runs until Ctrl-C, then tears everything down. --replicas 2: two hub replicas (ports P and
+        another) on the PostgreSQL of WHOHAS_STORAGE_URL, or on a throwaway one started for the demo.
   kube --kubeconfig-out FILE [--port P]
         start the test Kubernetes API server alone, empty (no lab, no root needed), write a kubeconfig for it
         (an admin token, TLS verified) to FILE, print its address, and serve until Ctrl-C. Drive it with
@@ -45,10 +47,28 @@ async function kube(argv: string[]): Promise<void> {
 }
 
 async function demo(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" }, replicas: { type: "string" } },
+  });
+  const replicas = Number(values.replicas ?? 1);
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`--replicas must be 1 to 5 (got ${values.replicas})`);
   await requireRoot();
   await collectGarbage();
-  const stack = await startDemo({ nodes: Number(values.nodes ?? 3), vips: Number(values.vips ?? 3), port: Number(values.port ?? 3000) });
+  // Replicas share one PostgreSQL: the one given, or a throwaway one for the demo's life.
+  // eslint-disable-next-line no-restricted-properties
+  const given = process.env.WHOHAS_STORAGE_URL;
+  const pg = replicas > 1 && given === undefined ? await startPostgres() : null;
+  const stack = await startDemo({
+    nodes: Number(values.nodes ?? 3),
+    vips: Number(values.vips ?? 3),
+    port: Number(values.port ?? 3000),
+    replicas,
+    storageUrl: replicas > 1 ? (given ?? pg?.url) : undefined,
+  }).catch(async (e: unknown) => {
+    await pg?.stop();
+    throw e;
+  });
   const [first, second] = stack.lab.nodes;
   let stopping = false;
   const stop = async (why: string) => {
@@ -56,6 +76,7 @@ async function demo(argv: string[]): Promise<void> {
     stopping = true;
     process.stdout.write(`\n${why}: tearing the lab down...\n`);
     await stack.stop();
+    await pg?.stop();
     process.stdout.write("lab removed.\n");
     process.exit(0);
   };
@@ -64,7 +85,20 @@ async function demo(argv: string[]): Promise<void> {
   const { lab } = stack;
   // The hub takes WHOHAS_STORAGE_URL from the environment it inherits: the demo can run on PostgreSQL too.
   // eslint-disable-next-line no-restricted-properties
-  const storage = process.env.WHOHAS_STORAGE_URL === undefined ? `SQLite ${stack.dbPath}` : "PostgreSQL at WHOHAS_STORAGE_URL";
+  const storage =
+    pg !== null
+      ? `a throwaway PostgreSQL at ${pg.url}`
+      : given === undefined
+        ? `SQLite ${stack.dbPath}`
+        : "PostgreSQL at WHOHAS_STORAGE_URL";
+  const replicaLines =
+    stack.replicas.length < 2
+      ? []
+      : [
+          `  Replicas: ${stack.replicas.map((r) => `${r.name} at ${r.url}`).join(", ")}; ${stack.replicas[0]?.name} leads, the others pass`,
+          `  requests to it. Open ${stack.replicas[1]?.url ?? "-"}, then kill the leader as a crash would and watch the standby`,
+          `  take over (the agents move within seconds, the page goes on): pkill -KILL -f '${stack.hubConfig}'`,
+        ];
   process.stdout.write(
     [
       "",
@@ -83,6 +117,7 @@ async function demo(argv: string[]): Promise<void> {
       "  Each node also runs a MetalLB-like speaker (answering for the IPs MetalLB's election gives it) and a kube-proxy",
       "  stand-in that applies strictARP's sysctls when its DaemonSet restarts: fix it and one node answers per IP.",
       `  Hub: whohas-hub --config ${stack.hubConfig} (${storage}).`,
+      ...replicaLines,
       `  Read API: curl -H 'Authorization: Bearer ${stack.viewerToken}' ${stack.url}/api/v1/ips`,
       "",
       "Press Ctrl-C to stop and remove the lab.",

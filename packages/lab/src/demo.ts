@@ -1,3 +1,4 @@
+import { tmpdir } from "node:os";
 import { startStack, type Stack } from "./stack.js";
 
 /** DEMO_VLAN_IPS: one address on VLANs 30 and 40, carried tagged on the lab's link as a trunk carries them. */
@@ -8,6 +9,9 @@ export interface DemoOptions {
   readonly vips: number;
   /** The dashboard's port; 0: one the kernel picks. */
   readonly port: number;
+  /** Hub replicas on the PostgreSQL at `storageUrl` (StackOptions.replicas); 1: one hub. */
+  readonly replicas?: number;
+  readonly storageUrl?: string;
 }
 
 /**
@@ -27,6 +31,11 @@ export async function startDemo(o: DemoOptions): Promise<Stack> {
     ipv6: true,
     vlanVips: DEMO_VLAN_IPS,
     backgroundProbe: "30s",
+    replicas: o.replicas,
+    hubConfig:
+      o.storageUrl === undefined
+        ? undefined
+        : { storage: { path: `${tmpdir()}/whohas-demo-${process.pid}.db`, url: o.storageUrl, retention: "1d" } },
   });
   const [first, second] = stack.lab.nodes;
   const elected = (node: string) => [...stack.owners].filter(([, owner]) => owner === node).map(([ip]) => ip);

@@ -232,9 +232,20 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     // The other replicas start once the first leads: they stand by.
     const replicaProcs = new Map<string, ChildProcess>();
     const startReplica = async (r: (typeof others)[number]) => {
+      // Its own addresses and name come from its file: none of the environment's overrides (the demo's PORT) may win.
+      const own = [
+        "PORT",
+        "HOST",
+        "WHOHAS_LISTEN",
+        "WHOHAS_METRICS_LISTEN",
+        "WHOHAS_AGENT_SOCKET",
+        "WHOHAS_HA_NAME",
+        "WHOHAS_HA_ADVERTISE",
+      ];
       const child = spawnLogged(r.name, process.execPath, [HUB_BIN, "--config", r.config], {
         NODE_ENV: "production",
         NEXT_TELEMETRY_DISABLED: "1",
+        ...Object.fromEntries(own.map((k) => [k, undefined])),
       });
       replicaProcs.set(r.name, child);
       await waitHealthy(`http://127.0.0.1:${r.port}`, child, 30_000);
