@@ -84,7 +84,6 @@ async function demo(argv: string[]): Promise<void> {
   process.on("SIGTERM", () => void stop("SIGTERM"));
   const { lab } = stack;
   // The hub takes WHOHAS_STORAGE_URL from the environment it inherits: the demo can run on PostgreSQL too.
-  // eslint-disable-next-line no-restricted-properties
   const storage =
     pg !== null
       ? `a throwaway PostgreSQL at ${pg.url}`
