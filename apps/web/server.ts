@@ -17,7 +17,7 @@ import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
 import { hashPassword } from "./src/server/auth/passwords.js";
 import { ENV_OVERRIDES, loadConfig, type HubConfig } from "./src/server/config/load.js";
 import { nextConfig } from "./next.config.mjs";
-import { createHubServer, type HubServer } from "./src/server/http.js";
+import { createHubServer, limitConnections, type HubServer } from "./src/server/http.js";
 import { Hub, type MacConflict } from "./src/server/hub/hub.js";
 import { Scheduler } from "./src/server/hub/scheduler.js";
 import { watchHeap } from "./src/server/hub/heap-guard.js";
@@ -28,7 +28,7 @@ import { Settings } from "./src/server/settings.js";
 import { openDb } from "./src/server/store/open.js";
 import { Store } from "./src/server/store/store.js";
 import { jsonLogger, type Logger } from "@whohas/core";
-import { Leadership, leaderName } from "./src/server/ha/leadership.js";
+import { Leadership, leaderName, leaderSession, sessionName } from "./src/server/ha/leadership.js";
 import { Standby } from "./src/server/ha/standby.js";
 import { trustReplicas } from "./src/server/client-address.js";
 import { randomBytes } from "node:crypto";
@@ -317,29 +317,42 @@ async function standUntilLeading(
     agentPaths: ["/agent", `${builtBasePath(APP_DIR)}/agent`],
     certificate: config.tls?.cert,
     lookup: async () => {
-      const [leading, row, key] = await Promise.all([
-        leaderName(pool),
+      const [session, row, key] = await Promise.all([
+        leaderSession(pool),
         pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [LEADER_KEY]),
         pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [REPLICA_KEY]),
       ]);
       const said = row.rows[0] === undefined ? null : (JSON.parse(row.rows[0].value) as { name: string; url: string });
+      // The address is the leader's only when the lock's holder wrote it: a row left by an earlier leader is not.
+      const current = said !== null && session !== null && sessionName(said.name) === session;
       return {
-        // The address is the leader's only when the lock's holder wrote it: a row left by an earlier leader is not.
-        leader: leading === null ? null : { name: leading, url: said?.name === leading ? said.url : null },
+        leader:
+          session === null
+            ? null
+            : { name: current ? said.name : session, url: current ? said.url : null, self: session === sessionName(name) },
         key: key.rows[0] === undefined ? null : (JSON.parse(key.rows[0].value) as string),
       };
     },
   });
   const web = (l: RequestListener) =>
     config.tls === null ? createServer(l) : createTlsServer({ cert: config.tls.cert, key: config.tls.key }, l);
+  // Each client's connections are counted here, as the leader would count them: the leader counts a standby's as its.
+  const limited = (s: Server) => {
+    limitConnections(s, { max: config.limits.maxConnections, perAddress: config.limits.connectionsPerAddress }, () => false, logger);
+    return s;
+  };
   const servers = [
-    await listen(web(standby.listener).on("upgrade", standby.upgrade), config.listen),
-    await listen(createServer(standby.listener), config.metricsListen),
+    await listen(limited(web(standby.listener).on("upgrade", standby.upgrade)), config.listen),
+    await listen(createServer(standby.metricsListener), config.metricsListen),
   ];
   if (config.agentSocket !== null) {
     rmSync(config.agentSocket, { force: true });
     servers.push(await listen(createServer(standby.listener).on("upgrade", standby.upgrade), config.agentSocket));
   }
+  // A standby has nothing to write: a stop is an exit (its waiting session ends with the process).
+  const quit = () => process.exit(0);
+  process.once("SIGTERM", quit);
+  process.once("SIGINT", quit);
   logger.info("ha.standby", {
     replica: name,
     leader: await leaderName(pool).catch(() => null),
@@ -363,6 +376,8 @@ async function standUntilLeading(
       await new Promise((r) => setTimeout(r, 2000));
     }
   }
+  process.off("SIGTERM", quit);
+  process.off("SIGINT", quit);
   logger.info("ha.leading", { replica: name });
   const endStandby = async () => {
     await Promise.all(

@@ -11,26 +11,41 @@ import { BlockList, isIPv4, isIPv6 } from "node:net";
 export const REPLICA_HEADER = "x-whohas-replica";
 export const REPLICA_PEER_HEADER = "x-whohas-replica-peer";
 let replicaKey: Buffer | null = null;
+/** The addresses replicas' requests came from: their connections are counted per client, by the replica. */
+const replicaAddresses = new Set<string>();
 
 /** trustReplicas sets the replicas' shared key this process accepts (null: none, a hub without replicas). */
 export function trustReplicas(key: string | null): void {
   replicaKey = key === null ? null : Buffer.from(key);
 }
 
+/** vouchedByReplica tells whether a request carries the replicas' key: `key`, or the one this process trusts. */
+export function vouchedByReplica(req: IncomingMessage, key: string | null = null): boolean {
+  const want = key === null ? replicaKey : Buffer.from(key);
+  const given = req.headers[REPLICA_HEADER];
+  if (want === null || typeof given !== "string") return false;
+  const g = Buffer.from(given);
+  return g.length === want.length && timingSafeEqual(g, want);
+}
+
+/** isReplicaAddress tells whether requests from `addr` came with the replicas' key (a standby passing them on). */
+export function isReplicaAddress(addr: string): boolean {
+  return replicaAddresses.has(addr);
+}
+
 /** fromReplica returns the client's address a replica vouches for, or null when the request carries no valid key. */
 function fromReplica(req: IncomingMessage): string | null {
-  const key = req.headers[REPLICA_HEADER];
   const peer = req.headers[REPLICA_PEER_HEADER];
-  if (replicaKey === null || typeof key !== "string" || typeof peer !== "string") return null;
-  const given = Buffer.from(key);
-  if (given.length !== replicaKey.length || !timingSafeEqual(given, replicaKey)) return null;
+  if (typeof peer !== "string" || !vouchedByReplica(req)) return null;
+  if (replicaAddresses.size < 1000) replicaAddresses.add(normalisePeer(req.socket.remoteAddress ?? "unix"));
   return peer === "unix" || isIPv4(peer) || isIPv6(peer) ? peer : null;
 }
 
+const normalisePeer = (a: string) => (a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a);
+
 /** peerAddress is the socket's peer, IPv4-mapped IPv6 written as IPv4 ("unix" on the lab's Unix socket); through a replica, its peer. */
 export function peerAddress(req: IncomingMessage): string {
-  const a = fromReplica(req) ?? req.socket.remoteAddress ?? "unix";
-  return a.startsWith("::ffff:") && isIPv4(a.slice(7)) ? a.slice(7) : a;
+  return normalisePeer(fromReplica(req) ?? req.socket.remoteAddress ?? "unix");
 }
 
 /**

@@ -25,7 +25,7 @@ import { StreamSlots } from "./limits.js";
 import { LogThrottle } from "./log-throttle.js";
 import { parseTarget, type RequestTarget } from "./request-target.js";
 import { apiHeaders, pageHeaders } from "./security-headers.js";
-import { limitKey, peerAddress } from "./client-address.js";
+import { isReplicaAddress, limitKey, peerAddress } from "./client-address.js";
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "@whohas/core";
 
@@ -352,7 +352,9 @@ export function createHubServer(opts: HubServerOptions): HubServer {
           ? createServer(options, listener)
           : createTlsServer({ ...options, cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener);
       s.on("upgrade", upgrade);
-      if (opts.connections !== undefined) limitConnections(s, opts.connections, (addr) => auth.clients.isProxy(addr), opts.logger);
+      // A standby passing people's requests on counts each of its clients itself.
+      if (opts.connections !== undefined)
+        limitConnections(s, opts.connections, (addr) => auth.clients.isProxy(addr) || isReplicaAddress(addr), opts.logger);
       return s;
     },
   };
@@ -366,7 +368,7 @@ const CONNECTION_LOG_MS = 60_000;
  * address (trusted proxies excepted: every client behind them shares their address); a connection past the cap is
  * closed at once.
  */
-function limitConnections(
+export function limitConnections(
   s: Server,
   limits: { readonly max: number; readonly perAddress: number },
   isProxy: (addr: string) => boolean,

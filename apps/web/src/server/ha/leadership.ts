@@ -19,7 +19,18 @@ export const HEARTBEAT_TIMEOUT_MS = 3000;
 const KEEPALIVE = { idleS: 2, intervalS: 1, count: 3, userTimeoutMs: 5000 };
 export const LEASE_MS = (KEEPALIVE.idleS + KEEPALIVE.intervalS * KEEPALIVE.count) * 1000 + 3000;
 /** APP_PREFIX marks the lock's session in pg_stat_activity, where a standby reads who leads. */
-const APP_PREFIX = "whohas-hub leader ";
+const APP_PREFIX = "whohas ";
+
+/**
+ * sessionName is the application_name of a replica's lock session: PostgreSQL keeps 63 bytes of it, so a long
+ * replica name is cut, and names are compared in this form.
+ */
+export function sessionName(name: string): string {
+  return Buffer.from(`${APP_PREFIX}${name}`)
+    .subarray(0, 63)
+    .toString()
+    .replace(/\uFFFD$/, "");
+}
 
 export interface LeadershipOptions {
   /** The PostgreSQL URL of the shared store (storage.url). */
@@ -51,7 +62,7 @@ export class Leadership {
   static async campaign(o: LeadershipOptions): Promise<Leadership> {
     const client = new pg.Client({
       connectionString: o.url,
-      application_name: `${APP_PREFIX}${o.name}`.slice(0, 63),
+      application_name: sessionName(o.name),
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE.idleS * 1000,
       connectionTimeoutMillis: 10_000,
@@ -64,7 +75,9 @@ export class Leadership {
       await client.connect();
       await client.query(
         `SET tcp_keepalives_idle = ${KEEPALIVE.idleS}; SET tcp_keepalives_interval = ${KEEPALIVE.intervalS}; ` +
-          `SET tcp_keepalives_count = ${KEEPALIVE.count}; SET tcp_user_timeout = ${KEEPALIVE.userTimeoutMs}`,
+          `SET tcp_keepalives_count = ${KEEPALIVE.count}; SET tcp_user_timeout = ${KEEPALIVE.userTimeoutMs}; ` +
+          // A standby killed while it waits for the lock: its session notices the closed socket and ends.
+          `SET client_connection_check_interval = ${KEEPALIVE.idleS * 1000}`,
       );
       await client.query("SELECT pg_advisory_lock($1)", [LEADER_LOCK]);
     } catch (e) {
@@ -107,15 +120,21 @@ export class Leadership {
 }
 
 /**
- * leaderName reads which replica holds LEADER_LOCK now, from PostgreSQL's own view of sessions and locks (no table of
- * ours to go stale); null when none does.
+ * leaderSession reads the session name (sessionName) of the replica that holds LEADER_LOCK in this database now, from
+ * PostgreSQL's own view of sessions and locks (no table of ours to go stale); null when none does.
  */
-export async function leaderName(q: { query: pg.Client["query"] } | pg.Pool): Promise<string | null> {
+export async function leaderSession(q: pg.Pool): Promise<string | null> {
   const r = await q.query<{ name: string }>(
     `SELECT a.application_name AS name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 LIMIT 1`,
+      WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 LIMIT 1`,
     [LEADER_LOCK],
   );
-  const name = r.rows[0]?.name;
-  return name === undefined ? null : name.startsWith(APP_PREFIX) ? name.slice(APP_PREFIX.length) : name;
+  return r.rows[0]?.name ?? null;
+}
+
+/** leaderName is the leading replica's name as its session shows it (cut when long); null when none leads. */
+export async function leaderName(q: pg.Pool): Promise<string | null> {
+  const session = await leaderSession(q);
+  return session === null ? null : session.startsWith(APP_PREFIX) ? session.slice(APP_PREFIX.length) : session;
 }
