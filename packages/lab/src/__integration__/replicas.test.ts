@@ -113,6 +113,10 @@ describe("hub replicas: the leader killed, the standby takes over", () => {
 
     // A dashboard session opened through the standby before the kill: its cookie is in PostgreSQL, not in a process.
     const viewer = await signIn({ url: two.url, users: stack.users }, "viewer");
+    // An action through the standby reaches the leader with its CSRF token, and is audited there under its user.
+    const operator = await signIn({ url: two.url, users: stack.users }, "operator");
+    const ack = await operator.mutate("incidents.acknowledge", { id: opened[0]?.id });
+    expect(ack.status, JSON.stringify(ack.body)).toBe(200);
     const killed = Date.now();
     await one.kill();
     // The agents move: every node's agent up on the second replica.
@@ -161,6 +165,18 @@ describe("hub replicas: the leader killed, the standby takes over", () => {
     );
     const newRows = delivered.filter((d) => d.createdAt > killed && !changedSince.has(d.ip));
     expect(newRows).toEqual([]);
+    // Where something did change, no more rows than changes: a notification made again would be one too many.
+    const changes = (await read<Incident[]>(two, "incidents?limit=100")).flatMap((i) =>
+      i.facets.flatMap((f) => [f.firstSeen > killed ? i.ip : null, (f.resolvedAt ?? 0) > killed ? i.ip : null]).filter((x) => x !== null),
+    );
+    for (const ip of changedSince)
+      expect(delivered.filter((d) => d.createdAt > killed && d.ip === ip).length).toBeLessThanOrEqual(
+        changes.filter((x) => x === ip).length,
+      );
+    const audit = await adminTwo.query<{ actor: string; action: string; outcome: string }[]>("settings.audit");
+    expect(audit).toContainEqual(
+      expect.objectContaining({ actor: stack.users.operator.name, action: "incident.acknowledge", outcome: "ok" }) as unknown,
+    );
     // Every row ever made reached the receiver, each under one id; an id seen twice is a retry of one row.
     for (const d of delivered.filter((x) => x.status === "delivered")) expect(sent.some((s) => s.id === d.id)).toBe(true);
     expect(opened[0]?.id).toBe(after.find((i) => i.ip === vip)?.id);
