@@ -237,7 +237,7 @@ describe("Agent with HubLink", () => {
     // 1 s jittered by half either way, each time: not 0.25, 0.5, 1, 2 s growing.
     for (const g of gaps) expect(g).toBeGreaterThanOrEqual(450);
     for (const g of gaps) expect(g).toBeLessThanOrEqual(1600);
-  });
+  }, 15_000);
 
   it("sums libpcap's counters over its captures and keeps those of a capture it closed", async () => {
     const sources = new Map<string, FakeSource>();
