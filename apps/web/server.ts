@@ -1,9 +1,7 @@
 // The whohas hub: one Node process (bundled to dist/server.js, so the Next app dir is one level up) serving Next.js,
 // tRPC, the read API and the agent WebSocket. Started as `whohas-hub --config FILE`.
 import { readFileSync, rmSync } from "node:fs";
-import { createServer, type RequestListener, type Server } from "node:http";
-import { createServer as createTlsServer } from "node:https";
-import pg from "pg";
+import { createServer, type Server } from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import next from "next";
@@ -17,7 +15,7 @@ import { bootstrapAdmin } from "./src/server/auth/bootstrap.js";
 import { hashPassword } from "./src/server/auth/passwords.js";
 import { ENV_OVERRIDES, loadConfig, type HubConfig } from "./src/server/config/load.js";
 import { nextConfig } from "./next.config.mjs";
-import { createHubServer, limitConnections, type HubServer } from "./src/server/http.js";
+import { createHubServer, type HubServer } from "./src/server/http.js";
 import { Hub, type MacConflict } from "./src/server/hub/hub.js";
 import { Scheduler } from "./src/server/hub/scheduler.js";
 import { watchHeap } from "./src/server/hub/heap-guard.js";
@@ -28,10 +26,8 @@ import { Settings } from "./src/server/settings.js";
 import { openDb } from "./src/server/store/open.js";
 import { Store } from "./src/server/store/store.js";
 import { jsonLogger, type Logger } from "@whohas/core";
-import { Leadership, leaderName, leaderSession, sessionName } from "./src/server/ha/leadership.js";
-import { Standby } from "./src/server/ha/standby.js";
-import { trustReplicas } from "./src/server/client-address.js";
-import { randomBytes } from "node:crypto";
+import { standUntilLeading, takeOffice } from "./src/server/ha/replica.js";
+import { listen } from "./src/server/listen.js";
 import { LogThrottle } from "./src/server/log-throttle.js";
 
 const HELP = `whohas-hub: the whohas hub and dashboard
@@ -63,21 +59,6 @@ async function hashFromStdin(): Promise<void> {
     .replace(/\r?\n$/, "");
   if (password.length < 8) throw new Error("hash-password: give a password of at least 8 characters on stdin");
   process.stdout.write(`${await hashPassword(password)}\n`);
-}
-
-/** listen starts `server` on host:port (or a Unix socket path) and resolves once it listens. */
-function listen(server: Server, at: { host: string; port: number } | string): Promise<Server> {
-  return new Promise((resolve, reject) => {
-    server.once("error", (e: NodeJS.ErrnoException) =>
-      reject(
-        e.code === "EADDRINUSE"
-          ? new Error(`${typeof at === "string" ? at : `${at.host}:${at.port}`} is in use: set another address in the config`)
-          : e,
-      ),
-    );
-    if (typeof at === "string") server.listen(at, () => resolve(server));
-    else server.listen(at.port, at.host, () => resolve(server));
-  });
 }
 
 const portOf = (s: Server, fallback: number) => {
@@ -131,9 +112,6 @@ function builtBasePath(appDir: string): string {
 
 /** The Next app's directory (this file is bundled to dist/server.js, one level down). */
 const APP_DIR = fileURLToPath(new URL("..", import.meta.url));
-/** Settings keys of replicas: who leads and where (written by the leader), and the key standbys vouch with. */
-const LEADER_KEY = "ha.leader";
-const REPLICA_KEY = "ha.replicaKey";
 
 /** compose builds the hub's parts from the configuration and returns its server, not yet listening. */
 async function compose(
@@ -298,102 +276,6 @@ async function compose(
   return { hub, server, settings, basePath, storageHint };
 }
 
-/**
- * standUntilLeading serves as a standby (alive, not ready) until this replica holds the leader's lock in PostgreSQL;
- * without ha.enabled it leads at once. Returns the leadership and what ends the standby's listeners, called once the
- * leader's own parts are built, just before they listen on the same addresses.
- */
-async function standUntilLeading(
-  config: HubConfig,
-  logger: Logger,
-): Promise<{ leadership: Leadership | null; endStandby: () => Promise<void> }> {
-  const url = config.storage.url;
-  if (!config.ha || url === null) return { leadership: null, endStandby: () => Promise.resolve() };
-  const name = config.replicaName;
-  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 5000 });
-  pool.on("error", () => undefined);
-  const standby = new Standby({
-    name,
-    agentPaths: ["/agent", `${builtBasePath(APP_DIR)}/agent`],
-    certificate: config.tls?.cert,
-    lookup: async () => {
-      const [session, row, key] = await Promise.all([
-        leaderSession(pool),
-        pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [LEADER_KEY]),
-        pool.query<{ value: string }>("SELECT value FROM settings WHERE key = $1", [REPLICA_KEY]),
-      ]);
-      const said = row.rows[0] === undefined ? null : (JSON.parse(row.rows[0].value) as { name: string; url: string });
-      // The address is the leader's only when the lock's holder wrote it: a row left by an earlier leader is not.
-      const current = said !== null && session !== null && sessionName(said.name) === session;
-      return {
-        leader:
-          session === null
-            ? null
-            : { name: current ? said.name : session, url: current ? said.url : null, self: session === sessionName(name) },
-        key: key.rows[0] === undefined ? null : (JSON.parse(key.rows[0].value) as string),
-      };
-    },
-  });
-  const web = (l: RequestListener) =>
-    config.tls === null ? createServer(l) : createTlsServer({ cert: config.tls.cert, key: config.tls.key }, l);
-  // Each client's connections are counted here, as the leader would count them: the leader counts a standby's as its.
-  const limited = (s: Server) => {
-    limitConnections(s, { max: config.limits.maxConnections, perAddress: config.limits.connectionsPerAddress }, () => false, logger);
-    return s;
-  };
-  const servers = [
-    await listen(limited(web(standby.listener).on("upgrade", standby.upgrade)), config.listen),
-    await listen(createServer(standby.metricsListener), config.metricsListen),
-  ];
-  if (config.agentSocket !== null) {
-    rmSync(config.agentSocket, { force: true });
-    servers.push(await listen(createServer(standby.listener).on("upgrade", standby.upgrade), config.agentSocket));
-  }
-  // A standby has nothing to write: a stop is an exit (its waiting session ends with the process).
-  const quit = () => process.exit(0);
-  process.once("SIGTERM", quit);
-  process.once("SIGINT", quit);
-  logger.info("ha.standby", {
-    replica: name,
-    leader: await leaderName(pool).catch(() => null),
-    hint: "passes people's requests to the leader and takes over when the leader's session in PostgreSQL ends",
-  });
-  let leadership: Leadership | null = null;
-  while (leadership === null) {
-    try {
-      leadership = await Leadership.campaign({
-        url,
-        name,
-        logger,
-        // Another replica may lead from the next moment on: the duties stop with the process, unflushed, at once.
-        onLost: (reason) => {
-          logger.error("ha.leadership_lost", { replica: name, reason, hint: "this replica stops now; a standby takes over" });
-          process.exit(1);
-        },
-      });
-    } catch (e) {
-      logger.error("ha.campaign_failed", { replica: name, message: (e as Error).message, retryInMs: 2000 });
-      await new Promise((r) => setTimeout(r, 2000));
-    }
-  }
-  process.off("SIGTERM", quit);
-  process.off("SIGINT", quit);
-  logger.info("ha.leading", { replica: name });
-  const endStandby = async () => {
-    await Promise.all(
-      servers.map(
-        (s) =>
-          new Promise((r) => {
-            s.close(r);
-            s.closeAllConnections();
-          }),
-      ),
-    );
-    await pool.end().catch(() => undefined);
-  };
-  return { leadership, endStandby };
-}
-
 /** logIncidents writes every incident's life to the log, from the hub's feed. */
 async function logIncidents(hub: Hub, logger: Logger, signal: AbortSignal): Promise<void> {
   for await (const batch of hub.feed.changes(signal)) {
@@ -424,15 +306,9 @@ async function main(): Promise<void> {
 
   const config = loadConfig(args.values.config ?? null);
   const logger = jsonLogger("hub", (line) => process.stderr.write(line), undefined, config.logLevel);
-  const { leadership, endStandby } = await standUntilLeading(config, logger);
+  const { leadership, endStandby } = await standUntilLeading(config, logger, ["/agent", `${builtBasePath(APP_DIR)}/agent`]);
   const { hub, server, settings, basePath, storageHint } = await compose(config, logger);
-  if (leadership !== null) {
-    // Standbys pass requests here, vouching for their clients with the shared key; they find this address here.
-    const key = await hub.store.settings.keep(REPLICA_KEY, randomBytes(32).toString("base64url"), Date.now());
-    trustReplicas(key);
-    await hub.store.settings.set(LEADER_KEY, { name: config.replicaName, url: config.replicaUrl }, Date.now());
-    logger.info("ha.leader", { replica: config.replicaName, url: config.replicaUrl });
-  }
+  if (leadership !== null) await takeOffice(hub.store.settings, config, logger);
   await endStandby();
   const feedLog = new AbortController();
   void logIncidents(hub, logger, feedLog.signal);
