@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { z } from "zod";
-import { isNodeName, type LogLevel } from "@whohas/core";
+import { CLUSTER_NAME_HELP, isClusterName, isNodeName, type LogLevel } from "@whohas/core";
 import { DEFAULT_EXCLUDE } from "./capture/interfaces.js";
 import { parseDuration } from "./commands.js";
 
@@ -10,6 +10,8 @@ export interface AgentConfig {
   /** The hub's agent endpoints: one, or each replica's (every reconnect tries the next). */
   readonly hubs: readonly string[];
   readonly node: string;
+  /** The cluster this node belongs to (--cluster): a hub of another cluster refuses the agent. Null: none named. */
+  readonly cluster: string | null;
   readonly interfaces: RegExp;
   readonly excludeInterfaces: RegExp | null;
   /** The token as read at start (checked there), and its file, read again on each connection. */
@@ -41,6 +43,9 @@ Options:
   --ca-file FILE            CA certificate (PEM) the hub's wss:// certificate must chain to (default: system CAs);
                             the certificate is always verified
   --node NAME               this node's name (default: $NODE_NAME from the downward API, else the hostname)
+  --cluster NAME            the cluster this node belongs to, when one hub per cluster reports to a shared
+                            database (a fleet): the hub of another cluster refuses the agent (default:
+                            $WHOHAS_CLUSTER, else none: any hub takes it)
   --interfaces REGEX        capture only on interfaces matching REGEX (default: all)
   --exclude-interfaces REGEX
                             never capture on these (default: MetalLB's list, ^veth.* ^docker.* ^kube-ipvs.* ...)
@@ -85,6 +90,7 @@ const Schema = z.object({
   "token-file": z.string().min(1, "--token-file is required"),
   "ca-file": z.string().min(1).optional(),
   node: z.string().optional(),
+  cluster: z.string().optional(),
   interfaces: z.string().default(".*"),
   "exclude-interfaces": z.string().default(DEFAULT_EXCLUDE),
   "max-buffer-bytes": z.string().default("16MiB"),
@@ -142,12 +148,16 @@ export function parseAgentConfig(flags: Record<string, string | boolean | undefi
   const node = f.node ?? env.NODE_NAME ?? hostname().toLowerCase();
   if (!isNodeName(node))
     throw new Error(`--node ${JSON.stringify(node)}: not a node name (lowercase letters, digits, '-' and '.', as Kubernetes names Nodes)`);
+  const cluster = f.cluster ?? env.WHOHAS_CLUSTER ?? null;
+  if (cluster !== null && !isClusterName(cluster))
+    throw new Error(`--cluster ${JSON.stringify(cluster)}: not a cluster name (${CLUSTER_NAME_HELP})`);
   return {
     hubs: f.hub
       .split(",")
       .map((u) => u.trim())
       .filter((u) => u !== ""),
     node,
+    cluster,
     interfaces: regex("--interfaces", f.interfaces),
     excludeInterfaces: f["exclude-interfaces"] === "" ? null : regex("--exclude-interfaces", f["exclude-interfaces"]),
     token,

@@ -192,6 +192,13 @@ export class HubLink {
           retryInMs: delay,
           hint: "check --node (NODE_NAME): another agent speaks for this node; a dead old connection is dropped by the hub within 20 s",
         });
+      // 4412: the hub watches another cluster than --cluster says: the agent was given another cluster's hub.
+      else if (code === 4412)
+        logger.error("hub.wrong_cluster", {
+          reason: reason.toString(),
+          retryInMs: delay,
+          hint: "check --hub and --cluster (WHOHAS_CLUSTER): each cluster's agents report to that cluster's own hub",
+        });
       else logger.warn("hub.disconnected", { code, reason: reason.toString(), retryInMs: delay });
       this.#retryTimer = setTimeout(() => this.#connect(), delay);
     });

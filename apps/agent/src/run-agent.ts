@@ -77,7 +77,11 @@ export function hubCommand(node: string, io: CommandIo = NODE_IO) {
  * agentHello is what the agent says on every connection: its node, version and interfaces, and what it takes beyond
  * the base protocol (probe-many of up to MAX_PROBE_TARGETS IPs, flush, pace).
  */
-export function agentHello(node: string, interfaces: readonly NetInterface[]): Extract<AgentMessage, { type: "hello" }> {
+export function agentHello(
+  node: string,
+  interfaces: readonly NetInterface[],
+  cluster: string | null = null,
+): Extract<AgentMessage, { type: "hello" }> {
   return {
     v: WIRE_VERSION,
     type: "hello",
@@ -87,6 +91,7 @@ export function agentHello(node: string, interfaces: readonly NetInterface[]): E
     probeMany: { maxTargets: MAX_PROBE_TARGETS },
     flush: true,
     pace: true,
+    ...(cluster === null ? {} : { cluster }),
   };
 }
 
@@ -98,6 +103,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       "token-file": { type: "string" },
       "ca-file": { type: "string" },
       node: { type: "string" },
+      cluster: { type: "string" },
       interfaces: { type: "string" },
       "exclude-interfaces": { type: "string" },
       "max-buffer-bytes": { type: "string" },
@@ -130,7 +136,7 @@ export async function runAgent(argv: string[]): Promise<number> {
     token: () => readToken(config.tokenFile),
     ca: config.ca,
     logger,
-    hello: () => agentHello(config.node, agent?.interfaces ?? []),
+    hello: () => agentHello(config.node, agent?.interfaces ?? [], config.cluster),
     onMessage: (m) => agent?.onHubMessage(m),
   });
   const running = new Agent({

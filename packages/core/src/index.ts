@@ -50,3 +50,4 @@ export * from "./cluster/expected-owner.js";
 export * from "./cluster/pools.js";
 export * from "./net/scope.js";
 export * from "./net/ip-key.js";
+export * from "./fleet/cluster-name.js";

@@ -1,6 +1,7 @@
 // The one contract between agent and hub. Both ends import these schemas; the hub validates every frame it receives
 // and the agent every frame it gets back. Bump WIRE_VERSION on any incompatible change.
 import { z } from "zod";
+import { CLUSTER_NAME } from "./fleet/cluster-name.js";
 import { isIP, isMac } from "./packet/addr.js";
 import { OBSERVATION_KINDS } from "./packet/frame.js";
 import { MAX_REQUEST_TIMES, REPLY_WINDOW_MS } from "./judge/findings.js";
@@ -251,6 +252,11 @@ export const AgentMessageSchema = z.discriminatedUnion("type", [
     flush: z.literal(true).optional(),
     /** The agent sends as often as the hub's pace message says. Left out before it, as probeMany. */
     pace: z.literal(true).optional(),
+    /**
+     * The cluster the agent watches (its --cluster): a hub of another cluster refuses it. Left out by agents that
+     * name none, and before it; any hub takes those.
+     */
+    cluster: z.string().regex(CLUSTER_NAME).optional(),
   }),
   z.object({
     v: z.literal(WIRE_VERSION),

@@ -19,6 +19,13 @@ describe("the agent's hello", () => {
     });
   });
 
+  it("names the cluster when --cluster gave one, and the hub's schema takes it", () => {
+    expect(agentHello("node-a", [eth(0)]).cluster).toBeUndefined();
+    const parsed = parseAgentMessage(JSON.stringify(agentHello("node-a", [eth(0)], "prod-eu")));
+    expect(parsed.ok && parsed.value).toMatchObject({ type: "hello", cluster: "prod-eu" });
+    expect(parseAgentMessage(JSON.stringify({ ...agentHello("node-a", [eth(0)]), cluster: "Prod EU" })).ok).toBe(false);
+  });
+
   it("names at most MAX_HELLO_INTERFACES interfaces (the hub refuses more)", () => {
     const hello = agentHello(
       "node-a",

@@ -121,6 +121,11 @@ describe("parseAgentConfig", () => {
       msg: /--node "Worker_1": not a node name/,
     },
     {
+      case: "a cluster name that is no DNS label",
+      flags: { hub: "ws://h/agent", "token-file": tokenFile, cluster: "Prod_EU" },
+      msg: /^--cluster "Prod_EU": not a cluster name \(lowercase letters, digits and inner hyphens/,
+    },
+    {
       case: "an evidence bound that is not a size",
       flags: { hub: "ws://h/agent", "token-file": tokenFile, "evidence-bytes": "lots" },
       msg: /^--evidence-bytes: not a size: "lots"/,
@@ -137,6 +142,13 @@ describe("parseAgentConfig", () => {
     },
   ])("refuses $case", ({ flags, msg }) => {
     expect(() => parseAgentConfig(flags, {})).toThrow(msg);
+  });
+
+  it("takes the cluster from --cluster, else WHOHAS_CLUSTER, else none", () => {
+    const flags = { hub: "ws://h/agent", "token-file": tokenFile };
+    expect(parseAgentConfig({ ...flags, cluster: "prod-eu" }, { WHOHAS_CLUSTER: "other" }).cluster).toBe("prod-eu");
+    expect(parseAgentConfig(flags, { WHOHAS_CLUSTER: "other" }).cluster).toBe("other");
+    expect(parseAgentConfig(flags, {}).cluster).toBeNull();
   });
   it("takes the hostname in lowercase when no name is given, as the kubelet does", () => {
     const c = parseAgentConfig({ hub: "ws://h/agent", "token-file": tokenFile }, {});
