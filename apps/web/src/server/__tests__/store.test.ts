@@ -1,79 +1,19 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import pg from "pg";
+import { describe, expect, it } from "vitest";
 import { transient, type Db, type Param } from "../store/db.js";
-import { openPostgres } from "../store/postgres.js";
 import { openSqlite } from "../store/sqlite.js";
 import { MIGRATIONS, migrate } from "../store/migrations.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "../store/store.js";
 import { AUDIT_RETENTION_MS } from "../store/audit.js";
 import { Hub } from "../hub/hub.js";
 import { CLEAR_AFTER_MS, SILENCE_MS, type EvidenceFrame } from "@whohas/core";
+import { ENGINES, fresh, freshStore, opened, tmpDb } from "./engines.js";
 import { aggregate, answered, hello, until } from "./helpers.js";
-// The lab runs the hub, so the hub cannot depend on the lab's package: its throwaway PostgreSQL is imported by path.
-import { startPostgres, type TestPostgres } from "../../../../../packages/lab/src/postgres.js";
 
 const VIP = "192.0.2.200";
 const MIN = 60_000;
 const A = "02:00:5e:00:00:0a";
 const B = "02:00:5e:00:00:0b";
 const entry = (kind: "request" | "reply" | "gratuitous-request", mac: string, t: number, count = 1) => aggregate(VIP, kind, mac, t, count);
-
-const dirs: string[] = [];
-function tmpDb(): string {
-  const d = mkdtempSync(join(tmpdir(), "whohas-store-"));
-  dirs.push(d);
-  return join(d, "sub", "whohas.db");
-}
-const opened: Db[] = [];
-afterEach(async () => {
-  for (const db of opened.splice(0)) await db.close().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-// One real PostgreSQL server for this file; each test gets a database of its own.
-let server: TestPostgres | null = null;
-beforeAll(async () => {
-  server = await startPostgres();
-}, 120_000);
-afterAll(() => server?.stop());
-let databases = 0;
-
-/**
- * An Engine makes empty databases of one kind. `place` names a database that outlives one Db, for the tests of what
- * a second process (a restart, another hub) finds.
- */
-interface Engine {
-  readonly name: string;
-  place(): Promise<string>;
-  open(place: string): Promise<Db>;
-}
-const ENGINES: readonly Engine[] = [
-  { name: "SQLite", place: () => Promise.resolve(tmpDb()), open: (path) => Promise.resolve(openSqlite(path)) },
-  {
-    name: "PostgreSQL",
-    place: async () => {
-      if (server === null) throw new Error("no PostgreSQL server");
-      const name = `whohas_t${++databases}`;
-      const c = new pg.Client({ connectionString: server.url });
-      await c.connect();
-      await c.query(`CREATE DATABASE ${name}`);
-      await c.end();
-      const u = new URL(server.url);
-      u.pathname = `/${name}`;
-      return u.toString();
-    },
-    open: (url) => openPostgres(url),
-  },
-];
-const fresh = async (e: Engine): Promise<Db> => {
-  const db = await e.open(await e.place());
-  opened.push(db);
-  return db;
-};
-const freshStore = async (e: Engine, now = 0) => Store.open(await fresh(e), now);
 
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
@@ -541,7 +481,7 @@ describe.each(ENGINES)("incidents on $name: one per subject, its findings as fac
       const merged = await put(VIP, "multi-responder", 200, null);
       const other = await put("192.0.2.201", "silent-drop", 150, null);
       await db.run("UPDATE incidents SET acknowledged_by = 'alice', acknowledged_at = 205 WHERE id = ?", [merged]);
-      expect(await migrate(db, 0)).toEqual([5]);
+      expect(await migrate(db, 0)).toEqual([5, 6]);
       const s = await Store.open(db, 0);
       expect((await s.incidents.list({ open: true })).map((i) => i.id).sort()).toEqual([oldest, other].sort());
       const i = await s.incidents.get(oldest);

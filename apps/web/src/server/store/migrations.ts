@@ -1,4 +1,5 @@
 import type { Db } from "./db.js";
+import { FLEET_SCHEMA } from "./fleet.js";
 import { summarize } from "./incidents.js";
 
 /** A Migration moves the schema one version up. Never edit a released one: add the next. */
@@ -379,10 +380,48 @@ export const MIGRATIONS: readonly Migration[] = [
       await db.exec("DROP TABLE temp.summarize");
     },
   },
+  {
+    version: 6,
+    name: "the fleet's overview",
+    sql: `
+      -- What each cluster's hub publishes for the fleet's overview: its summary, and each IP's row (verdict and the
+      -- parts it rests on). One SQLite file holds one cluster: its own row.
+      CREATE TABLE fleet_clusters (
+        name        TEXT    PRIMARY KEY,
+        url         TEXT,             -- its dashboard, for links (alerting.externalUrl)
+        summary     TEXT    NOT NULL, -- JSON
+        reported_at INTEGER NOT NULL
+      );
+      CREATE TABLE fleet_ips (
+        cluster     TEXT    NOT NULL,
+        key         TEXT    NOT NULL,
+        entry       TEXT    NOT NULL, -- JSON: the IP's row
+        reported_at INTEGER NOT NULL,
+        PRIMARY KEY (cluster, key)
+      );
+    `,
+    // Shared by every cluster's schema in the database: each cluster's migration finds them made by the first.
+    postgres: `
+      CREATE SCHEMA IF NOT EXISTS ${FLEET_SCHEMA};
+      CREATE TABLE IF NOT EXISTS ${FLEET_SCHEMA}.clusters (
+        name        TEXT   PRIMARY KEY,
+        url         TEXT,
+        summary     TEXT   NOT NULL,
+        reported_at BIGINT NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS ${FLEET_SCHEMA}.ips (
+        cluster     TEXT   NOT NULL,
+        key         TEXT   NOT NULL,
+        entry       TEXT   NOT NULL,
+        reported_at BIGINT NOT NULL,
+        PRIMARY KEY (cluster, key)
+      );
+    `,
+  },
 ];
 
 /** MIGRATION_LOCK names the PostgreSQL advisory lock under which hubs starting together migrate one at a time. */
-const MIGRATION_LOCK = 0x77686f68;
+export const MIGRATION_LOCK = 0x77686f68;
 
 const SCHEMA_TABLE = {
   sqlite: "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",

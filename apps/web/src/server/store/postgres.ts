@@ -1,5 +1,7 @@
 import pg from "pg";
+import { DEFAULT_CLUSTER } from "@whohas/core";
 import { integers, type Db, type Param } from "./db.js";
+import { MIGRATION_LOCK } from "./migrations.js";
 
 /**
  * numbered rewrites `?` placeholders to PostgreSQL's `$1, $2, …`, leaving quoted text, identifiers and `--` comments alone: the store
@@ -34,6 +36,25 @@ const TYPES = {
   }) as typeof pg.types.getTypeParser,
 };
 
+/**
+ * clusterSchema is the PostgreSQL schema that holds a cluster's tables when several clusters' hubs share one
+ * database: `whohas_NAME` (hyphens as underscores; a cluster name has no underscore, so no two names meet). The
+ * default cluster keeps `public`, where a single hub's tables have always been. The fleet's shared tables are in
+ * FLEET_SCHEMA (fleet.ts).
+ */
+export function clusterSchema(cluster: string): string {
+  return cluster === DEFAULT_CLUSTER ? "public" : `whohas_${cluster.replaceAll("-", "_")}`;
+}
+
+/**
+ * sessionOptions are the server settings of each connection a hub opens for `cluster`: its schema first on the
+ * search path, so the store's unqualified table names are that cluster's.
+ */
+export function sessionOptions(cluster: string): { options?: string } {
+  const schema = clusterSchema(cluster);
+  return schema === "public" ? {} : { options: `-c search_path=${schema}` };
+}
+
 /** where names the server for messages, without the password a URL may hold. */
 export function where(url: string): string {
   try {
@@ -49,8 +70,15 @@ export function where(url: string): string {
  * `pg` driver's parameters, such as sslmode, go in its query) and checks it answers. Each transaction takes one
  * connection of the pool for itself; other queries go on beside it.
  */
-export async function openPostgres(url: string, o: { max?: number; warn?: Warn } = {}): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: url, max: o.max ?? 8, types: TYPES, connectionTimeoutMillis: 10_000 });
+export async function openPostgres(url: string, o: { max?: number; warn?: Warn; cluster?: string } = {}): Promise<Db> {
+  const cluster = o.cluster ?? DEFAULT_CLUSTER;
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: o.max ?? 8,
+    types: TYPES,
+    connectionTimeoutMillis: 10_000,
+    ...sessionOptions(cluster),
+  });
   // An idle connection the server drops (a restart, a failover) is an event on the pool, not a query's error: told,
   // and the pool opens a new one for the next query.
   pool.on("error", (e) => o.warn?.("store.postgres_connection_lost", { server: where(url), error: e.message }));
@@ -59,6 +87,23 @@ export async function openPostgres(url: string, o: { max?: number; warn?: Warn }
   } catch (e) {
     await pool.end().catch(() => undefined);
     throw new Error(`cannot reach PostgreSQL at ${where(url)}: ${(e as Error).message}`);
+  }
+  if (cluster !== DEFAULT_CLUSTER) {
+    // Under the migrations' lock: replicas of one cluster starting at once would race to create its schema.
+    const schema = clusterSchema(cluster);
+    const client = await pool.connect();
+    const failed = await client
+      .query(`BEGIN; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK}); CREATE SCHEMA IF NOT EXISTS ${schema}; COMMIT`)
+      .then(
+        () => null,
+        (e: Error) => e,
+      );
+    if (failed !== null) await client.query("ROLLBACK").catch(() => undefined);
+    client.release();
+    if (failed !== null) {
+      await pool.end().catch(() => undefined);
+      throw new Error(`cannot create the schema ${schema} of cluster ${cluster} in PostgreSQL at ${where(url)}: ${failed.message}`);
+    }
   }
   const text = new Map<string, string>();
   const sqlOf = (sql: string) => {

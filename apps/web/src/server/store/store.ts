@@ -3,6 +3,7 @@ import { AgentsRepo } from "./agents.js";
 import { AuditLog } from "./audit.js";
 import type { Db } from "./db.js";
 import { EvidenceRepo } from "./evidence.js";
+import { FleetRepo } from "./fleet.js";
 import { IncidentsRepo } from "./incidents.js";
 import { migrate } from "./migrations.js";
 import { Outbox } from "./outbox.js";
@@ -27,6 +28,7 @@ export class Store {
   readonly settings: SettingsRepo;
   readonly outbox: Outbox;
   readonly evidence: EvidenceRepo;
+  readonly fleet: FleetRepo;
 
   /** Given a migrated database: `Store.open` migrates. */
   private constructor(readonly db: Db) {
@@ -38,6 +40,7 @@ export class Store {
     this.settings = new SettingsRepo(db);
     this.outbox = new Outbox(db);
     this.evidence = new EvidenceRepo(db);
+    this.fleet = new FleetRepo(db);
   }
 
   /** open migrates `db` to this build's schema (refusing a newer one) and returns the store on it. */
@@ -81,6 +84,7 @@ export class Store {
     if (n < PRUNE_BATCH) n += await this.access.prune(now, PRUNE_BATCH - n);
     if (n < PRUNE_BATCH) n += await this.outbox.prune(now, PRUNE_BATCH - n);
     if (n < PRUNE_BATCH) n += await this.audit.prune(now, PRUNE_BATCH - n);
+    if (n < PRUNE_BATCH) n += await this.fleet.prune(cut);
     return n;
   }
 
