@@ -118,7 +118,7 @@ async function compose(
   config: HubConfig,
   logger: Logger,
 ): Promise<{ hub: Hub; server: HubServer; settings: Settings; basePath: string; storageHint: string }> {
-  const opened = await openDb(config.storage, (event, fields) => logger.warn(event, fields));
+  const opened = await openDb(config.storage, (event, fields) => logger.warn(event, fields), config.clusterName);
   // While the database is out of reach every incident change fails: one line a minute says so, with the count.
   const storeErrors = new LogThrottle(logger);
   const store = await Store.open(opened.db, Date.now());
@@ -144,9 +144,11 @@ async function compose(
           .join("; "),
       }),
     onMacConflict: macConflictLog(logger),
+    cluster: { name: config.clusterName, url: config.alerting.externalUrl },
   });
   registerHub(hub);
   logger.info("store.opened", {
+    cluster: config.clusterName,
     engine: opened.db.dialect,
     at: opened.where,
     retentionMs: config.storage.retentionMs,

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { STATES, splitIpKey } from "@whohas/core";
+import { DEFAULT_CLUSTER, STATES, splitIpKey } from "@whohas/core";
 import type { Hub } from "./hub/hub.js";
 
 /** GAP_BUCKETS: handover gaps in seconds, from a clean MetalLB failover (well under a second) to a long outage. */
@@ -96,6 +96,8 @@ export class HubMetrics {
   }
 
   constructor(hub: Hub) {
+    // In a fleet every series says its cluster; a single cluster's keep the labels they always had.
+    if (hub.clusterName !== DEFAULT_CLUSTER) this.registry.setDefaultLabels({ cluster: hub.clusterName });
     // process_* and nodejs_* (memory, heap, event loop lag, GC): how the hub itself is doing.
     collectDefaultMetrics({ register: this.registry });
     hub.judging.onHandover((_ip, h) => this.handoverGaps.observe(h.gapMs / 1000));

@@ -59,8 +59,8 @@ async function untilStored(ok: () => Promise<boolean>, ms = 10_000): Promise<voi
   }
 }
 
-async function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?: () => number) {
-  const hub = await Hub.open({ clock });
+async function setup(receivers: Receiver[], policy: Partial<AlertPolicy> = {}, clock?: () => number, cluster?: string) {
+  const hub = await Hub.open({ clock, cluster: cluster === undefined ? undefined : { name: cluster, url: null } });
   hub.connect({
     v: 2,
     type: "hello",
@@ -158,6 +158,38 @@ describe("webhook formats", () => {
     expect(body(gen)).toMatchObject({ alerts: [{ incidentId: id, captureUrl: link }] });
     expect(body(am)).toMatchObject({ alerts: [{ annotations: { capture_url: link } }] });
     expect(JSON.stringify(body(chat))).toContain(`<${link}|capture>`);
+  });
+
+  it("names the cluster in every format; the default cluster's Alertmanager labels stay as they were", async () => {
+    const [gen, am, chat] = [await receiver(), await receiver(), await receiver()];
+    const { alerter, open } = await setup(
+      [
+        { name: "gen", url: gen.url, format: "generic", secret: null, source: "config" },
+        { name: "am", url: am.url, format: "alertmanager", secret: null, source: "config" },
+        { name: "chat", url: chat.url, format: "slack", secret: null, source: "config" },
+      ],
+      {},
+      undefined,
+      "prod-eu",
+    );
+    await open();
+    await alerter.enqueue(IP, "firing");
+    await until(() => gen.got.length === 1 && am.got.length === 1 && chat.got.length === 1);
+    const body = (r: { got: Received[] }) => JSON.parse(r.got[0]?.body ?? "{}") as Record<string, unknown>;
+    expect(body(gen)).toMatchObject({
+      cluster: "prod-eu",
+      summary: expect.stringMatching(new RegExp(`^FIRING: ${IP} in cluster prod-eu: `)),
+    });
+    expect(body(am)).toMatchObject({ commonLabels: { cluster: "prod-eu", ip: IP }, alerts: [{ labels: { cluster: "prod-eu" } }] });
+    expect((body(chat) as { text: string }).text).toContain(`${IP} in cluster prod-eu`);
+
+    const one = await receiver();
+    const single = await setup([{ name: "am", url: one.url, format: "alertmanager", secret: null, source: "config" }]);
+    await single.open();
+    await single.alerter.enqueue(IP, "firing");
+    await until(() => one.got.length === 1);
+    const labels = (body(one) as { alerts: { labels: Record<string, string> }[] }).alerts[0]?.labels;
+    expect(labels).not.toHaveProperty("cluster");
   });
 
   it("sends Alertmanager's webhook v4 shape, firing then resolved", async () => {

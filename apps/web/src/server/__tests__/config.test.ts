@@ -41,6 +41,7 @@ describe("loadConfig", () => {
         `api: { viewerTokenFile: DIR/viewer }`,
         `kubernetes: { kubeconfig: DIR/kc }`,
         `log: { level: warn }`,
+        `cluster: { name: prod-eu }`,
         `auth:`,
         `  users: [ { name: oncall, passwordHash: "${HASH}", role: operator } ]`,
         `  usersFile: DIR/users.yaml`,
@@ -67,6 +68,7 @@ describe("loadConfig", () => {
       dev: false,
       storage: { path: join(d, "w.db"), url: null, retentionMs: 12 * 3_600_000 },
       ha: false,
+      clusterName: "prod-eu",
       replicaName: expect.any(String) as unknown,
       replicaUrl: expect.stringMatching(/^https?:\/\//) as unknown,
       evidence: { maxFileBytes: 1_048_576 },
@@ -158,6 +160,16 @@ describe("loadConfig", () => {
     );
     const d = files({ "hub.yaml": `storage: { url: "mysql://x" }\n` });
     expect(failure(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN })).toMatch(/^storage\.url: a PostgreSQL URL/);
+  });
+
+  it("names the cluster from cluster.name or WHOHAS_CLUSTER, default unless named, and refuses what is no DNS label", () => {
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN }).clusterName).toBe("default");
+    expect(loadConfig(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_CLUSTER: "prod-eu" }).clusterName).toBe("prod-eu");
+    const d = files({ "hub.yaml": `cluster: { name: lab-1 }\n` });
+    expect(loadConfig(join(d, "hub.yaml"), { WHOHAS_AGENT_TOKEN: TOKEN }).clusterName).toBe("lab-1");
+    expect(failure(null, { WHOHAS_AGENT_TOKEN: TOKEN, WHOHAS_CLUSTER: "Prod_EU" })).toBe(
+      "WHOHAS_CLUSTER: lowercase letters, digits and inner hyphens, at most 40 (a DNS label), e.g. prod-eu-1",
+    );
   });
 
   it("uses the ServiceAccount in a pod when no kubeconfig is given, traffic-only outside", () => {

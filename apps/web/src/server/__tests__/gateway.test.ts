@@ -7,7 +7,7 @@ import { Hub } from "../hub/hub.js";
 import { createHubServer } from "../http.js";
 import { testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
-import type { AgentGateway } from "../gateway/agent-gateway.js";
+import { CLOSE_WRONG_CLUSTER, type AgentGateway } from "../gateway/agent-gateway.js";
 import { tokenMatches } from "../gateway/credentials.js";
 import { TokenBucket } from "../limits.js";
 import type { AgentLimits } from "../gateway/pacing.js";
@@ -181,6 +181,27 @@ describe("agent gateway", () => {
     expect(good.readyState).toBe(WebSocket.OPEN);
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     good.close();
+  });
+
+  it("refuses an agent of another cluster with 4412, naming both, and takes one of its own cluster or naming none", async () => {
+    const { ws } = await start();
+    const other = connect(ws);
+    await once(other, "open");
+    other.send(JSON.stringify({ ...hello, cluster: "west" }));
+    const [code, why] = (await once(other, "close")) as [number, Buffer];
+    expect(code).toBe(CLOSE_WRONG_CLUSTER);
+    expect(why.toString()).toBe("this hub watches cluster default, the agent west");
+    for (const [node, cluster] of [
+      ["node-a", { cluster: "default" }],
+      ["node-b", {}],
+    ] as const) {
+      const c = connect(ws);
+      await once(c, "open");
+      c.send(JSON.stringify({ ...hello, node, ...cluster }));
+      const [msg] = (await once(c, "message")) as [Buffer];
+      expect(JSON.parse(msg.toString())).toMatchObject({ type: "welcome" });
+      c.close();
+    }
   });
 
   it("asks the other nodes that captured an IP to send what they hold when one node's report brings news of it", async () => {

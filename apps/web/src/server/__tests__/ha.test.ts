@@ -9,7 +9,16 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from "node:net";
 import pg from "pg";
 import { silentLogger } from "@whohas/core";
-import { HEARTBEAT_MS, HEARTBEAT_TIMEOUT_MS, Leadership, leaderName, leaderSession, sessionName } from "../ha/leadership.js";
+import {
+  HEARTBEAT_MS,
+  HEARTBEAT_TIMEOUT_MS,
+  LEADER_LOCK,
+  Leadership,
+  leaderLock,
+  leaderName,
+  leaderSession,
+  sessionName,
+} from "../ha/leadership.js";
 import { Standby } from "../ha/standby.js";
 import { peerAddress, trustReplicas } from "../client-address.js";
 import { WebSocket, WebSocketServer } from "ws";
@@ -41,9 +50,9 @@ const db = () => {
 };
 
 /** campaign starts one replica's campaign; `lost` collects why it stopped leading. */
-function campaign(name: string) {
+function campaign(name: string, cluster?: string) {
   const lost: string[] = [];
-  const won = Leadership.campaign({ url: url(), name, logger: silentLogger, onLost: (r) => lost.push(r) }).then((l) => {
+  const won = Leadership.campaign({ url: url(), name, cluster, logger: silentLogger, onLost: (r) => lost.push(r) }).then((l) => {
     held.push(l);
     return l;
   });
@@ -68,6 +77,23 @@ describe("leadership on PostgreSQL", () => {
     expect(await leaderName(db())).toBe("hub-b");
     expect(a.lost).toEqual([]);
     expect(b.lost).toEqual([]);
+  });
+
+  it("gives each cluster of a fleet its own leader; the default cluster keeps the lock of a single cluster", async () => {
+    const [east, west, single] = [campaign("east-1", "east"), campaign("west-1", "west"), campaign("hub-a")];
+    const [eastLeader] = await Promise.all([east.won, west.won, single.won]);
+    expect([await leaderName(db(), "east"), await leaderName(db(), "west"), await leaderName(db())]).toEqual(["east-1", "west-1", "hub-a"]);
+    expect(await leaderName(db(), "north")).toBeNull();
+    // A second replica of east waits for east's leader only.
+    const east2 = campaign("east-2", "east");
+    expect(await settledWithin(east2.won, 1000)).toBe(false);
+    await eastLeader.release();
+    await east2.won;
+    expect(await leaderName(db(), "east")).toBe("east-2");
+    expect(await leaderName(db(), "west")).toBe("west-1");
+    // The default cluster's lock is the one replicas of an older build take.
+    expect(leaderLock()).toEqual({ key: String(LEADER_LOCK), classid: 0, objid: LEADER_LOCK });
+    expect(leaderLock("east").key).not.toBe(leaderLock("west").key);
   });
 
   it("tells the leader it lost the lock when its session ends, and the waiting replica leads", async () => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Hub } from "../hub/hub.js";
 import { ipJson } from "../hub/views.js";
+import { STALE_MS } from "../hub/fleet.js";
 import { createHubServer } from "../http.js";
 import { ASKER, answered, hello, testAuth } from "./helpers.js";
 import { silentLogger } from "@whohas/core";
@@ -80,6 +81,44 @@ describe("read API", () => {
     expect((await get("/incidents?state=resolved")).body).toHaveLength(0);
   });
 
+  it("names the cluster of every entry, and serves another cluster of the fleet as its hub published it", async () => {
+    const { hub, get, advance } = await start(VIEWER);
+    hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
+    hub.tick();
+    hub.observe("node-a", answered(VIP, 9000, "02:00:5e:00:00:0a"));
+    await new Promise((r) => setImmediate(r));
+    expect((await get("/ips")).body).toEqual([expect.objectContaining({ cluster: "default", ip: VIP, state: "single" })]);
+    expect((await get("/ips?cluster=default")).body).toEqual((await get("/ips")).body);
+    expect((await get(`/ips/${VIP}`)).body).toMatchObject({ cluster: "default", ip: VIP });
+    expect((await get("/nodes")).body).toEqual([expect.objectContaining({ cluster: "default", node: "node-a" })]);
+    expect((await get("/cluster")).body).toMatchObject({ name: "default" });
+
+    // What the hub of cluster west published to the shared database: the same address, with two responders there.
+    const row = hub.listSnapshot().rows[0];
+    if (row === undefined) throw new Error("no row");
+    const responders = [
+      { mac: "02:00:5e:00:00:1a", node: "west-a", vendor: null, answering: true, lastGratuitous: null },
+      { mac: "02:00:5e:00:00:1b", node: "west-b", vendor: null, answering: true, lastGratuitous: null },
+    ];
+    await hub.store.fleet.writeIps("west", [{ key: VIP, entry: { ...row, state: "multi-responder", responders } }], [], 9000);
+    await hub.store.fleet.report("west", "https://west.example", { ips: 1 }, 9500);
+    const west = (await get("/ips?cluster=west")).body;
+    expect(west).toEqual([
+      expect.objectContaining({ cluster: "west", ip: VIP, key: VIP, state: "multi-responder", asOf: 9500, reporting: true }),
+    ]);
+    expect((west as { responders: { node: string }[] }[])[0]?.responders.map((r) => r.node)).toEqual(["west-a", "west-b"]);
+    expect(((await get("/clusters")).body as { name: string; self: boolean }[]).map((c) => [c.name, c.self])).toEqual([
+      ["default", true],
+      ["west", false],
+    ]);
+    // Its hub silent past STALE_MS: the entries say so.
+    advance(STALE_MS);
+    expect((await get("/ips?cluster=west")).body).toEqual([expect.objectContaining({ cluster: "west", reporting: false })]);
+    const none = await get("/ips?cluster=north");
+    expect(none.status).toBe(404);
+    expect(none.body).toEqual({ error: 'no cluster "north" reports to this hub\'s database (clusters: default, west)' });
+  });
+
   it("serves a list of many IPs in chunks, byte for byte what one JSON text of them all would be", async () => {
     const { hub, origin } = await start(VIEWER);
     const body = async (method = "GET") => {
@@ -96,7 +135,13 @@ describe("read API", () => {
     await new Promise((r) => setImmediate(r));
     await hub.flush(true);
     const text = await body();
-    expect(text).toBe(JSON.stringify(hub.ips().map(ipJson), null, 1) + "\n");
+    expect(text).toBe(
+      JSON.stringify(
+        hub.ips().map((v) => ({ cluster: "default", ...ipJson(v) })),
+        null,
+        1,
+      ) + "\n",
+    );
     expect((JSON.parse(text) as { ip: string }[]).map((e) => e.ip)).toEqual(ips);
     expect(await body("HEAD")).toBe("");
   });

@@ -282,6 +282,7 @@ export class Alerter {
       expectedOwner: view?.expectedOwner?.node ?? null,
       alerts,
       externalUrl: this.o.policy.externalUrl,
+      cluster: this.o.hub.clusterName,
     };
   }
 
@@ -421,6 +422,7 @@ export class Alerter {
         },
       ],
       externalUrl: this.o.policy.externalUrl,
+      cluster: this.o.hub.clusterName,
       test: true,
     };
     const body = render(r.format, n);

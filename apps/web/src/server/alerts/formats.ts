@@ -1,5 +1,5 @@
 import { createHash, createHmac } from "node:crypto";
-import { splitIpKey, subjectCluster, subjectIsIp, subjectNode } from "@whohas/core";
+import { DEFAULT_CLUSTER, splitIpKey, subjectCluster, subjectIsIp, subjectNode } from "@whohas/core";
 import type { Format } from "../store/outbox.js";
 
 /** An Alert is one incident of the notified IP, firing or resolved. */
@@ -24,6 +24,8 @@ export interface Alert {
 export interface Notice {
   readonly id: string;
   readonly receiver: string;
+  /** The cluster the subject is in (cluster.name): several clusters' hubs may notify one receiver. */
+  readonly cluster: string;
   /**
    * The subject: an IP, node/NAME for a node's incidents (agent down, strictARP drift), or cluster/kube-proxy for
    * kube-proxy's ConfigMap (strictARP reverted).
@@ -100,7 +102,8 @@ function who(a: Alert): string {
 export function summary(n: Notice): string {
   const firing = n.alerts.filter((a) => a.status === "firing");
   const svc = n.services.map((s) => `${s.namespace}/${s.name}`).join(", ");
-  const what = `${shown(n)}${svc === "" ? "" : ` (${svc})`}`;
+  const where = n.cluster === DEFAULT_CLUSTER ? "" : ` in cluster ${n.cluster}`;
+  const what = `${shown(n)}${svc === "" ? "" : ` (${svc})`}${where}`;
   if (n.test === true) return `whohas test notification to ${n.receiver}`;
   if (firing.length === 0) return `RESOLVED: ${what}: ${n.alerts.map((a) => a.type).join(", ")} cleared`;
   return `FIRING: ${what}: ${firing.map((a) => a.detail).join("; ")}`;
@@ -114,6 +117,7 @@ export function genericBody(n: Notice): unknown {
     id: n.id,
     status: n.status,
     summary: summary(n),
+    cluster: n.cluster,
     ip: subjectIsIp(n.ip) ? splitIpKey(n.ip).ip : null,
     vlan: subjectIsIp(n.ip) ? splitIpKey(n.ip).vlan : null,
     family: subjectIsIp(n.ip) ? splitIpKey(n.ip).family : null,
@@ -187,6 +191,8 @@ export function alertmanagerBody(n: Notice): unknown {
   const alerts = n.alerts.map((a) => {
     const labels: Record<string, string> = {
       alertname: alertName(a.type),
+      // The default cluster's alerts keep the labels (and fingerprints) they had before clusters were named.
+      ...(n.cluster === DEFAULT_CLUSTER ? {} : { cluster: n.cluster }),
       ...subjectLabels(n),
       ...(subjectIsIp(n.ip) ? { family: String(splitIpKey(n.ip).family) } : {}),
       type: a.type,

@@ -59,6 +59,40 @@ async function sendList<K>(res: ServerResponse, head: boolean, keys: readonly K[
 }
 
 /**
+ * sendFleetIps answers `GET /api/v1/ips?cluster=NAME` for another cluster of the fleet: its IPs as its hub last
+ * published them, each with `cluster`, `asOf` (when that hub last published: the entry was true then) and `reporting`
+ * (false: that hub has been silent longer than STALE_MS, and the entry may be out of date). The entries hold the
+ * verdict and what it rests on; the counts, timelines and captures are on that cluster's own hub.
+ */
+async function sendFleetIps(hub: Hub, cluster: string, head: boolean, res: ServerResponse): Promise<void> {
+  const got = await hub.fleet.ips(cluster);
+  if (got === null) {
+    const known = (await hub.fleet.clusters()).map((c) => c.name);
+    return send(res, 404, {
+      error: `no cluster ${JSON.stringify(cluster)} reports to this hub's database (clusters: ${known.join(", ")})`,
+    });
+  }
+  const { reportedAt: asOf, reporting } = got.cluster;
+  return sendList(res, head, got.rows, (r) => ({
+    cluster,
+    ip: r.address,
+    vlan: r.vlan,
+    family: r.family,
+    key: r.ip,
+    state: r.state,
+    services: r.services,
+    announcer: r.announcer,
+    expectedOwner: r.expectedOwner,
+    responders: r.responders,
+    fastest: r.fastest,
+    findings: r.findings,
+    silentDropNodes: r.silentDropNodes,
+    asOf,
+    reporting,
+  }));
+}
+
+/**
  * handleRest answers the read API: GET only, for a Bearer token (api.viewerTokenFile, or one an admin made in
  * Settings) or a signed-in dashboard session; anyone else gets 401 saying how to get a token. An answer written
  * over time (a capture, the IP list) or read from the store (an IP's timeline, incidents) is returned as its promise,
@@ -108,11 +142,16 @@ export function handleRest(
     return serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
   }
   if (path === "ips") {
+    const cluster = url.searchParams.get("cluster") ?? hub.clusterName;
+    if (cluster !== hub.clusterName) return sendFleetIps(hub, cluster, req.method === "HEAD", res);
     const views = (ip: string) => {
       const v = hub.ip(ip);
-      return v === null ? undefined : ipJson(v);
+      return v === null ? undefined : { cluster, ...ipJson(v) };
     };
     return sendList(res, req.method === "HEAD", hub.ipKeys(), views);
+  }
+  if (path === "clusters") {
+    return hub.fleet.clusters().then((clusters) => send(res, 200, clusters));
   }
   if (path.startsWith("ips/")) {
     const asked = decodeSegment(path.slice(4));
@@ -128,11 +167,11 @@ export function handleRest(
     }
     const now = hub.clock();
     return Promise.all([hub.timeline(ip, now - TIMELINE_MS, now), hub.incidents({ ip, limit: 50 })]).then(([timeline, incidents]) =>
-      send(res, 200, { ...ipJson(v), timeline, incidents: incidents.map(incidentJson) }),
+      send(res, 200, { cluster: hub.clusterName, ...ipJson(v), timeline, incidents: incidents.map(incidentJson) }),
     );
   }
   if (path === "cluster") {
-    send(res, 200, hub.summary());
+    send(res, 200, { name: hub.clusterName, ...hub.summary() });
     return;
   }
   if (path === "nodes") {
@@ -140,6 +179,7 @@ export function handleRest(
       res,
       200,
       hub.nodes().map((a) => ({
+        cluster: hub.clusterName,
         node: a.node,
         agent: { up: a.up, connected: a.connected, version: a.version, lastSeen: a.lastSeen },
         arp: a.arp,
@@ -171,12 +211,16 @@ export function handleRest(
       return;
     }
     const subject = ip === undefined ? undefined : (normalizeIpKey(ip) ?? ip);
-    return hub
-      .incidents({ open: state === null ? undefined : state === "open", ip: subject, limit })
-      .then((incidents) => send(res, 200, incidents.map(incidentJson)));
+    return hub.incidents({ open: state === null ? undefined : state === "open", ip: subject, limit }).then((incidents) =>
+      send(
+        res,
+        200,
+        incidents.map((i) => ({ cluster: hub.clusterName, ...incidentJson(i) })),
+      ),
+    );
   }
   send(res, 404, {
-    error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/ips/{ip}/capture, /api/v1/nodes, /api/v1/incidents, /api/v1/incidents/{id}/capture)`,
+    error: `no such endpoint: ${url.pathname} (try /api/v1/cluster, /api/v1/clusters, /api/v1/ips, /api/v1/ips/{ip}, /api/v1/ips/{ip}/capture, /api/v1/nodes, /api/v1/incidents, /api/v1/incidents/{id}/capture)`,
   });
 }
 

@@ -2,6 +2,7 @@ import { actionsRouter } from "./router/actions.js";
 import { agentsRouter } from "./router/agents.js";
 import { alertsRouter } from "./router/alerts.js";
 import { clusterRouter } from "./router/cluster.js";
+import { fleetRouter } from "./router/fleet.js";
 import { incidentsRouter } from "./router/incidents.js";
 import { ipsRouter } from "./router/ips.js";
 import { nodesRouter } from "./router/nodes.js";
@@ -12,6 +13,7 @@ import { createTRPCRouter } from "./trpc.js";
 /** appRouter: one router per domain; each procedure declares the role it needs (trpc.ts). */
 export const appRouter = createTRPCRouter({
   cluster: clusterRouter,
+  fleet: fleetRouter,
   ips: ipsRouter,
   nodes: nodesRouter,
   agents: agentsRouter,

@@ -1,4 +1,5 @@
 import { hostname, networkInterfaces } from "node:os";
+import { DEFAULT_CLUSTER } from "@whohas/core";
 import type { LocalUser, ProxyAuth } from "../auth/auth.js";
 import { trustList } from "../client-address.js";
 import { DEFAULT_POLICY, checkUrl, type AlertPolicy, type Receiver } from "../alerts/receivers.js";
@@ -28,6 +29,11 @@ export interface HubConfig {
    * the others stand by, not ready, until it is gone.
    */
   readonly ha: boolean;
+  /**
+   * The cluster this hub watches (cluster.name, "default" unless named): its agents must say the same, its rows are
+   * in its own schema of a shared PostgreSQL, and the fleet's overview lists it under this name.
+   */
+  readonly clusterName: string;
   /** This replica's name in logs, on a standby's answers and in PostgreSQL's list of sessions: ha.name, or the host's. */
   readonly replicaName: string;
   /** Where the other replicas reach this one when it leads: ha.advertise, or this host's first IPv4 and the listen port. */
@@ -256,6 +262,7 @@ export function loadConfig(configPath: string | null, env: Env = process.env): H
     dev: env.NODE_ENV === "development",
     storage: { path: c.storage?.path ?? DEFAULTS.storagePath, url: c.storage?.url ?? null, retentionMs },
     ha,
+    clusterName: c.cluster?.name ?? DEFAULT_CLUSTER,
     replicaName: c.ha?.name ?? hostname(),
     replicaUrl: (c.ha?.advertise ?? advertised(listenAt, c.tls?.certFile !== undefined)).replace(/\/$/, ""),
     evidence: { maxFileBytes: c.evidence?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES },

@@ -1,3 +1,4 @@
+import { CLUSTER_NAME, CLUSTER_NAME_HELP } from "@whohas/core";
 import { z } from "zod";
 import { HASH_PREFIX } from "../auth/passwords.js";
 import { ROLES } from "../auth/roles.js";
@@ -53,6 +54,11 @@ export const ConfigSchema = z.strictObject({
   listen: listen.optional(),
   metrics: z.strictObject({ listen: listen.optional(), tokenFile: path.optional() }).optional(),
   storage: z.strictObject({ path: path.optional(), url: postgresUrl.optional(), retention: duration.optional() }).optional(),
+  // The cluster this hub watches: several clusters' hubs on one PostgreSQL make a fleet, each in its own schema.
+  cluster: z
+    .strictObject({ name: z.string().regex(CLUSTER_NAME, CLUSTER_NAME_HELP).optional() })
+    .nullable()
+    .optional(),
   // Replicas on one PostgreSQL, one leading: true in the file, "true" or "false" from WHOHAS_HA.
   ha: z
     .strictObject({
@@ -176,6 +182,7 @@ export const ENV_KEYS: Readonly<Record<string, EnvKey>> = {
   WHOHAS_STORAGE_PATH: { key: "storage.path", help: "storage.path" },
   WHOHAS_STORAGE_URL: { key: "storage.url", help: "storage.url (PostgreSQL instead of SQLite)" },
   WHOHAS_RETENTION: { key: "storage.retention", help: "storage.retention" },
+  WHOHAS_CLUSTER: { key: "cluster.name", help: "cluster.name (the cluster this hub watches, in a fleet of hubs on one PostgreSQL)" },
   WHOHAS_HA: { key: "ha.enabled", help: 'ha.enabled ("true": one of several replicas on storage.url; one leads)' },
   WHOHAS_HA_NAME: { key: "ha.name", help: "ha.name (this replica's name; default: the host name, a Pod's name)" },
   WHOHAS_HA_ADVERTISE: { key: "ha.advertise", help: "ha.advertise (where the other replicas reach this one)" },

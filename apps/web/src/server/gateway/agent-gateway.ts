@@ -64,6 +64,11 @@ const FAILED_BURST = 20;
  * logs it as a conflict: two agents claim one node name, or the old connection is dead and goes within PING_MS × 2.
  */
 export const CLOSE_NODE_TAKEN = 4409;
+/**
+ * CLOSE_WRONG_CLUSTER: the agent's --cluster names another cluster than this hub's: it was given the address of
+ * another cluster's hub. The agent logs it as an error with what to check.
+ */
+export const CLOSE_WRONG_CLUSTER = 4412;
 /** CLOSE_REPLACED: a newer connection of the same node (proved by its ServiceAccount token) took this one's place. */
 export const CLOSE_REPLACED = 4000;
 
@@ -216,7 +221,13 @@ export class AgentGateway {
    * #admit decides whether a hello for `node` may bind this connection, and makes room for it: a newer connection
    * proved to be the same node's takes the old one's place; with the shared token the first one keeps it.
    */
-  #admit(node: string, identity: AgentIdentity, peer: string): Refusal | null {
+  #admit(node: string, cluster: string | undefined, identity: AgentIdentity, peer: string): Refusal | null {
+    if (cluster !== undefined && cluster !== this.hub.clusterName)
+      return {
+        code: CLOSE_WRONG_CLUSTER,
+        reason: "wrong-cluster",
+        message: `this hub watches cluster ${this.hub.clusterName}, the agent ${cluster}`,
+      };
     if (identity.via === "service-account" && identity.node !== node)
       return { code: 1008, reason: "node-mismatch", message: `hello names ${node} but the token is bound to a Pod on ${identity.node}` };
     if (this.hub.nodeKnown(node) === false)
@@ -281,7 +292,7 @@ export class AgentGateway {
       switch (m.type) {
         case "hello": {
           if (node !== null) return this.#refuse(ws, node, peer, "hello sent twice");
-          const refused = this.#admit(m.node, identity, peer);
+          const refused = this.#admit(m.node, m.cluster, identity, peer);
           if (refused !== null) {
             this.logger.warn("agent.refused", { node: m.node, peer, via: identity.via, reason: refused.reason, message: refused.message });
             this.o.metrics?.rejected.inc({ reason: refused.reason });

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Logger } from "@whohas/core";
+import { DEFAULT_CLUSTER } from "@whohas/core";
 import { where } from "../store/postgres.js";
 
 /**
@@ -7,6 +8,19 @@ import { where } from "../store/postgres.js";
  * agents, judges, notifies, keeps retention and runs remediation. Another number than the migrations' lock.
  */
 export const LEADER_LOCK = 0x77686f6c;
+
+/**
+ * leaderLock is the lock of one cluster's leader: the hubs of a fleet share one database, and each cluster has a
+ * leader of its own. The default cluster keeps LEADER_LOCK as it always was (a replica of an older build and one of
+ * this build never lead at once); a named cluster's is LEADER_LOCK in the upper half of the 64-bit key and the
+ * FNV-1a hash of its name in the lower. `classid` and `objid` are the halves as pg_locks shows them.
+ */
+export function leaderLock(cluster: string = DEFAULT_CLUSTER): { key: string; classid: number; objid: number } {
+  if (cluster === DEFAULT_CLUSTER) return { key: String(LEADER_LOCK), classid: 0, objid: LEADER_LOCK };
+  let h = 0x811c9dc5;
+  for (const b of Buffer.from(cluster)) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return { key: String((BigInt(LEADER_LOCK) << 32n) | BigInt(h)), classid: LEADER_LOCK, objid: h };
+}
 /** HEARTBEAT_MS / HEARTBEAT_TIMEOUT_MS: the leader asks its lock's connection this often; no answer this long is a loss. */
 export const HEARTBEAT_MS = 1000;
 export const HEARTBEAT_TIMEOUT_MS = 3000;
@@ -37,6 +51,8 @@ export interface LeadershipOptions {
   readonly url: string;
   /** This replica's name, as others show it (the Pod's name). */
   readonly name: string;
+  /** The cluster this replica's hub watches: one leader per cluster. */
+  readonly cluster?: string;
   readonly logger: Logger;
   /** Called once when this replica, leading, can no longer be sure it does; it must stop its duties at once. */
   readonly onLost: (reason: string) => void;
@@ -79,7 +95,7 @@ export class Leadership {
           // A standby killed while it waits for the lock: its session notices the closed socket and ends.
           `SET client_connection_check_interval = ${KEEPALIVE.idleS * 1000}`,
       );
-      await client.query("SELECT pg_advisory_lock($1)", [LEADER_LOCK]);
+      await client.query("SELECT pg_advisory_lock($1::bigint)", [leaderLock(o.cluster).key]);
     } catch (e) {
       self.#released = true;
       await client.end().catch(() => undefined);
@@ -123,18 +139,19 @@ export class Leadership {
  * leaderSession reads the session name (sessionName) of the replica that holds LEADER_LOCK in this database now, from
  * PostgreSQL's own view of sessions and locks (no table of ours to go stale); null when none does.
  */
-export async function leaderSession(q: pg.Pool): Promise<string | null> {
+export async function leaderSession(q: pg.Pool, cluster?: string): Promise<string | null> {
+  const lock = leaderLock(cluster);
   const r = await q.query<{ name: string }>(
     `SELECT a.application_name AS name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        AND l.classid = 0 AND l.objid = $1 AND l.objsubid = 1 LIMIT 1`,
-    [LEADER_LOCK],
+        AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid AND l.objsubid = 1 LIMIT 1`,
+    [lock.classid, lock.objid],
   );
   return r.rows[0]?.name ?? null;
 }
 
 /** leaderName is the leading replica's name as its session shows it (cut when long); null when none leads. */
-export async function leaderName(q: pg.Pool): Promise<string | null> {
-  const session = await leaderSession(q);
+export async function leaderName(q: pg.Pool, cluster?: string): Promise<string | null> {
+  const session = await leaderSession(q, cluster);
   return session === null ? null : session.startsWith(APP_PREFIX) ? session.slice(APP_PREFIX.length) : session;
 }

@@ -8,6 +8,7 @@ import { trustReplicas } from "../client-address.js";
 import type { HubConfig } from "../config/load.js";
 import { limitConnections } from "../http.js";
 import { listen } from "../listen.js";
+import { sessionOptions } from "../store/postgres.js";
 import type { SettingsRepo } from "../store/settings.js";
 import { Leadership, leaderName, leaderSession, sessionName } from "./leadership.js";
 import { Standby } from "./standby.js";
@@ -29,15 +30,17 @@ export async function standUntilLeading(
   const url = config.storage.url;
   if (!config.ha || url === null) return { leadership: null, endStandby: () => Promise.resolve() };
   const name = config.replicaName;
-  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 5000 });
+  const cluster = config.clusterName;
+  const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 5000, ...sessionOptions(cluster) });
   pool.on("error", () => undefined);
   const standby = new Standby({
     name,
+    cluster,
     agentPaths,
     certificate: config.tls?.cert,
     lookup: async () => {
       const [session, rows] = await Promise.all([
-        leaderSession(pool),
+        leaderSession(pool, cluster),
         pool.query<{ key: string; value: string }>("SELECT key, value FROM settings WHERE key IN ($1, $2)", [LEADER_KEY, REPLICA_KEY]),
       ]);
       const value = (k: string): unknown => {
@@ -77,7 +80,8 @@ export async function standUntilLeading(
   process.once("SIGINT", quit);
   logger.info("ha.standby", {
     replica: name,
-    leader: await leaderName(pool).catch(() => null),
+    cluster,
+    leader: await leaderName(pool, cluster).catch(() => null),
     hint: "passes people's requests to the leader and takes over when the leader's session in PostgreSQL ends",
   });
   let leadership: Leadership | null = null;
@@ -86,6 +90,7 @@ export async function standUntilLeading(
       leadership = await Leadership.campaign({
         url,
         name,
+        cluster,
         logger,
         // Another replica may lead from the next moment on: the duties stop with the process, unflushed, at once.
         onLost: (reason) => {

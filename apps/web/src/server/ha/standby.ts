@@ -4,6 +4,7 @@ import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
+import { DEFAULT_CLUSTER } from "@whohas/core";
 import { peerAddress, REPLICA_HEADER, REPLICA_PEER_HEADER, vouchedByReplica } from "../client-address.js";
 
 /**
@@ -19,6 +20,8 @@ export interface Leader {
 export interface StandbyOptions {
   /** This replica's name. */
   readonly name: string;
+  /** The cluster its hub watches: its gauge carries the label the leader's series carry (none for the default). */
+  readonly cluster?: string;
   /** Reads who leads (null: none at this moment) and the replicas' shared key, from the shared database. */
   readonly lookup: () => Promise<{ leader: Leader | null; key: string | null }>;
   /** The agents' WebSocket paths (/agent, and under the base path): agents are told to try again, never forwarded. */
@@ -88,7 +91,10 @@ export class Standby {
     if (path !== "/metrics")
       return void res.writeHead(404, { "content-type": "text/plain" }).end("this port serves /metrics, /healthz and /readyz only\n");
     res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-    res.end("# HELP whohas_hub_leader 1 on the replica that leads, 0 on a standby.\n# TYPE whohas_hub_leader gauge\nwhohas_hub_leader 0\n");
+    const labels = this.#o.cluster === undefined || this.#o.cluster === DEFAULT_CLUSTER ? "" : `{cluster="${this.#o.cluster}"}`;
+    res.end(
+      `# HELP whohas_hub_leader 1 on the replica that leads, 0 on a standby.\n# TYPE whohas_hub_leader gauge\nwhohas_hub_leader${labels} 0\n`,
+    );
   };
 
   /** listener serves the probes itself and passes every other request to the leader. */

@@ -1,4 +1,4 @@
-import { splitIpKey, type AgentMessage, type NodeArp, type NodeFacts } from "@whohas/core";
+import { DEFAULT_CLUSTER, splitIpKey, type AgentMessage, type NodeArp, type NodeFacts } from "@whohas/core";
 import { openSqlite } from "../store/sqlite.js";
 import { Store } from "../store/store.js";
 import type { StoredAgent } from "../store/agents.js";
@@ -6,6 +6,7 @@ import type { TimelinePoint } from "../store/traffic.js";
 import { AgentRegistry, type AgentView, type MacConflict } from "./agents.js";
 import { ClusterState, type ClusterSource, type ClusterView } from "./cluster.js";
 import { Feed } from "./feed.js";
+import { Fleet } from "./fleet.js";
 import { Judging, type JudgingStart } from "./judging.js";
 import { STRICT_ARP_SEEN } from "./node-judging.js";
 import { Traffic, type LimitStatus, type TrackingLimits } from "./traffic.js";
@@ -45,6 +46,8 @@ export interface HubOptions {
   readonly onMacConflict?: (c: MacConflict) => void;
   /** Where a write to the store that failed is told (the hub goes on from what it holds in memory). */
   readonly onStoreError?: (what: string, e: Error) => void;
+  /** The cluster this hub watches (cluster.name; "default" when absent), and its dashboard's address for the fleet. */
+  readonly cluster?: { readonly name: string; readonly url: string | null };
 }
 
 /** What a hub starts from: what its store kept of the agents, the incidents open, the traffic and strictARP seen. */
@@ -67,6 +70,8 @@ export class Hub {
   readonly traffic: Traffic;
   readonly judging: Judging;
   readonly views: Views;
+  /** The clusters of the fleet, this one among them. */
+  readonly fleet: Fleet;
   readonly #onStoreError: (what: string, e: Error) => void;
 
   /**
@@ -119,6 +124,24 @@ export class Hub {
       start,
     );
     this.traffic.restore(start.history);
+    this.fleet = new Fleet({
+      name: opts.cluster?.name ?? DEFAULT_CLUSTER,
+      url: opts.cluster?.url ?? null,
+      repo: this.store.fleet,
+      rows: () => this.views.ips().map(rowOf),
+      summary: () => this.summary(),
+      openIncidents: async () => (await this.judging.incidents({ open: true })).length,
+      agents: () => {
+        const all = this.agents.list();
+        return { up: all.filter((a) => a.up).length, total: all.length };
+      },
+      clock: this.clock,
+    });
+  }
+
+  /** clusterName is the cluster this hub watches: its agents say the same, and the fleet lists it so. */
+  get clusterName(): string {
+    return this.fleet.name;
   }
 
   // What agents say (the gateway).

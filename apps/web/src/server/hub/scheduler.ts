@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import type { Logger } from "@whohas/core";
 import { MAX_ROWS_PER_FLUSH } from "../store/store.js";
 import { LogThrottle } from "../log-throttle.js";
+import { PUBLISH_MS } from "./fleet.js";
 import type { Hub } from "./hub.js";
 
 /** ROUND_MS: how often the IPs that may change with time alone (and the nodes) are judged. */
@@ -38,6 +39,8 @@ export class Scheduler {
   readonly #timers: NodeJS.Timeout[] = [];
   #judging = false;
   #writing = false;
+  #publishing = false;
+  #publishNoisy: LogThrottle | null = null;
   /** Since when writes fail (null while they go through), and the throttle of their error line. */
   #failingSince: number | null = null;
   #noisy: LogThrottle | null = null;
@@ -53,7 +56,25 @@ export class Scheduler {
     this.#timers.push(setInterval(() => void this.#round(), ROUND_MS));
     this.#timers.push(setTimeout(() => this.#timers.push(setInterval(() => void this.#write(), WRITE_MS)), ROUND_MS / 2));
     this.#timers.push(setInterval(() => void this.#prune(), PRUNE_EVERY_MS));
+    this.#timers.push(setInterval(() => void this.#publish(), PUBLISH_MS));
     void this.#prune();
+    void this.#publish();
+  }
+
+  /** #publish writes this cluster's summary and changed IP rows for the fleet's overview. */
+  async #publish(): Promise<void> {
+    if (this.#publishing || this.#stopped) return;
+    this.#publishing = true;
+    try {
+      await this.o.hub.fleet.publish();
+    } catch (e) {
+      this.#publishNoisy ??= new LogThrottle(this.o.logger);
+      this.#publishNoisy.error("fleet.publish_failed", "", {
+        message: (e as Error).message,
+        hint: `the other hubs of the fleet show this cluster as not reporting meanwhile; ${this.o.storageHint}`,
+      });
+    }
+    this.#publishing = false;
   }
 
   /**

@@ -184,6 +184,7 @@ describe("Slack messages", () => {
   const notice = (node: string, detail: string): Notice => ({
     id: "msg_1",
     receiver: "chat",
+    cluster: "default",
     ip: "198.51.100.7",
     status: "firing",
     services: [{ namespace: "web", name: "<!here>" }],
