@@ -81,6 +81,15 @@ const VISITS: readonly Visit[] = [
     },
   },
   {
+    name: "clusters",
+    role: "viewer",
+    open: async (page) => {
+      await page.goto(`${url}/clusters`);
+      await expect(page.locator('[data-testid="clusters"] tr[data-cluster="default"]')).toBeVisible();
+      await expect(page.getByTestId("single-cluster")).toBeVisible();
+    },
+  },
+  {
     name: "fix",
     role: "operator",
     open: async (page) => {

@@ -391,7 +391,7 @@ test("every page runs under the Content-Security-Policy without a violation, and
     );
   });
   page.on("console", (m) => m.type() === "error" && /Content.Security.Policy/i.test(m.text()) && violations.push(m.text()));
-  for (const path of ["/", "/ips", `/ips/${vip0}`, "/nodes", "/incidents", "/settings"]) {
+  for (const path of ["/", "/ips", `/ips/${vip0}`, "/nodes", "/incidents", "/clusters", "/settings"]) {
     const res = await page.goto(`${url}${path}`);
     expect(res?.headers()["content-security-policy"]).toMatch(/'nonce-[^']+' 'strict-dynamic'.*frame-ancestors 'none'/);
     // The page's scripts ran under the policy: the top bar's effect sets the theme on <html>.

@@ -26,8 +26,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
     <html lang="en" suppressHydrationWarning>
       <body>
         <SessionProvider session={s}>
-          <Nav />
-          <TRPCReactProvider csrf={s?.csrf ?? ""}>{children}</TRPCReactProvider>
+          <TRPCReactProvider csrf={s?.csrf ?? ""}>
+            <Nav />
+            {children}
+          </TRPCReactProvider>
         </SessionProvider>
       </body>
     </html>

@@ -1,9 +1,11 @@
 "use client";
 
 import Link from "next/link";
-import { usePathname } from "next/navigation";
+import { useQuery } from "@tanstack/react-query";
+import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
 import { BASE_PATH } from "~/env";
+import { useTRPC } from "~/trpc/react";
 import { can, useSession, type Role } from "./ui/session";
 
 const LINKS = [
@@ -11,10 +13,50 @@ const LINKS = [
   { href: "/ips", label: "IPs" },
   { href: "/nodes", label: "Nodes" },
   { href: "/incidents", label: "Incidents" },
+  { href: "/clusters", label: "Clusters" },
   // The strictARP fix and its rollback stay reachable once the Overview is green again.
   { href: "/fix", label: "Fix", role: "operator" },
   { href: "/settings", label: "Settings", role: "admin" },
 ] as const satisfies readonly { href: string; label: string; role?: Role }[];
+
+/**
+ * ClusterSwitch names the cluster this hub watches and, in a fleet, goes to another's dashboard (its hub's address,
+ * or the all-clusters page filtered to it when that hub published none). One cluster named "default": nothing shown.
+ */
+function ClusterSwitch() {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const clusters = useQuery({ ...trpc.fleet.clusters.queryOptions(), refetchInterval: 30_000 });
+  const all = clusters.data ?? [];
+  const self = all.find((c) => c.self);
+  if (self === undefined || (all.length === 1 && self.name === "default")) return null;
+  if (all.length === 1)
+    return (
+      <span className="chip" data-testid="cluster-name" title="the cluster this hub watches (cluster.name)">
+        {self.name}
+      </span>
+    );
+  return (
+    <select
+      aria-label="cluster"
+      data-testid="cluster-switch"
+      value={self.name}
+      onChange={(e) => {
+        const c = all.find((x) => x.name === e.target.value);
+        if (c === undefined || c.self) return;
+        if (c.url !== null) window.location.href = c.url;
+        else router.push(`/clusters?cluster=${encodeURIComponent(c.name)}`);
+      }}
+    >
+      {all.map((c) => (
+        <option key={c.name} value={c.name}>
+          {c.name}
+          {c.self ? " (this hub)" : c.reporting ? "" : " (not reporting)"}
+        </option>
+      ))}
+    </select>
+  );
+}
 
 /** Nav is the top bar: the pages, who is signed in (and sign out), and the light / dark switch (remembered here). */
 export function Nav() {
@@ -43,6 +85,7 @@ export function Nav() {
           );
         })}
       </nav>
+      {session !== null && <ClusterSwitch />}
       {session !== null && (
         <form method="post" action={`${BASE_PATH}/api/auth/logout`} className="who">
           <span className="muted">
