@@ -6,19 +6,22 @@ import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { startTestApiServer } from "./kube/server.js";
 import { collectGarbage, requireRoot } from "./lab.js";
-import { DEMO_VLAN_IPS, startDemo } from "./demo.js";
+import { DEMO_VLAN_IPS, startDemo, startSecondCluster } from "./demo.js";
+import { freePort } from "./hub-process.js";
 import { startPostgres } from "./postgres.js";
 
 const USAGE = `Usage: whohas-lab <command> [options]
 
 Commands:
-  demo [--nodes N] [--vips N] [--port P] [--replicas N]
+  demo [--nodes N] [--vips N] [--port P] [--replicas N] [--clusters N]
         build a dual-stack lab (N node namespaces answering ARP for every VIP, as kube-proxy IPVS with strictARP
         false leaves them, IPv6 VIPs answered by their MetalLB-like speaker, and one address on VLANs 30 and 40),
         start the hub on port P (default 3000), one agent per node, a client that asks for every address each
         second, and a test Kubernetes API server holding the matching Services, kube-proxy config and MetalLB
         objects. Runs until Ctrl-C, then tears everything down. --replicas 2: two hub replicas (ports P and
         another) on the PostgreSQL of WHOHAS_STORAGE_URL, or on a throwaway one started for the demo.
+        --clusters 2: a fleet of two clusters on that PostgreSQL: lab-a as above (port P) and lab-b, one node
+        with the same VIPs and a hub of its own (another port); each dashboard's Clusters page shows both.
   kube --kubeconfig-out FILE [--port P]
         start the test Kubernetes API server alone, empty (no lab, no root needed), write a kubeconfig for it
         (an admin token, TLS verified) to FILE, print its address, and serve until Ctrl-C. Drive it with
@@ -49,33 +52,55 @@ async function kube(argv: string[]): Promise<void> {
 async function demo(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
-    options: { nodes: { type: "string" }, vips: { type: "string" }, port: { type: "string" }, replicas: { type: "string" } },
+    options: {
+      nodes: { type: "string" },
+      vips: { type: "string" },
+      port: { type: "string" },
+      replicas: { type: "string" },
+      clusters: { type: "string" },
+    },
   });
   const replicas = Number(values.replicas ?? 1);
   if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) throw new Error(`--replicas must be 1 to 5 (got ${values.replicas})`);
+  const clusters = Number(values.clusters ?? 1);
+  if (clusters !== 1 && clusters !== 2) throw new Error(`--clusters must be 1 or 2 (got ${values.clusters})`);
+  if (clusters > 1 && replicas > 1) throw new Error("--clusters 2 and --replicas: one at a time");
   await requireRoot();
   await collectGarbage();
   // Replicas share one PostgreSQL: the one given, or a throwaway one for the demo's life.
   // eslint-disable-next-line no-restricted-properties
   const given = process.env.WHOHAS_STORAGE_URL;
-  const pg = replicas > 1 && given === undefined ? await startPostgres() : null;
+  const shared = replicas > 1 || clusters > 1;
+  const pg = shared && given === undefined ? await startPostgres() : null;
+  const storageUrl = shared ? (given ?? pg?.url) : undefined;
+  const port = Number(values.port ?? 3000) || (await freePort());
+  const vips = Number(values.vips ?? 3);
   const stack = await startDemo({
     nodes: Number(values.nodes ?? 3),
-    vips: Number(values.vips ?? 3),
-    port: Number(values.port ?? 3000),
+    vips,
+    port,
     replicas,
-    storageUrl: replicas > 1 ? (given ?? pg?.url) : undefined,
+    storageUrl,
+    ...(clusters > 1 ? { clusterName: "lab-a", externalUrl: `http://localhost:${port}` } : {}),
   }).catch(async (e: unknown) => {
     await pg?.stop();
     throw e;
   });
+  const other =
+    clusters > 1 && storageUrl !== undefined
+      ? await startSecondCluster({ vips, port: await freePort([port]), storageUrl, name: "lab-b" }).catch(async (e: unknown) => {
+          await stack.stop();
+          await pg?.stop();
+          throw e;
+        })
+      : null;
   const [first, second] = stack.lab.nodes;
   let stopping = false;
   const stop = async (why: string) => {
     if (stopping) return;
     stopping = true;
     process.stdout.write(`\n${why}: tearing the lab down...\n`);
-    await stack.stop();
+    await Promise.all([stack.stop(), other?.stop()]);
     await pg?.stop();
     process.stdout.write("lab removed.\n");
     process.exit(0);
@@ -117,6 +142,13 @@ async function demo(argv: string[]): Promise<void> {
       "  stand-in that applies strictARP's sysctls when its DaemonSet restarts: fix it and one node answers per IP.",
       `  Hub: whohas-hub --config ${stack.hubConfig} (${storage}).`,
       ...replicaLines,
+      ...(other === null
+        ? []
+        : [
+            `  Fleet: this lab is cluster lab-a; cluster lab-b is a second lab (${other.lab.nodes.length} node, the same VIPs) with its own`,
+            `  hub at ${other.url} (sign in there as ${other.users.operator.name} / ${other.users.operator.password}). Both hubs write to`,
+            `  ${storage}; the Clusters page of either shows both, the same IPs as two rows with their own verdicts.`,
+          ]),
       `  Read API: curl -H 'Authorization: Bearer ${stack.viewerToken}' ${stack.url}/api/v1/ips`,
       "",
       "Press Ctrl-C to stop and remove the lab.",

@@ -12,6 +12,9 @@ export interface DemoOptions {
   /** Hub replicas on the PostgreSQL at `storageUrl` (StackOptions.replicas); 1: one hub. */
   readonly replicas?: number;
   readonly storageUrl?: string;
+  /** The lab's cluster in a fleet (StackOptions.clusterName), and the hub's address the other hubs link to. */
+  readonly clusterName?: string;
+  readonly externalUrl?: string;
 }
 
 /**
@@ -32,14 +35,37 @@ export async function startDemo(o: DemoOptions): Promise<Stack> {
     vlanVips: DEMO_VLAN_IPS,
     backgroundProbe: "30s",
     replicas: o.replicas,
-    hubConfig:
-      o.storageUrl === undefined
-        ? undefined
-        : { storage: { path: `${tmpdir()}/whohas-demo-${process.pid}.db`, url: o.storageUrl, retention: "1d" } },
+    clusterName: o.clusterName,
+    hubConfig: {
+      ...(o.storageUrl === undefined
+        ? {}
+        : { storage: { path: `${tmpdir()}/whohas-demo-${process.pid}.db`, url: o.storageUrl, retention: "1d" } }),
+      ...(o.externalUrl === undefined ? {} : { alerting: { externalUrl: o.externalUrl } }),
+    },
   });
   const [first, second] = stack.lab.nodes;
   const elected = (node: string) => [...stack.owners].filter(([, owner]) => owner === node).map(([ip]) => ip);
   if (first !== undefined) stack.own(first.name, [...elected(first.name), ...DEMO_VLAN_IPS]);
   if (second !== undefined) stack.own(second.name, [...elected(second.name), DEMO_VLAN_IPS[1]]);
   return stack;
+}
+
+/**
+ * startSecondCluster starts the demo's second cluster of a fleet: a lab of one node (so one responder per IP) with
+ * the same VIPs, Services and Kubernetes objects, its own agents and hub, on the first's PostgreSQL.
+ */
+export async function startSecondCluster(o: { vips: number; port: number; storageUrl: string; name: string }): Promise<Stack> {
+  return startStack({
+    nodes: 1,
+    vips: o.vips,
+    port: o.port,
+    kube: true,
+    cluster: true,
+    backgroundProbe: "30s",
+    clusterName: o.name,
+    hubConfig: {
+      storage: { path: `${tmpdir()}/whohas-demo-${process.pid}-${o.name}.db`, url: o.storageUrl, retention: "1d" },
+      alerting: { externalUrl: `http://localhost:${o.port}` },
+    },
+  });
 }

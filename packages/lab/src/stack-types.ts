@@ -44,6 +44,11 @@ export interface StackOptions {
    * joined by forwards), so `url` and `metricsUrl` work as usual. Webhook receivers in this namespace are out of reach.
    */
   readonly hubOnLink?: boolean;
+  /**
+   * The cluster this lab is in a fleet (cluster.name on the hub, --cluster on every agent): several labs' hubs on one
+   * PostgreSQL (hubConfig.storage.url) make a fleet, each lab one cluster. Absent: the default cluster.
+   */
+  readonly clusterName?: string;
   /** Requests the test API server refuses with 403 (RBAC the hub lacks). */
   readonly forbidden?: readonly ForbiddenRule[];
   /** Holds each write to the test API server until it settles (see TestApiServerOptions.beforeWrite). */

@@ -189,6 +189,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       auth: { users: Object.values(users).map((u, i) => ({ name: u.name, passwordHash: hashes[i], role: u.role })) },
       actions: { probeDuration: opts.probeDuration ?? "60s" },
       backgroundProbe: { interval: opts.backgroundProbe ?? "off" },
+      ...(opts.clusterName === undefined ? {} : { cluster: { name: opts.clusterName } }),
       ...opts.hubConfig,
     };
     if (replicas > 1) {
@@ -297,6 +298,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
           "^eth",
           "--token-file",
           saTokens === null ? tokenFile : agentTokenFile(n.name),
+          ...(opts.clusterName === undefined ? [] : ["--cluster", opts.clusterName]),
         ]),
       );
     };
