@@ -37,6 +37,9 @@ export function Fleet({ initialCluster }: { initialCluster: string | null }) {
     .filter((r) => shown === "" || r.cluster === shown)
     .filter((r) => !problems || r.state === "multi-responder" || r.state === "no-responder" || r.findings.length > 0);
   const failed = ips.find((q) => q.error !== null)?.error;
+  const unreadable = ips
+    .filter((q) => (q.data?.unreadable ?? 0) > 0)
+    .map((q) => `${q.data?.cluster.name ?? ""}: ${q.data?.unreadable ?? 0}`);
   return (
     <>
       <table data-testid="clusters">
@@ -64,18 +67,28 @@ export function Fleet({ initialCluster }: { initialCluster: string | null }) {
                     </span>
                   )}
                 </td>
-                <td>{s.ips}</td>
-                <td className={(s.states["multi-responder"] ?? 0) > 0 ? "state-multi-responder" : undefined} data-testid="multi">
-                  {s.states["multi-responder"] ?? 0}
-                </td>
-                <td className={(s.states["no-responder"] ?? 0) > 0 ? "state-no-responder" : undefined}>{s.states["no-responder"] ?? 0}</td>
-                <td data-testid="open-incidents">{s.openIncidents}</td>
-                <td>
-                  {s.agents.up} of {s.agents.total} up
-                </td>
-                <td className={s.strictArp === "exposed" ? "state-multi-responder" : s.strictArp === "ok" ? "state-single" : undefined}>
-                  {s.strictArp === "exposed" ? "exposed" : s.strictArp === "ok" ? "ok" : "unknown"}
-                </td>
+                {s === null ? (
+                  <td colSpan={6} className="muted" data-testid="unreadable-summary">
+                    what its hub published cannot be read (a hub of another version?): see its own dashboard
+                  </td>
+                ) : (
+                  <>
+                    <td>{s.ips}</td>
+                    <td className={(s.states["multi-responder"] ?? 0) > 0 ? "state-multi-responder" : undefined} data-testid="multi">
+                      {s.states["multi-responder"] ?? 0}
+                    </td>
+                    <td className={(s.states["no-responder"] ?? 0) > 0 ? "state-no-responder" : undefined}>
+                      {s.states["no-responder"] ?? 0}
+                    </td>
+                    <td data-testid="open-incidents">{s.openIncidents}</td>
+                    <td>
+                      {s.agents.up} of {s.agents.total} up
+                    </td>
+                    <td className={s.strictArp === "exposed" ? "state-multi-responder" : s.strictArp === "ok" ? "state-single" : undefined}>
+                      {s.strictArp}
+                    </td>
+                  </>
+                )}
                 <td>
                   {href === null ? (
                     <span className="muted" title="its hub has no alerting.externalUrl: set it there for links">
@@ -116,6 +129,11 @@ export function Fleet({ initialCluster }: { initialCluster: string | null }) {
         </label>
       </div>
       {failed !== undefined ? <Failure message={failed.message} /> : null}
+      {unreadable.length > 0 ? (
+        <p className="muted" data-testid="unreadable-rows">
+          Rows left out because what their hub published cannot be read (a hub of another version?): {unreadable.join(", ")}.
+        </p>
+      ) : null}
       {rows.length === 0 ? (
         <Empty testId="no-fleet-ips">No IP matches.</Empty>
       ) : (

@@ -26,7 +26,7 @@ const LINKS = [
 function ClusterSwitch() {
   const trpc = useTRPC();
   const router = useRouter();
-  const clusters = useQuery({ ...trpc.fleet.clusters.queryOptions(), refetchInterval: 30_000 });
+  const clusters = useQuery({ ...trpc.fleet.directory.queryOptions(), refetchInterval: 30_000 });
   const all = clusters.data ?? [];
   const self = all.find((c) => c.self);
   if (self === undefined || (all.length === 1 && self.name === "default")) return null;
@@ -44,7 +44,8 @@ function ClusterSwitch() {
       onChange={(e) => {
         const c = all.find((x) => x.name === e.target.value);
         if (c === undefined || c.self) return;
-        if (c.url !== null) window.location.href = c.url;
+        // The hub gives only http(s) addresses; checked here too, as this one assignment is a navigation.
+        if (c.url !== null && /^https?:\/\//.test(c.url)) window.location.assign(c.url);
         else router.push(`/clusters?cluster=${encodeURIComponent(c.name)}`);
       }}
     >

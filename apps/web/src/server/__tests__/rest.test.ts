@@ -82,13 +82,14 @@ describe("read API", () => {
   });
 
   it("names the cluster of every entry, and serves another cluster of the fleet as its hub published it", async () => {
-    const { hub, get, advance } = await start(VIEWER);
+    const { hub, get } = await start(VIEWER);
     hub.connect(hello("node-a", "02:00:5e:00:00:0a"));
     hub.tick();
     hub.observe("node-a", answered(VIP, 9000, "02:00:5e:00:00:0a"));
     await new Promise((r) => setImmediate(r));
     expect((await get("/ips")).body).toEqual([expect.objectContaining({ cluster: "default", ip: VIP, state: "single" })]);
     expect((await get("/ips?cluster=default")).body).toEqual((await get("/ips")).body);
+    expect((await get("/ips?cluster=")).body).toEqual((await get("/ips")).body);
     expect((await get(`/ips/${VIP}`)).body).toMatchObject({ cluster: "default", ip: VIP });
     expect((await get("/nodes")).body).toEqual([expect.objectContaining({ cluster: "default", node: "node-a" })]);
     expect((await get("/cluster")).body).toMatchObject({ name: "default" });
@@ -100,19 +101,29 @@ describe("read API", () => {
       { mac: "02:00:5e:00:00:1a", node: "west-a", vendor: null, answering: true, lastGratuitous: null },
       { mac: "02:00:5e:00:00:1b", node: "west-b", vendor: null, answering: true, lastGratuitous: null },
     ];
-    await hub.store.fleet.writeIps("west", [{ key: VIP, entry: { ...row, state: "multi-responder", responders } }], [], 9000);
-    await hub.store.fleet.report("west", "https://west.example", { ips: 1 }, 9500);
+    await hub.store.fleet.writeIps("west", [{ key: VIP, entry: { ...row, state: "multi-responder", responders } }], []);
+    const summary = {
+      ips: 1,
+      states: { "multi-responder": 1 },
+      openIncidents: 1,
+      agents: { up: 2, total: 2 },
+      kubernetes: "off",
+      strictArp: "exposed",
+    };
+    await hub.store.fleet.report("west", "https://west.example", summary);
     const west = (await get("/ips?cluster=west")).body;
-    expect(west).toEqual([
-      expect.objectContaining({ cluster: "west", ip: VIP, key: VIP, state: "multi-responder", asOf: 9500, reporting: true }),
-    ]);
+    expect(west).toEqual([expect.objectContaining({ cluster: "west", ip: VIP, key: VIP, state: "multi-responder", reporting: true })]);
+    // When west's hub published, by the database's clock, in this hub's time (the hub's clock here stands at 10 s).
+    const { asOf } = (west as { asOf: number }[])[0] ?? { asOf: 0 };
+    expect(asOf).toBeGreaterThan(9000);
+    expect(asOf).toBeLessThanOrEqual(10_000);
     expect((west as { responders: { node: string }[] }[])[0]?.responders.map((r) => r.node)).toEqual(["west-a", "west-b"]);
     expect(((await get("/clusters")).body as { name: string; self: boolean }[]).map((c) => [c.name, c.self])).toEqual([
       ["default", true],
       ["west", false],
     ]);
     // Its hub silent past STALE_MS: the entries say so.
-    advance(STALE_MS);
+    await hub.store.db.run("UPDATE fleet_clusters SET reported_at = reported_at - ?", [STALE_MS + 1000]);
     expect((await get("/ips?cluster=west")).body).toEqual([expect.objectContaining({ cluster: "west", reporting: false })]);
     const none = await get("/ips?cluster=north");
     expect(none.status).toBe(404);

@@ -142,7 +142,7 @@ export function handleRest(
     return serveCapture(hub, evidence, principal, capture[1] === "ips" ? "ip" : "incident", decodeSegment(capture[2] ?? ""), url, res);
   }
   if (path === "ips") {
-    const cluster = url.searchParams.get("cluster") ?? hub.clusterName;
+    const cluster = url.searchParams.get("cluster") || hub.clusterName;
     if (cluster !== hub.clusterName) return sendFleetIps(hub, cluster, req.method === "HEAD", res);
     const views = (ip: string) => {
       const v = hub.ip(ip);

@@ -152,7 +152,11 @@ export const ConfigSchema = z.strictObject({
       sendResolved: z.boolean().optional(),
       allowHosts: z.array(z.string().min(1)).optional(),
       allowPrivate: z.boolean().optional(),
-      externalUrl: z.string().url().optional(),
+      externalUrl: z
+        .string()
+        .url()
+        .regex(/^https?:\/\//, "an http(s) address: the dashboard's, for links in notifications and from the other hubs of a fleet")
+        .optional(),
     })
     .optional(),
   webhooks: z.array(receiver).max(50).optional(),

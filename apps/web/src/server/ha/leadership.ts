@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "@whohas/core";
 import { DEFAULT_CLUSTER } from "@whohas/core";
@@ -12,14 +13,15 @@ export const LEADER_LOCK = 0x77686f6c;
 /**
  * leaderLock is the lock of one cluster's leader: the hubs of a fleet share one database, and each cluster has a
  * leader of its own. The default cluster keeps LEADER_LOCK as it always was (a replica of an older build and one of
- * this build never lead at once); a named cluster's is LEADER_LOCK in the upper half of the 64-bit key and the
- * FNV-1a hash of its name in the lower. `classid` and `objid` are the halves as pg_locks shows them.
+ * this build never lead at once); a named cluster's key is the first 63 bits of the SHA-256 of its name, so two
+ * names meet by chance only (one in 2^63). `classid` and `objid` are the key's halves as pg_locks shows them.
  */
 export function leaderLock(cluster: string = DEFAULT_CLUSTER): { key: string; classid: number; objid: number } {
   if (cluster === DEFAULT_CLUSTER) return { key: String(LEADER_LOCK), classid: 0, objid: LEADER_LOCK };
-  let h = 0x811c9dc5;
-  for (const b of Buffer.from(cluster)) h = Math.imul(h ^ b, 0x01000193) >>> 0;
-  return { key: String((BigInt(LEADER_LOCK) << 32n) | BigInt(h)), classid: LEADER_LOCK, objid: h };
+  const digest = createHash("sha256").update(`whohas leader ${cluster}`).digest();
+  const classid = digest.readUInt32BE(0) & 0x7fffffff;
+  const objid = digest.readUInt32BE(4);
+  return { key: String((BigInt(classid) << 32n) | BigInt(objid)), classid, objid };
 }
 /** HEARTBEAT_MS / HEARTBEAT_TIMEOUT_MS: the leader asks its lock's connection this often; no answer this long is a loss. */
 export const HEARTBEAT_MS = 1000;

@@ -1,4 +1,5 @@
-import type { FleetRepo } from "../store/fleet.js";
+import { z } from "zod";
+import type { FleetRepo, PublishedCluster } from "../store/fleet.js";
 import type { ClusterSummary } from "./hub.js";
 import type { HubIpState, IpRow } from "./views.js";
 
@@ -25,7 +26,13 @@ export interface FleetSummary {
 }
 
 /** A FleetCluster is a cluster of the fleet as a hub reads it: its own live, the others as they last published. */
-export interface FleetCluster {
+export interface FleetCluster extends FleetEntry {
+  /** Null when what its hub published cannot be read (a hub of another version, or a broken row). */
+  readonly summary: FleetSummary | null;
+}
+
+/** A FleetEntry is a cluster as the top bar's switch lists it: where it is, and whether it still reports. */
+export interface FleetEntry {
   readonly name: string;
   /** Its dashboard (its hub's alerting.externalUrl), null when it did not say. */
   readonly url: string | null;
@@ -33,8 +40,8 @@ export interface FleetCluster {
   readonly self: boolean;
   /** Whether its hub published within STALE_MS: when not, what it shows is as of `reportedAt`, and may be wrong. */
   readonly reporting: boolean;
+  /** When its hub last published, in this hub's clock (from the age the database measured). */
   readonly reportedAt: number;
-  readonly summary: FleetSummary;
 }
 
 export interface FleetOptions {
@@ -51,16 +58,73 @@ export interface FleetOptions {
   readonly clock: () => number;
 }
 
+/**
+ * dashboardUrl is a published address as this hub's pages may link to it: an http(s) URL, else null. Another
+ * cluster's hub writes it; whoever can write the shared database must not put a `javascript:` link in front of an
+ * operator.
+ */
+export function dashboardUrl(url: string | null): string | null {
+  if (url === null) return null;
+  try {
+    const u = new URL(url);
+    return u.protocol === "https:" || u.protocol === "http:" ? `${u.origin}${u.pathname.replace(/\/$/, "")}` : null;
+  } catch {
+    return null;
+  }
+}
+
 /** fleetIp drops a row's counts and rates. */
 export function fleetIp(r: IpRow): FleetIp {
   const { requests: _r, lastRequest: _l, changesPerHour: _c, askersChanged: _a, ...rest } = r;
   return rest;
 }
 
+const count = z.number().int().nonnegative();
+const STATES = ["single", "multi-responder", "no-responder", "idle", "not-layer2"] as const satisfies readonly HubIpState[];
+
+/** What a summary must hold to be shown: another cluster's hub wrote it, maybe of another version, maybe broken. */
+const SummarySchema = z.object({
+  ips: count,
+  states: z.partialRecord(z.enum(STATES), count),
+  openIncidents: count,
+  agents: z.object({ up: count, total: count }),
+  kubernetes: z.enum(["connected", "off"]),
+  strictArp: z.enum(["exposed", "ok", "unknown"]),
+});
+
+/** What an IP row must hold to be shown (its other fields pass through). */
+const IpSchema = z.looseObject({
+  ip: z.string(),
+  address: z.string(),
+  vlan: z.number().int().nullable(),
+  family: z.union([z.literal(4), z.literal(6)]),
+  state: z.enum(STATES),
+  services: z.array(z.looseObject({ namespace: z.string(), name: z.string() })),
+  announcer: z.string().nullable(),
+  expectedOwner: z.looseObject({ node: z.string() }).nullable(),
+  responders: z.array(
+    z.looseObject({ mac: z.string(), node: z.string().nullable(), vendor: z.string().nullable(), answering: z.boolean() }),
+  ),
+  fastest: z.string().nullable(),
+  findings: z.array(z.looseObject({ type: z.string(), detail: z.string() })),
+  silentDropNodes: z.array(z.string()),
+});
+
+/** parsed reads published JSON against `schema`; null when it is not JSON or not of that shape. */
+function parsed<T>(schema: z.ZodType<T>, json: string): T | null {
+  try {
+    const r = schema.safeParse(JSON.parse(json));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The Fleet is the clusters seen from this hub. Several clusters' hubs (each with its own agents, Kubernetes access
  * and schema) share one PostgreSQL; each cluster's leading hub publishes its summary and its IP rows there, and every
  * hub reads the others' from it: one place to look at every cluster, with links to the hub that holds the detail.
+ * What another hub published is checked before it is shown; what cannot be read is left out and counted.
  */
 export class Fleet {
   /** The rows this hub last wrote, as JSON by key; null until it read what its cluster had published before. */
@@ -72,9 +136,8 @@ export class Fleet {
     return this.o.name;
   }
 
-  /** summary is this cluster at a glance, now. */
-  async summary(): Promise<FleetSummary> {
-    const rows = this.o.rows();
+  /** summary is this cluster at a glance, now (from its rows, when the caller has them already). */
+  async summary(rows: readonly IpRow[] = this.o.rows()): Promise<FleetSummary> {
     const states: Partial<Record<HubIpState, number>> = {};
     for (const r of rows) states[r.state] = (states[r.state] ?? 0) + 1;
     const s = this.o.summary();
@@ -90,63 +153,81 @@ export class Fleet {
 
   /**
    * publish writes this cluster's summary, and the IP rows that changed since the last publish (and deletes those
-   * gone): the leading hub's duty every PUBLISH_MS. A hub that starts leading first reads what was published before.
+   * gone): the leading hub's duty every PUBLISH_MS. It starts from what is in the database when it does not know
+   * (it just started leading, its last write failed, or another hub pruned the cluster while it was silent).
    */
   async publish(): Promise<void> {
     const { repo, name } = this.o;
-    const now = this.o.clock();
-    const written = this.#written ?? new Map((await repo.keys(name)).map((k) => [k, ""]));
+    const known = this.#written !== null && (await repo.count(name)) === this.#written.size ? this.#written : null;
+    const written = known ?? new Map((await repo.keys(name)).map((k) => [k, ""]));
+    this.#written = null;
     const next = new Map<string, string>();
     const changed: { key: string; entry: FleetIp }[] = [];
-    for (const r of this.o.rows()) {
+    const rows = this.o.rows();
+    for (const r of rows) {
       const entry = fleetIp(r);
       const json = JSON.stringify(entry);
       next.set(r.ip, json);
       if (written.get(r.ip) !== json) changed.push({ key: r.ip, entry });
     }
     const gone = [...written.keys()].filter((k) => !next.has(k));
-    try {
-      await repo.writeIps(name, changed, gone, now);
-      await repo.report(name, this.o.url, await this.summary(), now);
-      this.#written = next;
-    } catch (e) {
-      // What was not written is written by the next publish, from what was last known to be there.
-      this.#written = written;
-      throw e;
-    }
+    await repo.writeIps(name, changed, gone);
+    await repo.report(name, this.o.url, await this.summary(rows));
+    this.#written = next;
   }
 
-  /** stop forgets what was written: a hub that leads again later reads it again first. */
-  forget(): void {
-    this.#written = null;
+  /** #others reads the other clusters' rows, their ages turned into this hub's time. */
+  async #others(): Promise<(FleetEntry & { published: PublishedCluster })[]> {
+    const now = this.o.clock();
+    return (await this.o.repo.clusters())
+      .filter((c) => c.name !== this.o.name)
+      .map((c) => ({
+        name: c.name,
+        url: dashboardUrl(c.url),
+        self: false,
+        reporting: c.ageMs <= STALE_MS,
+        reportedAt: now - Math.max(0, c.ageMs),
+        published: c,
+      }));
+  }
+
+  #self(): FleetEntry {
+    return { name: this.o.name, url: this.o.url, self: true, reporting: true, reportedAt: this.o.clock() };
+  }
+
+  /**
+   * directory lists the clusters by name with where their dashboards are, without their summaries: what the top
+   * bar's switch needs on every page, without judging this cluster's every IP for it.
+   */
+  async directory(): Promise<FleetEntry[]> {
+    const others = (await this.#others()).map(({ published: _p, ...c }) => c);
+    return [this.#self(), ...others].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** clusters lists every cluster of the fleet by name: this one live, the others as their hubs last published. */
   async clusters(): Promise<FleetCluster[]> {
-    const now = this.o.clock();
-    const published = await this.o.repo.clusters<FleetSummary>();
-    const self: FleetCluster = {
-      name: this.o.name,
-      url: this.o.url,
-      self: true,
-      reporting: true,
-      reportedAt: now,
-      summary: await this.summary(),
-    };
-    const others = published
-      .filter((c) => c.name !== this.o.name)
-      .map((c): FleetCluster => ({ ...c, self: false, reporting: now - c.reportedAt <= STALE_MS }));
-    return [self, ...others].sort((a, b) => a.name.localeCompare(b.name));
+    const others = (await this.#others()).map(({ published, ...c }) => ({ ...c, summary: parsed(SummarySchema, published.summary) }));
+    return [{ ...this.#self(), summary: await this.summary() }, ...others].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /**
    * ips is one cluster and its IP rows, each row with its cluster's name: this cluster's live, another's as its hub
-   * last published them (true as of the cluster's `reportedAt`); null for a cluster no hub of the fleet published.
+   * last published them (true as of the cluster's `reportedAt`), with how many could not be read; null for a cluster
+   * no hub of the fleet published.
    */
-  async ips(name: string): Promise<{ cluster: FleetCluster; rows: (FleetIp & { cluster: string })[] } | null> {
-    const cluster = (await this.clusters()).find((c) => c.name === name);
-    if (cluster === undefined) return null;
-    const rows = cluster.self ? this.o.rows().map(fleetIp) : (await this.o.repo.ips<FleetIp>(name)).map((p) => p.entry);
-    return { cluster, rows: rows.map((r) => ({ ...r, cluster: name })) };
+  async ips(name: string): Promise<{ cluster: FleetEntry; rows: (FleetIp & { cluster: string })[]; unreadable: number } | null> {
+    if (name === this.o.name)
+      return { cluster: this.#self(), rows: this.o.rows().map((r) => ({ ...fleetIp(r), cluster: name })), unreadable: 0 };
+    const found = (await this.#others()).find((c) => c.name === name);
+    if (found === undefined) return null;
+    const { published: _p, ...cluster } = found;
+    const rows: (FleetIp & { cluster: string })[] = [];
+    let unreadable = 0;
+    for (const p of await this.o.repo.ips(name)) {
+      const entry = parsed(IpSchema, p.entry);
+      if (entry === null) unreadable++;
+      else rows.push({ ...(entry as unknown as FleetIp), cluster: name });
+    }
+    return { cluster, rows, unreadable };
   }
 }

@@ -1,5 +1,4 @@
 import type { Db } from "./db.js";
-import { FLEET_SCHEMA } from "./fleet.js";
 import { summarize } from "./incidents.js";
 
 /** A Migration moves the schema one version up. Never edit a released one: add the next. */
@@ -400,22 +399,29 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (cluster, key)
       );
     `,
-    // Shared by every cluster's schema in the database: each cluster's migration finds them made by the first.
+    // In schema public, named in full by every cluster's hub (a named cluster's own tables are in its schema). Made
+    // only when missing: a hub whose role may not create there finds them made by the first, or by its DBA.
     postgres: `
-      CREATE SCHEMA IF NOT EXISTS ${FLEET_SCHEMA};
-      CREATE TABLE IF NOT EXISTS ${FLEET_SCHEMA}.clusters (
-        name        TEXT   PRIMARY KEY,
-        url         TEXT,
-        summary     TEXT   NOT NULL,
-        reported_at BIGINT NOT NULL
-      );
-      CREATE TABLE IF NOT EXISTS ${FLEET_SCHEMA}.ips (
-        cluster     TEXT   NOT NULL,
-        key         TEXT   NOT NULL,
-        entry       TEXT   NOT NULL,
-        reported_at BIGINT NOT NULL,
-        PRIMARY KEY (cluster, key)
-      );
+      DO $$
+      BEGIN
+        IF to_regclass('public.fleet_clusters') IS NULL THEN
+          CREATE TABLE public.fleet_clusters (
+            name        TEXT   PRIMARY KEY,
+            url         TEXT,
+            summary     TEXT   NOT NULL,
+            reported_at BIGINT NOT NULL
+          );
+        END IF;
+        IF to_regclass('public.fleet_ips') IS NULL THEN
+          CREATE TABLE public.fleet_ips (
+            cluster     TEXT   NOT NULL,
+            key         TEXT   NOT NULL,
+            entry       TEXT   NOT NULL,
+            reported_at BIGINT NOT NULL,
+            PRIMARY KEY (cluster, key)
+          );
+        END IF;
+      END $$;
     `,
   },
 ];

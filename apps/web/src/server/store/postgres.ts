@@ -40,7 +40,7 @@ const TYPES = {
  * clusterSchema is the PostgreSQL schema that holds a cluster's tables when several clusters' hubs share one
  * database: `whohas_NAME` (hyphens as underscores; a cluster name has no underscore, so no two names meet). The
  * default cluster keeps `public`, where a single hub's tables have always been. The fleet's shared tables are in
- * FLEET_SCHEMA (fleet.ts).
+ * public, named in full (fleet.ts).
  */
 export function clusterSchema(cluster: string): string {
   return cluster === DEFAULT_CLUSTER ? "public" : `whohas_${cluster.replaceAll("-", "_")}`;
@@ -62,6 +62,33 @@ export function where(url: string): string {
     return `${u.hostname || "localhost"}${u.port === "" ? "" : `:${u.port}`}${u.pathname}`;
   } catch {
     return "(an invalid URL)";
+  }
+}
+
+/**
+ * placeCluster makes a named cluster's schema when it is missing (a role that may not create schemas uses one its DBA
+ * made), under the migrations' lock (replicas starting at once would race), and checks that the pool's connections
+ * use it; it returns what is wrong, or null. `?options=` in storage.url replaces the search path the hub sets: the
+ * cluster's tables would land in another cluster's schema.
+ */
+async function placeCluster(pool: pg.Pool, cluster: string): Promise<string | null> {
+  const schema = clusterSchema(cluster);
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    const found = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+    if (found.rowCount === 0) await client.query(`CREATE SCHEMA ${schema}`);
+    await client.query("COMMIT");
+    const at = (await client.query<{ s: string | null }>("SELECT current_schema() AS s")).rows[0]?.s ?? null;
+    return at === schema
+      ? null
+      : `cluster ${cluster}'s connections use schema ${at ?? "(none)"}, not ${schema}: remove options= from storage.url (it replaces the search path that keeps each cluster's tables in its own schema)`;
+  } catch (e) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    return `cannot create schema ${schema} for cluster ${cluster} (${(e as Error).message}): grant the hub's role CREATE on the database, or create the schema for it (CREATE SCHEMA ${schema} AUTHORIZATION its_role)`;
+  } finally {
+    client.release();
   }
 }
 
@@ -89,20 +116,10 @@ export async function openPostgres(url: string, o: { max?: number; warn?: Warn; 
     throw new Error(`cannot reach PostgreSQL at ${where(url)}: ${(e as Error).message}`);
   }
   if (cluster !== DEFAULT_CLUSTER) {
-    // Under the migrations' lock: replicas of one cluster starting at once would race to create its schema.
-    const schema = clusterSchema(cluster);
-    const client = await pool.connect();
-    const failed = await client
-      .query(`BEGIN; SELECT pg_advisory_xact_lock(${MIGRATION_LOCK}); CREATE SCHEMA IF NOT EXISTS ${schema}; COMMIT`)
-      .then(
-        () => null,
-        (e: Error) => e,
-      );
-    if (failed !== null) await client.query("ROLLBACK").catch(() => undefined);
-    client.release();
-    if (failed !== null) {
+    const problem = await placeCluster(pool, cluster);
+    if (problem !== null) {
       await pool.end().catch(() => undefined);
-      throw new Error(`cannot create the schema ${schema} of cluster ${cluster} in PostgreSQL at ${where(url)}: ${failed.message}`);
+      throw new Error(`PostgreSQL at ${where(url)}: ${problem}`);
     }
   }
   const text = new Map<string, string>();

@@ -13,6 +13,11 @@ import { MAX_ROWS_PER_FLUSH, TrafficRepo } from "./traffic.js";
 export { MAX_ROWS_PER_FLUSH };
 /** PRUNE_BATCH bounds one delete, so retention never holds the writer long enough to delay ingest. */
 const PRUNE_BATCH = 5000;
+/**
+ * FLEET_FORGET_MS: a cluster of the fleet silent this long (or the retention, when longer) is forgotten; any hub's
+ * retention applies to every cluster's rows, so a short one must not drop a cluster that restarts.
+ */
+const FLEET_FORGET_MS = 86_400_000;
 
 /**
  * A Store is the hub's database, opened and migrated, as one repository per table family: traffic, incidents,
@@ -84,7 +89,7 @@ export class Store {
     if (n < PRUNE_BATCH) n += await this.access.prune(now, PRUNE_BATCH - n);
     if (n < PRUNE_BATCH) n += await this.outbox.prune(now, PRUNE_BATCH - n);
     if (n < PRUNE_BATCH) n += await this.audit.prune(now, PRUNE_BATCH - n);
-    if (n < PRUNE_BATCH) n += await this.fleet.prune(cut);
+    if (n < PRUNE_BATCH) n += await this.fleet.prune(Math.max(retentionMs, FLEET_FORGET_MS));
     return n;
   }
 
