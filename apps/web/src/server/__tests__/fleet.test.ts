@@ -3,12 +3,13 @@
 import { describe, expect, it } from "vitest";
 import pg from "pg";
 import { Hub } from "../hub/hub.js";
-import { STALE_MS } from "../hub/fleet.js";
+import { Fleet, REBUILD_MS, STALE_MS } from "../hub/fleet.js";
+import type { IpRow } from "../hub/views.js";
 import { openPostgres } from "../store/postgres.js";
 import { migrate } from "../store/migrations.js";
 import { Store } from "../store/store.js";
 import { ENGINES, fresh, opened, type Engine } from "./engines.js";
-import { answered, hello, until } from "./helpers.js";
+import { answered, cluster, hello, until } from "./helpers.js";
 
 const VIP = "192.0.2.200";
 const A = "02:00:5e:00:00:0a";
@@ -16,10 +17,12 @@ const B = "02:00:5e:00:00:0b";
 const C = "02:00:5e:00:00:0c";
 
 /** hubOf opens a hub of `cluster` on the database at `place` (PostgreSQL: that cluster's schema). */
-async function hubOf(e: Engine, place: string, cluster: string, clock: () => number): Promise<Hub> {
-  const db = await e.open(place, cluster);
+async function hubOf(e: Engine, place: string, name: string, clock: () => number): Promise<Hub> {
+  const db = await e.open(place, name);
   opened.push(db);
-  return Hub.open({ store: await Store.open(db, clock()), clock, cluster: { name: cluster, url: `https://${cluster}.example/` } });
+  const hub = await Hub.open({ store: await Store.open(db, clock()), clock, cluster: { name, url: `https://${name}.example/` } });
+  hub.setCluster(cluster(["node-a", "node-b"], [VIP]));
+  return hub;
 }
 
 /** writes records how many rows each publish of `store`'s fleet wrote. */
@@ -48,14 +51,18 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
     let now = 10_000;
     const store = await Store.open(await fresh(e), now);
     // A row an earlier leader published for an IP this hub no longer holds.
-    await store.fleet.writeIps("east", [{ key: "192.0.2.99", entry: { state: "single" } }], []);
+    await store.fleet.writeIps("east", [{ key: "192.0.2.99", json: JSON.stringify({ state: "single" }) }], []);
     const hub = await Hub.open({ store, clock: () => now, cluster: { name: "east", url: "https://east.example" } });
+    // VIP is a LoadBalancer IP; another address of the segment with one responder is no business of the fleet.
+    hub.setCluster(cluster(["node-a", "node-b"], [VIP]));
     const written = writes(store);
     hub.connect(hello("node-a", A));
     hub.connect(hello("node-b", B));
     hub.tick();
     hub.observe("node-a", answered(VIP, 9000, A));
     hub.observe("node-b", answered(VIP, 9000, null));
+    hub.observe("node-a", answered("192.0.2.77", 9000, A));
+    hub.tick();
     await hub.fleet.publish();
     expect((await store.fleet.keys("east")).sort()).toEqual([VIP]);
     expect((await hub.fleet.ips("east"))?.rows.map((r) => [r.ip, r.state, r.responders.map((x) => x.mac)])).toEqual([[VIP, "single", [A]]]);
@@ -64,10 +71,10 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
     hub.observe("node-a", answered(VIP, 14_000, A));
     hub.observe("node-b", answered(VIP, 14_000, null));
     await hub.fleet.publish();
-    const [cluster] = await store.fleet.clusters();
-    expect(cluster).toMatchObject({ name: "east", url: "https://east.example" });
-    expect(JSON.parse(cluster?.summary ?? "")).toMatchObject({
-      ips: 1,
+    const [published] = await store.fleet.clusters();
+    expect(published).toMatchObject({ name: "east", url: "https://east.example" });
+    expect(JSON.parse(published?.summary ?? "")).toMatchObject({
+      ips: 2,
       states: { single: 1 },
       openIncidents: 0,
       agents: { up: 2, total: 2 },
@@ -76,16 +83,25 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
     now = 20_000;
     hub.observe("node-b", answered(VIP, 19_000, B));
     hub.observe("node-a", answered(VIP, 19_000, A));
+    // Two MACs answer the other address too: now it is the fleet's business.
+    hub.observe("node-b", answered("192.0.2.77", 19_000, B));
+    hub.observe("node-a", answered("192.0.2.77", 19_000, A));
+    hub.tick();
     await hub.fleet.publish();
-    expect(JSON.parse((await store.fleet.ips("east"))[0]?.entry ?? "")).toMatchObject({ state: "multi-responder" });
-    // The first publish wrote the row; the second, with only more requests, none; the third the new verdict.
-    expect(written).toEqual([1, 0, 1]);
+    expect((await store.fleet.keys("east")).sort()).toEqual([VIP, "192.0.2.77"]);
+    expect((await store.fleet.ips("east")).map((r) => (JSON.parse(r.entry) as { state: string }).state)).toEqual([
+      "multi-responder",
+      "multi-responder",
+    ]);
+    // The first publish wrote the row; the second, with only more requests, none; the third the new verdicts.
+    expect(written).toEqual([1, 0, 2]);
   });
 
   it("writes every row again after a failed publish, or when another hub pruned them while this one was silent", async () => {
     const now = 10_000;
     const store = await Store.open(await fresh(e), now);
     const hub = await Hub.open({ store, clock: () => now, cluster: { name: "east", url: null } });
+    hub.setCluster(cluster(["node-a"], [VIP]));
     hub.connect(hello("node-a", A));
     hub.tick();
     hub.observe("node-a", answered(VIP, 9000, A));
@@ -111,6 +127,7 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
   it("lists this cluster live, with rows of its own named after it", async () => {
     const now = 10_000;
     const hub = await Hub.open({ store: await Store.open(await fresh(e), now), clock: () => now });
+    hub.setCluster(cluster(["node-a"], [VIP]));
     hub.connect(hello("node-a", A));
     hub.tick();
     hub.observe("node-a", answered(VIP, 9000, A));
@@ -138,13 +155,13 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
     expect((await hub.fleet.directory()).map((c) => [c.name, c.url])).toEqual(clusters.map((c) => [c.name, c.url]));
 
     const row = { ...hub.listSnapshot().rows[0], ip: VIP };
-    await store.fleet.writeIps("west", [{ key: "bad", entry: { ip: "198.51.100.1", state: "on fire" } }], []);
+    await store.fleet.writeIps("west", [{ key: "bad", json: JSON.stringify({ ip: "198.51.100.1", state: "on fire" }) }], []);
     await store.db.run("INSERT INTO fleet_ips (cluster, key, entry, reported_at) VALUES ('west', 'broken', '{not json', 0)");
     hub.connect(hello("node-a", A));
     hub.tick();
     hub.observe("node-a", answered(VIP, 9000, A));
     const good = hub.listSnapshot().rows[0] ?? row;
-    await store.fleet.writeIps("west", [{ key: VIP, entry: good }], []);
+    await store.fleet.writeIps("west", [{ key: VIP, json: JSON.stringify(good) }], []);
     const west = await hub.fleet.ips("west");
     expect(west?.rows.map((r) => [r.cluster, r.ip, r.state])).toEqual([["west", VIP, "single"]]);
     expect(west?.unreadable).toBe(2);
@@ -248,4 +265,80 @@ describe.each(ENGINES)("the fleet on $name", (e) => {
       await admin.end();
     },
   );
+});
+
+describe("a publish", () => {
+  it("builds only the rows whose judgement moved; every row when the inventory changes, each REBUILD_MS, or rows went missing", async () => {
+    const sqlite = ENGINES[0];
+    if (sqlite === undefined) throw new Error("no engine");
+    const store = await Store.open(await fresh(sqlite), 0);
+    let now = 0;
+    let epoch = 1;
+    const marks = new Map([
+      ["192.0.2.1", {}],
+      ["192.0.2.2", {}],
+    ]);
+    const states = new Map<string, IpRow["state"]>([
+      ["192.0.2.1", "single"],
+      ["192.0.2.2", "single"],
+    ]);
+    const built: string[] = [];
+    const row = (key: string): IpRow => ({
+      ip: key,
+      address: key,
+      vlan: null,
+      family: 4,
+      state: states.get(key) ?? "idle",
+      services: [],
+      announcer: null,
+      expectedOwner: null,
+      responders: [],
+      fastest: null,
+      findings: [],
+      requests: now,
+      lastRequest: now,
+      silentDropNodes: [],
+      lastHandover: null,
+      changesPerHour: 0,
+      askersChanged: 0,
+    });
+    const fleet = new Fleet({
+      name: "east",
+      url: null,
+      repo: store.fleet,
+      rows: () => [...marks.keys()].map(row),
+      keys: () => [...marks.keys()],
+      shown: () => () => true,
+      row: (key) => (built.push(key), row(key)),
+      mark: (key) => marks.get(key),
+      epoch: () => epoch,
+      summary: () => ({ kubernetes: "off", strictArp: { verdict: "unknown" } }) as never,
+      openIncidents: () => Promise.resolve(0),
+      agents: () => ({ up: 0, total: 0 }),
+      clock: () => now,
+    });
+    const publish = async () => {
+      built.length = 0;
+      await fleet.publish();
+      return [...built];
+    };
+    expect(await publish()).toEqual(["192.0.2.1", "192.0.2.2"]);
+    now += 5000;
+    expect(await publish()).toEqual([]);
+    // One judgement moved (a new verdict key): that row alone, and it is written.
+    marks.set("192.0.2.2", {});
+    states.set("192.0.2.2", "multi-responder");
+    expect(await publish()).toEqual(["192.0.2.2"]);
+    expect(JSON.parse((await store.fleet.ips("east"))[1]?.entry ?? "")).toMatchObject({ state: "multi-responder" });
+    expect(JSON.parse((await store.fleet.clusters())[0]?.summary ?? "")).toMatchObject({ states: { single: 1, "multi-responder": 1 } });
+    epoch++;
+    expect(await publish()).toEqual(["192.0.2.1", "192.0.2.2"]);
+    now += REBUILD_MS;
+    expect(await publish()).toEqual(["192.0.2.1", "192.0.2.2"]);
+    now += 5000;
+    expect(await publish()).toEqual([]);
+    await store.db.run("DELETE FROM fleet_ips WHERE key = '192.0.2.1'");
+    expect(await publish()).toEqual(["192.0.2.1", "192.0.2.2"]);
+    expect((await store.fleet.keys("east")).sort()).toEqual(["192.0.2.1", "192.0.2.2"]);
+  });
 });

@@ -101,7 +101,7 @@ describe("read API", () => {
       { mac: "02:00:5e:00:00:1a", node: "west-a", vendor: null, answering: true, lastGratuitous: null },
       { mac: "02:00:5e:00:00:1b", node: "west-b", vendor: null, answering: true, lastGratuitous: null },
     ];
-    await hub.store.fleet.writeIps("west", [{ key: VIP, entry: { ...row, state: "multi-responder", responders } }], []);
+    await hub.store.fleet.writeIps("west", [{ key: VIP, json: JSON.stringify({ ...row, state: "multi-responder", responders }) }], []);
     const summary = {
       ips: 1,
       states: { "multi-responder": 1 },

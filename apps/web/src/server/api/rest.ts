@@ -84,7 +84,6 @@ async function sendFleetIps(hub: Hub, cluster: string, head: boolean, res: Serve
     announcer: r.announcer,
     expectedOwner: r.expectedOwner,
     responders: r.responders,
-    fastest: r.fastest,
     findings: r.findings,
     silentDropNodes: r.silentDropNodes,
     asOf,

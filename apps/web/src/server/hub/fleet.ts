@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { FleetRepo, PublishedCluster } from "../store/fleet.js";
 import type { ClusterSummary } from "./hub.js";
@@ -7,12 +8,22 @@ import type { HubIpState, IpRow } from "./views.js";
 export const PUBLISH_MS = 5000;
 /** STALE_MS: a cluster whose hub has not published for this long is shown as not reporting (its rows as of then). */
 export const STALE_MS = 30_000;
+/**
+ * REBUILD_MS: how often a publish builds every row again; in between it builds only the rows whose judgement moved
+ * (a silent drop or an owner can change without the verdict moving; they show within this).
+ */
+export const REBUILD_MS = 60_000;
 
 /**
  * A FleetIp is one IP's row as the fleet shows it: the list row without what changes with every request (counts,
  * rates), so that a cluster's hub writes a row again only when its verdict or what it rests on changes.
  */
-export type FleetIp = Omit<IpRow, "requests" | "lastRequest" | "changesPerHour" | "askersChanged">;
+export type FleetIp = Omit<
+  IpRow,
+  "requests" | "lastRequest" | "changesPerHour" | "askersChanged" | "fastest" | "lastHandover" | "responders"
+> & {
+  readonly responders: readonly Omit<IpRow["responders"][number], "lastGratuitous">[];
+};
 
 /** A FleetSummary is one cluster at a glance: its IPs per verdict, open incidents, agents, strictARP. */
 export interface FleetSummary {
@@ -50,8 +61,22 @@ export interface FleetOptions {
   /** This hub's dashboard for people (alerting.externalUrl), published for the other hubs' links. */
   readonly url: string | null;
   readonly repo: FleetRepo;
-  /** This cluster's IP rows, live. */
+  /** This cluster's IP rows, live (every one built: for a request, not for each publish). */
   readonly rows: () => readonly IpRow[];
+  /** This cluster's IP keys (in any order), and one key's row (null: gone), for the publish: it builds only the rows that moved. */
+  readonly keys: () => readonly string[];
+  /**
+   * shown makes, once per publish, the test of which IPs the fleet shows: the LoadBalancer IPs, and any IP with a
+   * problem (several responders, no responder, a finding open); not every host of every segment.
+   */
+  readonly shown: () => (key: string) => boolean;
+  readonly row: (key: string) => IpRow | null;
+  /**
+   * mark is a value that stays the same (===) while the judgement of `key` has not moved (the latest verdict's key);
+   * epoch one that stays the same while the cluster's inventory (Services, owners) has not changed.
+   */
+  readonly mark: (key: string) => unknown;
+  readonly epoch: () => unknown;
   readonly summary: () => ClusterSummary;
   readonly openIncidents: () => Promise<number>;
   readonly agents: () => { up: number; total: number };
@@ -73,10 +98,10 @@ export function dashboardUrl(url: string | null): string | null {
   }
 }
 
-/** fleetIp drops a row's counts and rates. */
+/** fleetIp drops what changes with every request or race from a row: counts, rates, the fastest, the latest times. */
 export function fleetIp(r: IpRow): FleetIp {
-  const { requests: _r, lastRequest: _l, changesPerHour: _c, askersChanged: _a, ...rest } = r;
-  return rest;
+  const { requests: _r, lastRequest: _l, changesPerHour: _c, askersChanged: _a, fastest: _f, lastHandover: _h, responders, ...rest } = r;
+  return { ...rest, responders: responders.map(({ lastGratuitous: _g, ...x }) => x) };
 }
 
 const count = z.number().int().nonnegative();
@@ -105,7 +130,6 @@ const IpSchema = z.looseObject({
   responders: z.array(
     z.looseObject({ mac: z.string(), node: z.string().nullable(), vendor: z.string().nullable(), answering: z.boolean() }),
   ),
-  fastest: z.string().nullable(),
   findings: z.array(z.looseObject({ type: z.string(), detail: z.string() })),
   silentDropNodes: z.array(z.string()),
 });
@@ -127,8 +151,12 @@ function parsed<T>(schema: z.ZodType<T>, json: string): T | null {
  * What another hub published is checked before it is shown; what cannot be read is left out and counted.
  */
 export class Fleet {
-  /** The rows this hub last wrote, as JSON by key; null until it read what its cluster had published before. */
+  /** What this hub last wrote, a digest of each row's JSON by key; null until it read what is in the database. */
   #written: Map<string, string> | null = null;
+  /** Each row as last built: what it rested on (mark), its JSON's digest and its state. */
+  #built = new Map<string, { mark: unknown; digest: string; state: HubIpState }>();
+  #epoch: unknown = null;
+  #rebuiltAt = -Infinity;
 
   constructor(readonly o: FleetOptions) {}
 
@@ -136,14 +164,25 @@ export class Fleet {
     return this.o.name;
   }
 
-  /** summary is this cluster at a glance, now (from its rows, when the caller has them already). */
-  async summary(rows: readonly IpRow[] = this.o.rows()): Promise<FleetSummary> {
-    const states: Partial<Record<HubIpState, number>> = {};
-    for (const r of rows) states[r.state] = (states[r.state] ?? 0) + 1;
+  /**
+   * summary is this cluster at a glance, now: its IPs, and the states of those the fleet shows (every IP with
+   * several or no responders among them), from the publish's rows when it has them.
+   */
+  async summary(states?: readonly HubIpState[], ips?: number): Promise<FleetSummary> {
+    if (states === undefined) {
+      const rows = this.o.rows();
+      const shown = this.o.shown();
+      return this.summary(
+        rows.filter((r) => shown(r.ip)).map((r) => r.state),
+        rows.length,
+      );
+    }
+    const counts: Partial<Record<HubIpState, number>> = {};
+    for (const state of states) counts[state] = (counts[state] ?? 0) + 1;
     const s = this.o.summary();
     return {
-      ips: rows.length,
-      states,
+      ips: ips ?? states.length,
+      states: counts,
       openIncidents: await this.o.openIncidents(),
       agents: this.o.agents(),
       kubernetes: s.kubernetes,
@@ -153,27 +192,52 @@ export class Fleet {
 
   /**
    * publish writes this cluster's summary, and the IP rows that changed since the last publish (and deletes those
-   * gone): the leading hub's duty every PUBLISH_MS. It starts from what is in the database when it does not know
-   * (it just started leading, its last write failed, or another hub pruned the cluster while it was silent).
+   * gone): the leading hub's duty every PUBLISH_MS. It builds only the rows whose judgement moved, every row each
+   * REBUILD_MS and when the inventory changed. It starts from what is in the database when it does not know (it just
+   * started leading, its last write failed, or another hub pruned the cluster while it was silent).
    */
   async publish(): Promise<void> {
     const { repo, name } = this.o;
+    const now = this.o.clock();
     const known = this.#written !== null && (await repo.count(name)) === this.#written.size ? this.#written : null;
     const written = known ?? new Map((await repo.keys(name)).map((k) => [k, ""]));
     this.#written = null;
+    const epoch = this.o.epoch();
+    const rebuild = epoch !== this.#epoch || now - this.#rebuiltAt >= REBUILD_MS;
+    const built = new Map<string, { mark: unknown; digest: string; state: HubIpState }>();
     const next = new Map<string, string>();
-    const changed: { key: string; entry: FleetIp }[] = [];
-    const rows = this.o.rows();
-    for (const r of rows) {
-      const entry = fleetIp(r);
-      const json = JSON.stringify(entry);
-      next.set(r.ip, json);
-      if (written.get(r.ip) !== json) changed.push({ key: r.ip, entry });
+    const changed: { key: string; json: string }[] = [];
+    const shown = this.o.shown();
+    const keys = this.o.keys();
+    for (const key of keys) {
+      if (!shown(key)) continue;
+      const mark = this.o.mark(key);
+      let b = rebuild || mark === undefined ? undefined : this.#built.get(key);
+      let json: string | null = null;
+      if (b === undefined || b.mark !== mark || written.get(key) !== b.digest) {
+        const row = this.o.row(key);
+        if (row === null) continue;
+        json = JSON.stringify(fleetIp(row));
+        b = { mark, digest: createHash("sha1").update(json).digest("base64"), state: row.state };
+      }
+      built.set(key, b);
+      next.set(key, b.digest);
+      if (json !== null && written.get(key) !== b.digest) changed.push({ key, json });
     }
     const gone = [...written.keys()].filter((k) => !next.has(k));
+    this.#built = built;
     await repo.writeIps(name, changed, gone);
-    await repo.report(name, this.o.url, await this.summary(rows));
+    await repo.report(
+      name,
+      this.o.url,
+      await this.summary(
+        [...built.values()].map((b) => b.state),
+        keys.length,
+      ),
+    );
     this.#written = next;
+    this.#epoch = epoch;
+    if (rebuild) this.#rebuiltAt = now;
   }
 
   /** #others reads the other clusters' rows, their ages turned into this hub's time. */
@@ -216,8 +280,11 @@ export class Fleet {
    * no hub of the fleet published.
    */
   async ips(name: string): Promise<{ cluster: FleetEntry; rows: (FleetIp & { cluster: string })[]; unreadable: number } | null> {
-    if (name === this.o.name)
-      return { cluster: this.#self(), rows: this.o.rows().map((r) => ({ ...fleetIp(r), cluster: name })), unreadable: 0 };
+    if (name === this.o.name) {
+      const shown = this.o.shown();
+      const rows = this.o.rows().filter((r) => shown(r.ip));
+      return { cluster: this.#self(), rows: rows.map((r) => ({ ...fleetIp(r), cluster: name })), unreadable: 0 };
+    }
     const found = (await this.#others()).find((c) => c.name === name);
     if (found === undefined) return null;
     const { published: _p, ...cluster } = found;

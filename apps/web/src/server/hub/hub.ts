@@ -129,6 +129,20 @@ export class Hub {
       url: opts.cluster?.url ?? null,
       repo: this.store.fleet,
       rows: () => this.views.ips().map(rowOf),
+      keys: () => this.views.ipKeys(false),
+      shown: () => {
+        const inventory = this.cluster.inventory();
+        return (key) => {
+          const state = this.judging.lastKey(key)?.state;
+          return state === "m" || state === "n" || inventory.has(splitIpKey(key).ip) || this.traffic.judge.holds(key);
+        };
+      },
+      row: (key) => {
+        const v = this.views.ip(key);
+        return v === null ? null : rowOf(v);
+      },
+      mark: (key) => this.judging.lastKey(key),
+      epoch: () => this.cluster.version,
       summary: () => this.summary(),
       openIncidents: async () => (await this.judging.incidents({ open: true })).length,
       agents: () => {

@@ -234,14 +234,17 @@ export class Views {
     };
   }
 
-  /** ipKeys lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order. */
-  ipKeys(): string[] {
+  /**
+   * ipKeys lists every IP seen, and the cluster's LoadBalancer IPs nobody asked for yet, in address order (in no
+   * order, when `sorted` is false: sorting tens of thousands of addresses is not free).
+   */
+  ipKeys(sorted = true): string[] {
     const inventory = this.cluster.inventory();
     const seen = [...this.traffic.ips()];
     // A Service's address seen only inside a VLAN is listed there, not again as an untagged row nobody asked for.
     const addresses = new Set(seen.map((k) => splitIpKey(k).ip));
-    const all = new Set([...seen, ...[...inventory.keys()].filter((ip) => !addresses.has(ip))]);
-    return [...all].sort(compareIP);
+    const all = [...new Set([...seen, ...[...inventory.keys()].filter((ip) => !addresses.has(ip))])];
+    return sorted ? all.sort(compareIP) : all;
   }
 
   /** ips is the view of every IP ipKeys lists. */

@@ -46,8 +46,11 @@ export class FleetRepo {
     );
   }
 
-  /** writeIps writes the IP rows of `cluster` that changed and deletes those that are gone, in one transaction. */
-  async writeIps(cluster: string, changed: readonly { key: string; entry: unknown }[], gone: readonly string[]): Promise<void> {
+  /**
+   * writeIps writes the IP rows of `cluster` that changed (each its JSON) and deletes those that are gone, in one
+   * transaction.
+   */
+  async writeIps(cluster: string, changed: readonly { key: string; json: string }[], gone: readonly string[]): Promise<void> {
     if (changed.length === 0 && gone.length === 0) return;
     await this.db.tx(async (t) => {
       for (let i = 0; i < changed.length; i += ROWS_PER_STATEMENT) {
@@ -55,7 +58,7 @@ export class FleetRepo {
         await t.run(
           `INSERT INTO ${this.#ips} (cluster, key, entry, reported_at) VALUES ${part.map(() => `(?, ?, ?, ${this.#now})`).join(", ")}
            ON CONFLICT (cluster, key) DO UPDATE SET entry = excluded.entry, reported_at = excluded.reported_at`,
-          part.flatMap((r) => [cluster, r.key, JSON.stringify(r.entry)]),
+          part.flatMap((r) => [cluster, r.key, r.json]),
         );
       }
       for (let i = 0; i < gone.length; i += ROWS_PER_STATEMENT) {
