@@ -1,5 +1,14 @@
 import WebSocket from "ws";
-import { HEARTBEAT_MS, SILENCE_MS, WIRE_VERSION, type AgentMessage, type HubMessage, parseHubMessage } from "@whohas/core";
+import {
+  CLOSE_NODE_TAKEN,
+  CLOSE_WRONG_CLUSTER,
+  HEARTBEAT_MS,
+  SILENCE_MS,
+  WIRE_VERSION,
+  type AgentMessage,
+  type HubMessage,
+  parseHubMessage,
+} from "@whohas/core";
 import type { Logger } from "@whohas/core";
 
 /** BACKOFF_MIN_MS and BACKOFF_MAX_MS bound the reconnect delay: 0.5 s doubling to 30 s. */
@@ -185,15 +194,15 @@ export class HubLink {
           : retryAfter !== null
             ? Math.round(retryAfter * (0.5 + Math.random()))
             : backoffDelay(this.#attempt++);
-      // 4409: the hub already has a live agent for this node name (two agents claim it, or the old link is dead).
-      if (code === 4409)
+      // The hub already has a live agent for this node name (two agents claim it, or the old link is dead).
+      if (code === CLOSE_NODE_TAKEN)
         logger.error("hub.node_conflict", {
           reason: reason.toString(),
           retryInMs: delay,
           hint: "check --node (NODE_NAME): another agent speaks for this node; a dead old connection is dropped by the hub within 20 s",
         });
-      // 4412: the hub watches another cluster than --cluster says: the agent was given another cluster's hub.
-      else if (code === 4412)
+      // The hub watches another cluster than --cluster says: the agent was given another cluster's hub.
+      else if (code === CLOSE_WRONG_CLUSTER)
         logger.error("hub.wrong_cluster", {
           reason: reason.toString(),
           retryInMs: delay,

@@ -51,3 +51,4 @@ export * from "./cluster/pools.js";
 export * from "./net/scope.js";
 export * from "./net/ip-key.js";
 export * from "./fleet/cluster-name.js";
+export * from "./wire-close.js";

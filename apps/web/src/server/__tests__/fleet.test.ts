@@ -6,7 +6,7 @@ import { Hub } from "../hub/hub.js";
 import { Fleet, REBUILD_MS, STALE_MS } from "../hub/fleet.js";
 import type { IpRow } from "../hub/views.js";
 import { openPostgres } from "../store/postgres.js";
-import { migrate } from "../store/migrations.js";
+import { migrate } from "../store/migrate.js";
 import { Store } from "../store/store.js";
 import { ENGINES, fresh, opened, type Engine } from "./engines.js";
 import { answered, cluster, hello, until } from "./helpers.js";

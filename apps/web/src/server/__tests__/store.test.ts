@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { transient, type Db, type Param } from "../store/db.js";
 import { openSqlite } from "../store/sqlite.js";
-import { MIGRATIONS, migrate } from "../store/migrations.js";
+import { migrate } from "../store/migrate.js";
+import { MIGRATIONS } from "../store/migrations.js";
 import { MAX_ROWS_PER_FLUSH, Store } from "../store/store.js";
 import { AUDIT_RETENTION_MS } from "../store/audit.js";
 import { Hub } from "../hub/hub.js";

@@ -2,6 +2,9 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import {
+  CLOSE_NODE_TAKEN,
+  CLOSE_REPLACED,
+  CLOSE_WRONG_CLUSTER,
   WIRE_VERSION,
   parseAgentMessage,
   type CommandResult,
@@ -58,19 +61,6 @@ export const FACTS_EVERY_MS = 5_000;
 /** FAILED_RATE / FAILED_BURST: failed agent connections allowed per address (10 a minute, bursts of 20). */
 const FAILED_RATE = 10 / 60;
 const FAILED_BURST = 20;
-
-/**
- * CLOSE_NODE_TAKEN: the hub refuses a hello for a node that already has a live connection (shared token). The agent
- * logs it as a conflict: two agents claim one node name, or the old connection is dead and goes within PING_MS × 2.
- */
-export const CLOSE_NODE_TAKEN = 4409;
-/**
- * CLOSE_WRONG_CLUSTER: the agent's --cluster names another cluster than this hub's: it was given the address of
- * another cluster's hub. The agent logs it as an error with what to check.
- */
-export const CLOSE_WRONG_CLUSTER = 4412;
-/** CLOSE_REPLACED: a newer connection of the same node (proved by its ServiceAccount token) took this one's place. */
-export const CLOSE_REPLACED = 4000;
 
 export interface AgentGatewayOptions {
   readonly hub: Hub;

@@ -102,8 +102,7 @@ export class Hub {
       feed: this.feed,
       clock: this.clock,
       nodeOfMac: this.agents.nodeOfMac,
-      // LoadBalancer IPs and IPs with an open incident never leave the live view.
-      mustStay: (ip) => this.cluster.inventory().has(splitIpKey(ip).ip) || this.traffic.judge.holds(ip),
+      mustStay: (ip) => this.#mustStay(ip, this.cluster.inventory()),
       limits: opts.limits,
       onLimit: opts.onLimit,
     });
@@ -132,9 +131,10 @@ export class Hub {
       keys: () => this.views.ipKeys(false),
       shown: () => {
         const inventory = this.cluster.inventory();
+        // What the live view always keeps, and any IP several or no MACs answer.
         return (key) => {
           const state = this.judging.lastKey(key)?.state;
-          return state === "m" || state === "n" || inventory.has(splitIpKey(key).ip) || this.traffic.judge.holds(key);
+          return state === "m" || state === "n" || this.#mustStay(key, inventory);
         };
       },
       row: (key) => {
@@ -151,6 +151,11 @@ export class Hub {
       },
       clock: this.clock,
     });
+  }
+
+  /** #mustStay: LoadBalancer IPs and IPs with an open incident never leave the live view (nor the fleet's rows). */
+  #mustStay(ip: string, inventory: ReadonlyMap<string, unknown>): boolean {
+    return inventory.has(splitIpKey(ip).ip) || this.traffic.judge.holds(ip);
   }
 
   /** clusterName is the cluster this hub watches: its agents say the same, and the fleet lists it so. */

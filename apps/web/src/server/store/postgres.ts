@@ -1,7 +1,7 @@
 import pg from "pg";
 import { DEFAULT_CLUSTER } from "@whohas/core";
 import { integers, type Db, type Param } from "./db.js";
-import { MIGRATION_LOCK } from "./migrations.js";
+import { MIGRATION_LOCK } from "./migrate.js";
 
 /**
  * numbered rewrites `?` placeholders to PostgreSQL's `$1, $2, …`, leaving quoted text, identifiers and `--` comments alone: the store

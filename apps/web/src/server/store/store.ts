@@ -5,7 +5,7 @@ import type { Db } from "./db.js";
 import { EvidenceRepo } from "./evidence.js";
 import { FleetRepo } from "./fleet.js";
 import { IncidentsRepo } from "./incidents.js";
-import { migrate } from "./migrations.js";
+import { migrate } from "./migrate.js";
 import { Outbox } from "./outbox.js";
 import { SettingsRepo } from "./settings.js";
 import { MAX_ROWS_PER_FLUSH, TrafficRepo } from "./traffic.js";
